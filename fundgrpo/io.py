@@ -1,0 +1,73 @@
+"""Atomic file writes: a failed run never leaves a half-written or replaced output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling of `path`; move it into place only on success.
+
+    Works for files and for directories (the caller creates what it needs).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    target = tmp / path.name
+    try:
+        yield target
+        if not target.exists():
+            raise FileNotFoundError(f"nothing was written to {target}")
+        if path.is_dir() and not path.is_symlink():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}")
+            path.rename(old)
+            target.rename(path)
+            shutil.rmtree(old)
+        else:
+            os.replace(target, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
+
+
+def write_json(obj: Any, path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n", encoding="utf-8")
+
+
+def write_text(text: str, path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_jsonl(rows: list[dict], path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        with tmp.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "item"):  # numpy scalars
+        return v.item()
+    if isinstance(v, (set, tuple)):
+        return list(v)
+    raise TypeError(f"not JSON serialisable: {type(v).__name__}")

@@ -1,0 +1,156 @@
+"""Models: build the compact embedded default, load any causal LM, generate answers.
+
+The embedded default is a small Qwen3 with a byte-level BPE tokenizer trained on
+the project's own prompts, saved with `save_pretrained`; everything downstream
+loads it with `from_pretrained(path)`, the same call that loads
+`Qwen/Qwen3-0.6B` from a user's cache. Nothing here downloads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from fundgrpo.params import ModelArchParams, ModelParams
+
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHATML = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+POINTER = "pretrained.json"  # models/base holds this instead of weights for a named model
+
+
+def build_tokenizer(corpus: Iterable[str], vocab_size: int):
+    """A byte-level BPE tokenizer trained on `corpus`, digits split one by one.
+
+    Digit-level tokens let a small model compare numbers; byte-level BPE covers
+    any UTF-8 text (Korean included) with no unknown token.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        padding_side="left",
+    )
+    fast.chat_template = CHATML
+    return fast
+
+
+def build_model(arch: ModelArchParams, tokenizer) -> Any:
+    """A randomly initialised compact Qwen3 sized for a laptop CPU."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(arch.seed)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=arch.hidden_size,
+        intermediate_size=arch.intermediate_size,
+        num_hidden_layers=arch.num_hidden_layers,
+        num_attention_heads=arch.num_attention_heads,
+        num_key_value_heads=arch.num_key_value_heads,
+        head_dim=arch.head_dim,
+        max_position_embeddings=arch.max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def resolve(path: str | Path) -> str:
+    """What to pass to `from_pretrained`: a folder, or the name a pointer file in it names.
+
+    >>> import tempfile, json, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / POINTER).write_text(json.dumps({"name_or_path": "Qwen/Qwen3-0.6B"}))
+    >>> resolve(d)
+    'Qwen/Qwen3-0.6B'
+    """
+    pointer = Path(path) / POINTER
+    if pointer.exists():
+        return json.loads(pointer.read_text())["name_or_path"]
+    return str(path)
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def load(path: str | Path, params: ModelParams | None = None, adapter: bool = False):
+    """Load (model, tokenizer) for generation; `path` may hold a PEFT adapter."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    params = params or ModelParams()
+    source = resolve(path)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    kwargs: dict[str, Any] = {"dtype": torch_dtype(params.dtype)}
+    if params.load_in_4bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+    if (Path(source) / "adapter_config.json").exists():
+        from peft import AutoPeftModelForCausalLM
+
+        model = AutoPeftModelForCausalLM.from_pretrained(source, **kwargs)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    if torch.cuda.is_available() and not params.load_in_4bit:
+        model = model.to("cuda")
+    model.eval()
+    return model, tokenizer
+
+
+def generate(
+    model, tokenizer, conversations: list[list[dict]], max_new_tokens: int = 96, batch_size: int = 32, desc: str = "generate"
+) -> list[str]:
+    """Greedy answers for chat conversations, in batches, with a progress bar."""
+    import torch
+    from tqdm.auto import tqdm
+
+    texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+    out: list[str] = []
+    for start in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch"):
+        batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = {k: v.to(model.device) for k, v in batch.items()}
+        with torch.no_grad():
+            ids = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
+        new = ids[:, batch["input_ids"].shape[1] :]
+        out.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+    return out

@@ -1,0 +1,329 @@
+"""One frozen dataclass per `params.yaml` section, and a strict loader.
+
+Unknown keys are an error (a typo in params.yaml must not be silently ignored),
+missing keys take the defaults shown here, so the defaults are visible in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ParamsError(ValueError):
+    """params.yaml (or a profile) does not fit the dataclasses below."""
+
+
+# --------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class SyntheticParams:
+    """The embedded synthetic fund universe (documented as synthetic in the README)."""
+
+    seed: int = 7
+    n_funds: int = 240
+    max_share_classes: int = 3
+    n_months: int = 72  # monthly history; funds launched later have less
+    start: str = "2019-01"
+    categories: tuple[str, ...] = (
+        "Global Equity",
+        "Korea Equity",
+        "US Large-Cap",
+        "Emerging Markets",
+        "Bond Aggregate",
+        "Balanced",
+    )
+    analyst_noise: float = 0.15  # probability an analyst's grade is one notch off the rule
+    out_dir: str = "data/raw/synthetic"
+
+
+@dataclass(frozen=True)
+class ReturnsSourceParams:
+    """Monthly NAV or return series (long format) plus a fund attributes table."""
+
+    series_path: str = "data/raw/synthetic/returns.csv"
+    attributes_path: str = "data/raw/synthetic/funds.csv"
+    id_column: str = "share_class_id"
+    date_column: str = "month"
+    value_column: str = "return"  # a monthly return (decimal) or a NAV level
+    value_kind: str = "return"  # "return" | "nav"
+    benchmark_column: str = "benchmark_return"  # same kind as value_kind
+    risk_free_rate: float = 0.02  # annual, decimal
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    """Where the fund data comes from and how its columns map to the canonical table."""
+
+    source: str = "returns"  # "returns" (NAV/return series) | "table" (screener CSV/Parquet)
+    path: str = ""  # for source=table
+    encoding: str = "auto"  # "auto" tries utf-8-sig, then cp949, then latin-1
+    column_map: dict[str, str] = field(default_factory=dict)  # canonical name -> source column
+    fund_id_from: tuple[str, ...] = ()  # derive fund_id from these source columns when absent
+    scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
+    drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
+    returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
+    out: str = "data/canonical/funds.parquet"
+
+
+@dataclass(frozen=True)
+class ValidateParams:
+    """The Great Expectations suite over the canonical table."""
+
+    min_rows: int = 20
+    required_columns: tuple[str, ...] = ("share_class_id", "fund_id", "category")
+    null_budget: dict[str, float] = field(default_factory=dict)  # column -> max share of nulls
+    default_null_budget: float = 0.5  # for canonical metric columns not named above
+    min_labelled_share: float = 0.5  # share of rows with an expert grade
+    # column -> max share of non-null values allowed outside the canonical range
+    # (real exports carry a few, e.g. ongoing charges of -0.01 % from rebates); default strict
+    range_budget: dict[str, float] = field(default_factory=dict)
+    report_dir: str = "reports/validation"
+    out: str = "data/validated/funds.parquet"
+
+
+@dataclass(frozen=True)
+class MethodologyParams:
+    path: str = "methodology/default.yaml"
+    out_dir: str = "data/schema"
+
+
+@dataclass(frozen=True)
+class PrepareParams:
+    seed: int = 13
+    train_share: float = 0.7
+    validation_share: float = 0.1  # the rest is test
+    out_dir: str = "data/prepared"
+
+
+@dataclass(frozen=True)
+class ModelArchParams:
+    """A compact Qwen3 built locally when no pretrained model is named."""
+
+    vocab_size: int = 1024
+    hidden_size: int = 128
+    intermediate_size: int = 512
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    head_dim: int = 32
+    max_position_embeddings: int = 1024
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    pretrained: str = ""  # a hub name or local path; empty builds the compact model
+    arch: ModelArchParams = field(default_factory=ModelArchParams)
+    dtype: str = "float32"  # "float32" | "bfloat16" | "float16"
+    load_in_4bit: bool = False  # QLoRA (needs bitsandbytes and a GPU)
+    out_dir: str = "models/base"
+
+
+@dataclass(frozen=True)
+class LoraParams:
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+@dataclass(frozen=True)
+class SftParams:
+    enabled: bool = True
+    epochs: float = 3.0
+    learning_rate: float = 1e-3
+    batch_size: int = 16
+    max_length: int = 512
+    seed: int = 0
+    bf16: bool = False
+    lora: LoraParams = field(default_factory=LoraParams)
+    out_dir: str = "models/sft"
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    json: float = 1.0
+    grade: float = 1.0
+    score: float = 0.5
+    evidence: float = 0.5
+    length: float = 0.25
+
+
+@dataclass(frozen=True)
+class GrpoParams:
+    max_steps: int = 100
+    learning_rate: float = 3e-4
+    warmup_steps: int = 10
+    lr_scheduler_type: str = "constant_with_warmup"
+    per_device_train_batch_size: int = 64  # completions, not prompts
+    gradient_accumulation_steps: int = 1
+    num_generations: int = 8
+    max_completion_length: int = 64
+    temperature: float = 1.0
+    beta: float = 0.0
+    loss_type: str = "dapo"
+    epsilon: float = 0.2
+    epsilon_high: float = 0.28
+    scale_rewards: str = "group"
+    reward_weights: RewardWeights = field(default_factory=RewardWeights)
+    score_tolerance: float = 25.0  # score reward falls to 0 at this distance
+    reasoning_chars: tuple[int, int] = (20, 200)  # length reward's target band
+    logging_steps: int = 5
+    seed: int = 0
+    bf16: bool = False
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"
+    lora: LoraParams = field(default_factory=LoraParams)
+    out_dir: str = "models/policy"
+
+
+@dataclass(frozen=True)
+class BacktestParams:
+    max_new_tokens: int = 96
+    batch_size: int = 32
+    max_funds: int = 0  # 0 = all test funds
+    metrics: str = "metrics/backtest.json"
+    plots_dir: str = "plots"
+    report_dir: str = "reports/backtest"
+
+
+@dataclass(frozen=True)
+class GateParams:
+    metric: str = "qwk"  # compared between candidate and champion
+    margin: float = 0.0  # candidate must exceed champion by more than this
+    min_valid_json: float = 0.9
+
+
+@dataclass(frozen=True)
+class RegisterParams:
+    experiment: str = "fund-grpo"
+    model_name: str = "fund-evaluator"
+    tracking_uri: str = "sqlite:///mlflow.db"  # MLFLOW_TRACKING_URI in the environment wins
+    artifact_location: str = "mlartifacts"
+    gate: GateParams = field(default_factory=GateParams)
+    decision: str = "metrics/register.json"
+
+
+@dataclass(frozen=True)
+class Params:
+    synthetic: SyntheticParams = field(default_factory=SyntheticParams)
+    ingest: IngestParams = field(default_factory=IngestParams)
+    validate: ValidateParams = field(default_factory=ValidateParams)
+    methodology: MethodologyParams = field(default_factory=MethodologyParams)
+    prepare: PrepareParams = field(default_factory=PrepareParams)
+    model: ModelParams = field(default_factory=ModelParams)
+    sft: SftParams = field(default_factory=SftParams)
+    grpo: GrpoParams = field(default_factory=GrpoParams)
+    backtest: BacktestParams = field(default_factory=BacktestParams)
+    register: RegisterParams = field(default_factory=RegisterParams)
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ParamsError(f"{where}: expected a mapping, got {value!r}")
+        return from_dict(tp, value, where)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ParamsError(f"{where}: expected a list, got {value!r}")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+        if len(args) != len(value):
+            raise ParamsError(f"{where}: expected {len(args)} items, got {value!r}")
+        return tuple(_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ParamsError(f"{where}: expected a mapping, got {value!r}")
+        _, vt = typing.get_args(tp)
+        return {str(k): _convert(vt, v, f"{where}.{k}") for k, v in value.items()}
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in typing.get_args(tp):
+            return None
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(inner[0], value, where)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParamsError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParamsError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ParamsError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ParamsError(f"{where}: expected text, got {value!r}")
+        return str(value)
+    return value
+
+
+def from_dict(cls: type, data: dict, where: str = "params") -> Any:
+    """Build dataclass `cls` from a mapping, refusing unknown keys."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ParamsError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    kwargs = {k: _convert(hints[k], v, f"{where}.{k}") for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Return `base` updated by `override`, recursing into mappings.
+
+    >>> deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"c": 3}})
+    {'a': {'b': 1, 'c': 3}}
+    """
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_yaml(path: str | Path) -> dict:
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_params(path: str | Path = "params.yaml", *profiles: str | Path) -> Params:
+    """Read params.yaml, optionally overlaid by profile files, into `Params`."""
+    data = read_yaml(path) if Path(path).exists() else {}
+    for profile in profiles:
+        data = deep_merge(data, read_yaml(profile))
+    return from_dict(Params, data)
+
+
+def to_dict(params: Any) -> dict:
+    """Plain nested dict (lists for tuples), e.g. for MLflow or YAML."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    return plain(dataclasses.asdict(params))

@@ -1,0 +1,121 @@
+"""Prompts and reference answers, in English or Korean (the methodology's language).
+
+A prompt states the fund's metrics with their peer context: the category median
+and the fund's percentile among its peers (0-100, 100 = best), which a small
+model reads far more easily than raw decimals. A reference answer is the JSON
+the analysts would write: grade, score, and a short reasoning that cites the
+criteria that weigh most for this fund.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+TEXT = {
+    "en": {
+        "system": "You are a fund analyst. You rate funds by the house methodology and answer only with JSON.",
+        "task": 'Rate this fund by "{name}". Answer with JSON: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
+        "fund": "Fund: {fund} | Category: {category} ({peers} peers)",
+        "line": "- {label} (weight {weight}%): {value} | peer median {median} | percentile {pct}",
+        "missing": "- {label} (weight {weight}%): no data",
+        "top": "{label} top {n}%",
+        "bottom": "{label} bottom {n}%",
+        "sep": "; ",
+    },
+    "ko": {
+        "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
+        "task": '"{name}" 방법론으로 이 펀드를 평가하세요. JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
+        "fund": "펀드: {fund} | 유형: {category} (비교 펀드 {peers}개)",
+        "line": "- {label} (가중치 {weight}%): {value} | 유형 중앙값 {median} | 백분위 {pct}",
+        "missing": "- {label} (가중치 {weight}%): 자료 없음",
+        "top": "{label} 상위 {n}%",
+        "bottom": "{label} 하위 {n}%",
+        "sep": "; ",
+    },
+}
+# Words a reasoning uses to place a fund among its peers, by language.
+TOP_WORDS = {"en": "top", "ko": "상위"}
+BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
+
+
+def _fmt(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.2f}"
+
+
+def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[dict]:
+    """Chat messages for one fund.
+
+    `fund` holds name, category, peers (count); `evidence` maps criterion id to
+    {"value", "median", "pct"} (pct NaN when the metric is missing).
+
+    >>> r = {"name": "R", "language": "en", "grades": [1, 2, 3],
+    ...      "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
+    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}})
+    >>> print(m[1]["content"].splitlines()[-1])
+    - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71
+    """
+    t = TEXT[rubric["language"]]
+    grades = "|".join(str(g) for g in rubric["grades"])
+    lines = [
+        t["task"].format(name=rubric["name"], grades=grades),
+        t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
+    ]
+    for c in sorted(rubric["criteria"], key=lambda c: -c["weight"]):
+        e = evidence[c["id"]]
+        weight = round(c["weight"] * 100)
+        if e["pct"] is None or math.isnan(e["pct"]):
+            lines.append(t["missing"].format(label=c["label"], weight=weight))
+        else:
+            lines.append(
+                t["line"].format(
+                    label=c["label"], weight=weight, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
+                )
+            )
+    return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[str]:
+    """Criteria a good reasoning cites: the `cite_top` that pull the score furthest from the middle.
+
+    >>> r = {"cite_top": 1, "criteria": [{"id": "a", "weight": 0.5}, {"id": "b", "weight": 0.5}]}
+    >>> cited_criteria(r, {"a": {"pct": 55.0}, "b": {"pct": 5.0}})
+    ['b']
+    """
+    pull = []
+    for c in rubric["criteria"]:
+        pct = evidence[c["id"]]["pct"]
+        if pct is not None and not math.isnan(pct):
+            pull.append((abs(pct - 50) * c["weight"], c["id"]))
+    return [cid for _, cid in sorted(pull, reverse=True)[: rubric.get("cite_top", 3)]]
+
+
+def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> str:
+    """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
+
+    Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
+    rounded up to a multiple of 10 so that the claim is true and short.
+    """
+    t = TEXT[rubric["language"]]
+    labels = {c["id"]: c["label"] for c in rubric["criteria"]}
+    parts = []
+    for cid in cited_criteria(rubric, evidence):
+        pct = evidence[cid]["pct"]
+        if pct >= 50:
+            parts.append(t["top"].format(label=labels[cid], n=max(10, math.ceil((100 - pct) / 10) * 10)))
+        else:
+            parts.append(t["bottom"].format(label=labels[cid], n=max(10, math.ceil(pct / 10) * 10)))
+    return t["sep"].join(parts)
+
+
+def answer_json(grade: int, score: float, reasoning: str) -> str:
+    """The reference answer, compact JSON (fewer tokens to learn and generate).
+
+    >>> answer_json(4, 71.04, "Sharpe ratio top 30%")
+    '{"grade": 4, "score": 71, "reasoning": "Sharpe ratio top 30%"}'
+    """
+    return json.dumps({"grade": int(grade), "score": int(round(score)), "reasoning": reasoning}, ensure_ascii=False)

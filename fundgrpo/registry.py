@@ -1,0 +1,108 @@
+"""MLflow registry: log a candidate, register it, and move aliases only through the gate.
+
+The gate compares the candidate with the current `champion` on the same backtest
+(same test funds and labels, identified by a fingerprint). The first model must
+beat the rule scorer. A candidate that loses, or produces too little valid JSON,
+gets the `challenger` alias; `champion` never moves on a failed or worse run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fundgrpo.params import GateParams, RegisterParams
+
+CHAMPION, CHALLENGER = "champion", "challenger"
+
+
+@dataclass(frozen=True)
+class Decision:
+    promote: bool
+    reason: str
+    candidate: float
+    baseline: float
+    baseline_name: str
+
+
+def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_name: str, gate: GateParams) -> Decision:
+    """The promotion rule, pure.
+
+    >>> g = GateParams(metric="qwk", margin=0.01, min_valid_json=0.9)
+    >>> decide({"qwk": 0.5, "valid_json": 1.0}, {"qwk": 0.4}, "rule", g).promote
+    True
+    >>> decide({"qwk": 0.405, "valid_json": 1.0}, {"qwk": 0.4}, "champion v1", g).reason
+    'qwk 0.405 does not beat champion v1 0.4 by more than 0.01'
+    >>> decide({"qwk": 0.9, "valid_json": 0.5}, {"qwk": 0.4}, "rule", g).promote
+    False
+    """
+    value, base = float(candidate[gate.metric]), float(baseline[gate.metric])
+    if candidate.get("valid_json", 1.0) < gate.min_valid_json:
+        return Decision(False, f"valid JSON rate {candidate['valid_json']:.3g} is below {gate.min_valid_json:g}", value, base, baseline_name)
+    if value > base + gate.margin:
+        return Decision(True, f"{gate.metric} {value:.4g} beats {baseline_name} {base:.4g} by more than {gate.margin:g}", value, base, baseline_name)
+    return Decision(False, f"{gate.metric} {value:.4g} does not beat {baseline_name} {base:.4g} by more than {gate.margin:g}", value, base, baseline_name)
+
+
+def tracking_uri(params: RegisterParams) -> str:
+    """MLFLOW_TRACKING_URI from the environment wins over params (server credentials stay there too)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking_uri
+
+
+def setup(params: RegisterParams) -> str:
+    """Point MLflow at the tracking store and make sure the experiment exists; return its id."""
+    import mlflow
+
+    uri = tracking_uri(params)
+    mlflow.set_tracking_uri(uri)
+    experiment = mlflow.get_experiment_by_name(params.experiment)
+    if experiment is not None:
+        return experiment.experiment_id
+    location = None
+    if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
+        location = Path(params.artifact_location).resolve().as_uri()
+    return mlflow.create_experiment(params.experiment, artifact_location=location)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}
+
+    >>> flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x"})
+    {'a.b': 1, 'a.c': '[1, 2]', 'd': 'x'}
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{key}."))
+        elif isinstance(v, (list, tuple)):
+            out[key] = str(list(v))
+        else:
+            out[key] = v
+    return out
+
+
+def champion_version(client, name: str):
+    """The version holding the champion alias, or None."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        return None
+
+
+def load_components(model_uri: str, dst: Path) -> Path:
+    """Download a registered model's Hugging Face files into `dst`; return the folder to load."""
+    import mlflow
+
+    local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(dst)))
+    for candidate in [local / "model", local / "components", local]:
+        if (candidate / "config.json").exists():
+            return candidate
+    found = next(local.rglob("config.json"), None)
+    if found is None:
+        raise FileNotFoundError(f"no Hugging Face model files under {model_uri}")
+    return found.parent

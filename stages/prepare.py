@@ -1,0 +1,134 @@
+"""Stage `prepare`: prompt/answer datasets, split by fund.
+
+Peer context (category medians, within-category percentiles) is computed over the
+whole validated universe, as an analyst sees the market, before the split. The
+split is by `fund_id`, so share classes of one fund never straddle train and test.
+Rows without an expert grade cannot be trained or tested on: they are counted in
+metrics/prepare.json, not silently lost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fundgrpo import io
+from fundgrpo import methodology as meth
+from fundgrpo import prompts
+from fundgrpo.cli import StageError, run_stage
+from fundgrpo.params import PrepareParams, load_params
+
+SPLITS = ("train", "validation", "test")
+
+
+def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
+    """Assign each row the split of its fund (seeded shuffle of distinct fund ids).
+
+    >>> s = split_funds(pd.Series(["a", "a", "b", "c", "d", "e"]), PrepareParams(train_share=0.6, validation_share=0.2))
+    >>> s.iloc[0] == s.iloc[1], sorted(s.unique())
+    (True, ['test', 'train', 'validation'])
+    """
+    funds = np.array(sorted(fund_ids.unique()))
+    rng = np.random.default_rng(params.seed)
+    rng.shuffle(funds)
+    n = len(funds)
+    n_train = int(round(n * params.train_share))
+    n_val = int(round(n * params.validation_share))
+    if n_train == 0 or n - n_train - n_val <= 0:
+        raise StageError(f"prepare: {n} labelled funds are too few to split {params.train_share}/{params.validation_share}/rest")
+    which = {f: "train" for f in funds[:n_train]}
+    which.update({f: "validation" for f in funds[n_train : n_train + n_val]})
+    which.update({f: "test" for f in funds[n_train + n_val :]})
+    return fund_ids.map(which)
+
+
+def _clean(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
+
+
+def build_records(funds: pd.DataFrame, rubric: dict) -> list[dict]:
+    """One record per labelled share class: prompt, reference answer and the columns rewards read."""
+    m = meth.from_rubric(rubric)
+    pct = meth.criterion_percentiles(m, funds)
+    rules = meth.rule_score(m, funds, pct)
+    metrics = [c.metric for c in m.criteria if c.metric in funds]
+    medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
+    peers = funds.groupby("category")["share_class_id"].transform("count")
+
+    records = []
+    for i, row in funds.iterrows():
+        evidence = {
+            c.id: {
+                "value": _clean(row.get(c.metric, np.nan)),
+                "median": _clean(medians.at[i, c.metric]) if c.metric in medians else None,
+                "pct": float(pct.at[i, c.id]) if not math.isnan(pct.at[i, c.id]) else float("nan"),
+            }
+            for c in m.criteria
+        }
+        grade = row.get("expert_grade")
+        if pd.isna(grade):
+            continue
+        grade = int(grade)
+        band = m.band(grade)
+        score = row.get("expert_score", np.nan)
+        # The reference score must agree with the grade: clip the analysts' score into the band.
+        score = band.midpoint if pd.isna(score) else min(max(float(score), band.low), band.high - 0.5)
+        messages = prompts.build_messages(
+            rubric, {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])}, evidence
+        )
+        reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence))
+        records.append(
+            {
+                "share_class_id": str(row["share_class_id"]),
+                "fund_id": str(row["fund_id"]),
+                "category": str(row["category"]),
+                "prompt": messages,
+                "reference": reference,
+                "expert_grade": grade,
+                "expert_score": round(score, 2),
+                "evidence": json.dumps({cid: _clean(e["pct"]) for cid, e in evidence.items()}),
+                "rule_grade": int(rules.at[i, "rule_grade"]),
+                "rule_score": float(rules.at[i, "rule_score"]),
+            }
+        )
+    return records
+
+
+def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[str, list[dict]], dict]:
+    """Datasets by split, and a summary of what went where."""
+    funds = funds.reset_index(drop=True)
+    labelled = funds["expert_grade"].notna()
+    if labelled.sum() == 0:
+        raise StageError("prepare: no row has an expert grade; nothing to train or test on")
+    records = build_records(funds, rubric)
+    split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
+    datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
+    summary = {
+        "rows": int(len(funds)),
+        "unlabelled_rows_excluded": int((~labelled).sum()),
+        **{f"{s}_rows": len(datasets[s]) for s in SPLITS},
+        **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
+    }
+    return datasets, summary
+
+
+def main() -> None:
+    def body() -> None:
+        p = load_params()
+        funds = pd.read_parquet(p.validate.out)
+        rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
+        datasets, summary = run(funds, rubric, p.prepare)
+        for name, rows in datasets.items():
+            io.write_jsonl(rows, Path(p.prepare.out_dir) / f"{name}.jsonl")
+        io.write_json(summary, "metrics/prepare.json")
+        print("prepare: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
+
+    run_stage("prepare", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Stage `register`: log the run to MLflow, register the model, apply the promotion gate.
+
+Tracking store: `register.tracking_uri` (sqlite + local artifacts by default), or
+MLFLOW_TRACKING_URI from the environment (a server with a database). The model is
+registered only after everything else is logged, so a failure leaves nothing
+half-registered; the `champion` alias moves only when the gate says so.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from fundgrpo import io, registry
+from fundgrpo.backtesting import evaluate_model
+from fundgrpo.cli import run_stage
+from fundgrpo.params import Params, load_params, to_dict
+
+
+def log_model(policy_dir: Path, max_new_tokens: int):
+    """Log the Hugging Face model with MLflow's transformers flavour; returns ModelInfo."""
+    import mlflow
+
+    return mlflow.transformers.log_model(
+        transformers_model=str(policy_dir),
+        name="model",
+        task="text-generation",
+        model_config={"max_new_tokens": max_new_tokens},
+    )
+
+
+def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict):
+    """(metrics, name) of the current champion on this backtest, or None when there is none.
+
+    If the champion was measured on another test set, it is re-evaluated on this one.
+    """
+    version = registry.champion_version(client, params.register.model_name)
+    if version is None:
+        return None
+    name = f"champion v{version.version}"
+    if version.tags.get("test_fingerprint") == backtest["test_fingerprint"]:
+        run = client.get_run(version.run_id)
+        prefix = "backtest.grpo."
+        return {k[len(prefix):]: v for k, v in run.data.metrics.items() if k.startswith(prefix)}, name
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
+        metrics, _ = evaluate_model(folder, rows, rubric, schema, params.backtest.max_new_tokens, params.backtest.batch_size, desc=name)
+    return metrics, f"{name} (re-evaluated on this test set)"
+
+
+def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: list[dict], rubric: dict, schema: dict, artifacts: list[Path]) -> dict:
+    """Log, register, gate. Returns the decision record."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    experiment_id = registry.setup(params.register)
+    client = MlflowClient()
+    name = params.register.model_name
+    with mlflow.start_run(experiment_id=experiment_id) as active:
+        mlflow.log_params(registry.flatten(to_dict(params)))
+        mlflow.log_metrics({f"backtest.{model}.{k}": v for model, m in backtest["models"].items() for k, v in m.items()})
+        mlflow.log_metrics({f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))})
+        for row in curves:
+            mlflow.log_metrics({f"curve.{k}": v for k, v in row.items() if k != "step" and v is not None}, step=int(row["step"]))
+        for path in artifacts:
+            if path.is_dir():
+                mlflow.log_artifacts(str(path), artifact_path=path.name)
+            elif path.exists():
+                mlflow.log_artifact(str(path))
+        mlflow.set_tags({"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"})
+        info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens)
+
+        baseline = champion_baseline(client, params, backtest, rows, rubric, schema)
+        if baseline is None:
+            baseline = (backtest["models"]["rule"], "rule scorer")
+        decision = registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
+        mlflow.set_tags({"gate.promote": str(decision.promote), "gate.reason": decision.reason})
+
+        # Register last: everything above succeeded, so the version is complete.
+        version = mlflow.register_model(info.model_uri, name)
+        tags = {"test_fingerprint": backtest["test_fingerprint"], "gate.reason": decision.reason, "run_id": active.info.run_id}
+        for k, v in tags.items():
+            client.set_model_version_tag(name, version.version, k, v)
+        alias = registry.CHAMPION if decision.promote else registry.CHALLENGER
+        client.set_registered_model_alias(name, alias, version.version)
+    return {
+        "model_name": name,
+        "version": int(version.version),
+        "alias": alias,
+        "promoted": decision.promote,
+        "reason": decision.reason,
+        "metric": params.register.gate.metric,
+        "candidate": decision.candidate,
+        "baseline": decision.baseline,
+        "baseline_name": decision.baseline_name,
+        "run_id": active.info.run_id,
+    }
+
+
+def main() -> None:
+    def body() -> None:
+        p = load_params()
+        backtest = json.loads(Path(p.backtest.metrics).read_text())
+        train = json.loads(Path("metrics/train.json").read_text())
+        curves = json.loads(Path("plots/train_rewards.json").read_text())
+        rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
+        schema_dir = Path(p.methodology.out_dir)
+        rubric = json.loads((schema_dir / "rubric.json").read_text(encoding="utf-8"))
+        schema = json.loads((schema_dir / "output_schema.json").read_text(encoding="utf-8"))
+        artifacts = [Path("metrics"), Path("reports"), schema_dir]
+        decision = run(p, backtest, train, curves, rows, rubric, schema, artifacts)
+        io.write_json(decision, p.register.decision)
+        verb = "promoted to champion" if decision["promoted"] else "kept as challenger"
+        print(f"register: {decision['model_name']} v{decision['version']} {verb}: {decision['reason']}")
+
+    run_stage("register", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""Stage `schema`: compile the analysts' methodology file into an output JSON Schema and a rubric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fundgrpo import io
+from fundgrpo import methodology as meth
+from fundgrpo.cli import run_stage
+from fundgrpo.params import MethodologyParams, load_params
+
+
+def run(params: MethodologyParams) -> dict[str, dict]:
+    """Check and compile the methodology; raises MethodologyError naming the problem."""
+    m = meth.load(params.path)
+    return {"output_schema": meth.output_schema(m), "rubric": meth.rubric(m)}
+
+
+def main() -> None:
+    def body() -> None:
+        params = load_params().methodology
+        compiled = run(params)
+        for name, obj in compiled.items():
+            io.write_json(obj, Path(params.out_dir) / f"{name}.json")
+        r = compiled["rubric"]
+        print(f"schema: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}")
+
+    run_stage("schema", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Stage `sft`: supervised cold start on the reference answers (TRL `SFTTrainer`).
+
+It teaches the answer format and a first grading policy; GRPO then sharpens what
+this policy can already sample. With `sft.enabled: false` the stage writes a
+pointer to the base model and GRPO starts from it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fundgrpo import io, modelling
+from fundgrpo.cli import run_stage
+from fundgrpo.params import ModelParams, SftParams, load_params
+from fundgrpo.training import lora_config, model_init_kwargs, save_model, use_cpu
+
+
+def to_sft_rows(rows: list[dict]) -> list[dict]:
+    """Prompt-completion conversations: the loss falls on the answer only."""
+    return [{"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["reference"]}]} for r in rows]
+
+
+def run(params: SftParams, model_params: ModelParams, base_dir: Path, train_rows: list[dict], out_dir: Path) -> dict:
+    """Fine-tune the base model on `train_rows`; save model and tokenizer into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = modelling.resolve(base_dir)
+    if not params.enabled:
+        (out_dir / modelling.POINTER).write_text(json.dumps({"name_or_path": source}) + "\n")
+        return {"skipped": True}
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    config = SFTConfig(
+        output_dir=str(out_dir / "checkpoints"),
+        num_train_epochs=params.epochs,
+        learning_rate=params.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=5,
+        per_device_train_batch_size=params.batch_size,
+        max_length=params.max_length,
+        logging_steps=10,
+        save_strategy="no",
+        report_to="none",
+        seed=params.seed,
+        bf16=params.bf16,
+        use_cpu=use_cpu(),
+        model_init_kwargs=model_init_kwargs(model_params),
+        activation_offloading=False,
+        gradient_checkpointing=False,
+    )
+    trainer = SFTTrainer(
+        model=source,
+        args=config,
+        train_dataset=Dataset.from_list(to_sft_rows(train_rows)),
+        processing_class=tokenizer,
+        peft_config=lora_config(params.lora),
+    )
+    result = trainer.train()
+    save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
+    io.write_json(trainer.state.log_history, out_dir / "log_history.json")
+    return {"train_loss": round(result.training_loss, 4), "steps": result.global_step, "seconds": round(result.metrics["train_runtime"], 1)}
+
+
+def main() -> None:
+    def body() -> None:
+        p = load_params()
+        rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
+        with io.atomic_path(p.sft.out_dir) as tmp:
+            info = run(p.sft, p.model, Path(p.model.out_dir), rows, tmp)
+            import shutil
+
+            shutil.rmtree(tmp / "checkpoints", ignore_errors=True)
+        io.write_json(info, "metrics/sft.json")
+        print(f"sft: {info}")
+
+    run_stage("sft", body)
+
+
+if __name__ == "__main__":
+    main()

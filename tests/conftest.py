@@ -1,0 +1,38 @@
+"""Shared test fixtures. Offline switches are set before any stack import."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+OFFLINE = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "DVC_NO_ANALYTICS": "1",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+    "GX_ANALYTICS_ENABLED": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+for key, value in OFFLINE.items():
+    os.environ.setdefault(key, value)
+
+REPO = Path(__file__).resolve().parents[1]
+MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.csv"
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def morningstar_csv() -> Path:
+    if not MORNINGSTAR.exists():
+        pytest.skip(f"shared Morningstar export not present at {MORNINGSTAR}")
+    return MORNINGSTAR
