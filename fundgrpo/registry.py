@@ -95,14 +95,21 @@ def champion_version(client, name: str):
 
 
 def load_components(model_uri: str, dst: Path) -> Path:
-    """Download a registered model's Hugging Face files into `dst`; return the folder to load."""
+    """Download a registered model into `dst`; return one folder `from_pretrained` loads.
+
+    The transformers flavour keeps weights in `model/` and the tokenizer in
+    `components/tokenizer/`; the tokenizer files are copied beside the weights.
+    """
+    import shutil
+
     import mlflow
 
     local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(dst)))
-    for candidate in [local / "model", local / "components", local]:
-        if (candidate / "config.json").exists():
-            return candidate
-    found = next(local.rglob("config.json"), None)
-    if found is None:
+    weights = next((p.parent for p in local.rglob("config.json")), None)
+    if weights is None:
         raise FileNotFoundError(f"no Hugging Face model files under {model_uri}")
-    return found.parent
+    tokenizer = local / "components" / "tokenizer"
+    if tokenizer.is_dir():
+        for f in tokenizer.iterdir():
+            shutil.copy2(f, weights / f.name)
+    return weights

@@ -19,14 +19,24 @@ from fundgrpo.params import Params, load_params, to_dict
 
 
 def log_model(policy_dir: Path, max_new_tokens: int):
-    """Log the Hugging Face model with MLflow's transformers flavour; returns ModelInfo."""
+    """Log the Hugging Face model with MLflow's transformers flavour; returns ModelInfo.
+
+    Components are passed as objects (MLflow 3.17 cannot log a transformers 5 checkpoint
+    by path) and requirements are pinned here (MLflow's inference wants torchvision).
+    """
+    from importlib.metadata import version
+
     import mlflow
 
+    from fundgrpo import modelling
+
+    model, tokenizer = modelling.load(policy_dir)
     return mlflow.transformers.log_model(
-        transformers_model=str(policy_dir),
+        transformers_model={"model": model, "tokenizer": tokenizer},
         name="model",
         task="text-generation",
         model_config={"max_new_tokens": max_new_tokens},
+        pip_requirements=[f"{p}=={version(p)}" for p in ("torch", "transformers", "accelerate")],
     )
 
 

@@ -1,0 +1,194 @@
+"""prepare -> base -> sft -> train (GRPO) -> backtest -> register, each stage's run() on tiny inputs.
+
+One chain per module (fixtures are module-scoped) so the tiny model is built once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fundgrpo import methodology as meth
+from fundgrpo.params import BacktestParams, GateParams, GrpoParams, ModelArchParams, ModelParams, Params, PrepareParams, RegisterParams, SftParams
+
+TINY_ARCH = ModelArchParams(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+
+
+def tiny_funds(n_funds: int = 40, seed: int = 0) -> pd.DataFrame:
+    """Two share classes per fund, expert grades from the default methodology's rule."""
+    rng = np.random.default_rng(seed)
+    n = 2 * n_funds
+    funds = pd.DataFrame(
+        {
+            "share_class_id": [f"S{i:03d}" for i in range(n)],
+            "fund_id": [f"F{i // 2:03d}" for i in range(n)],
+            "name": [f"Fund {i}" for i in range(n)],
+            "category": np.repeat(rng.choice(["Global Equity", "Korea Equity"], n_funds), 2),
+            "sharpe_3y": rng.normal(0.5, 0.3, n),
+            "return_3y": rng.normal(6, 3, n),
+            "ongoing_cost": rng.uniform(0.2, 2, n),
+            "max_drawdown_3y": -rng.uniform(5, 30, n),
+            "information_ratio_3y": rng.normal(0, 0.5, n),
+        }
+    )
+    return funds
+
+
+@pytest.fixture(scope="module")
+def rubric(repo_root_module):
+    return meth.rubric(meth.load(repo_root_module / "methodology/default.yaml"))
+
+
+@pytest.fixture(scope="module")
+def schema(repo_root_module):
+    return meth.output_schema(meth.load(repo_root_module / "methodology/default.yaml"))
+
+
+@pytest.fixture(scope="module")
+def repo_root_module():
+    return Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def datasets(rubric):
+    from stages import prepare
+
+    funds = tiny_funds()
+    m = meth.from_rubric(rubric)
+    rule = meth.rule_score(m, funds)
+    funds["expert_grade"] = rule["rule_grade"].astype("Int64")
+    funds["expert_score"] = rule["rule_score"]
+    funds.loc[0, "expert_grade"] = pd.NA  # an unrated share class
+    data, summary = prepare.run(funds, rubric, PrepareParams(train_share=0.6, validation_share=0.1))
+    assert summary["unlabelled_rows_excluded"] == 1
+    return data
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, datasets):
+    from stages import base, sft
+
+    root = tmp_path_factory.mktemp("chain")
+    model_params = ModelParams(arch=TINY_ARCH)
+    base.run(model_params, datasets["train"], root / "base")
+    info = sft.run(SftParams(epochs=1, batch_size=8), model_params, root / "base", datasets["train"], root / "sft")
+    return root, info
+
+
+def test_prepare_never_splits_a_fund(datasets):
+    owners: dict[str, set] = {}
+    for split, rows in datasets.items():
+        for r in rows:
+            owners.setdefault(r["fund_id"], set()).add(split)
+    assert all(len(s) == 1 for s in owners.values())
+    assert all(len(datasets[s]) > 0 for s in ("train", "validation", "test"))
+    row = datasets["train"][0]
+    assert row["prompt"][-1]["role"] == "user" and "percentile" in row["prompt"][-1]["content"]
+    answer = json.loads(row["reference"])
+    assert answer["grade"] == row["expert_grade"]
+
+
+def test_base_model_loads_by_path(chain):
+    from fundgrpo import modelling
+
+    root, _ = chain
+    model, tokenizer = modelling.load(root / "base")
+    assert sum(p.numel() for p in model.parameters()) < 2_000_000
+    assert "<|im_start|>assistant" in tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True)
+    # Korean text round-trips through the byte-level tokenizer
+    assert tokenizer.decode(tokenizer("샤프지수 상위 10%")["input_ids"]) == "샤프지수 상위 10%"
+
+
+def test_base_with_a_pretrained_name_writes_a_pointer(tmp_path):
+    from fundgrpo import modelling
+    from stages import base
+
+    base.run(ModelParams(pretrained="Qwen/Qwen3-0.6B"), [], tmp_path)
+    assert modelling.resolve(tmp_path) == "Qwen/Qwen3-0.6B"
+
+
+def test_sft_trains(chain):
+    root, info = chain
+    assert info["steps"] > 0 and np.isfinite(info["train_loss"])
+    assert (root / "sft" / "model.safetensors").exists()
+
+
+@pytest.fixture(scope="module")
+def policy(chain, datasets, rubric, schema):
+    from stages import train
+
+    root, _ = chain
+    params = GrpoParams(max_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1, warmup_steps=0)
+    summary = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, root / "policy")
+    return root / "policy", summary
+
+
+def test_grpo_trains_and_logs_reward_curves(policy):
+    path, summary = policy
+    assert summary["steps"] == 2
+    assert (path / "model.safetensors").exists()
+    assert [r["step"] for r in summary["curves"]] == [1, 2]
+    assert all("rewards/json_reward/mean" in r for r in summary["curves"])
+
+
+@pytest.fixture(scope="module")
+def backtest_result(policy, chain, datasets, rubric, schema):
+    from stages import backtest
+
+    root, _ = chain
+    models = {"grpo": policy[0], "base": root / "base"}
+    return backtest.run(BacktestParams(max_new_tokens=24, max_funds=6), datasets["test"], rubric, schema, models)
+
+
+def test_backtest_reports_every_evaluator(backtest_result):
+    assert backtest_result["n_funds"] == 6
+    assert set(backtest_result["models"]) == {"grpo", "base", "rule"}
+    for m in backtest_result["models"].values():
+        assert set(m) == {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"}
+    # the test set's expert grades come from the rule, so the rule scorer is exact
+    assert backtest_result["models"]["rule"]["exact"] == 1.0
+
+
+def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, datasets, rubric, schema, monkeypatch):
+    from mlflow import MlflowClient
+
+    from stages import register
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    reg = RegisterParams(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts"), gate=GateParams(metric="qwk", margin=0.0, min_valid_json=0.0))
+    params = replace(Params(), register=reg, grpo=replace(GrpoParams(), out_dir=str(policy[0])), backtest=BacktestParams(max_new_tokens=24))
+    rows = datasets["test"][:6]
+    train = {"steps": 2}
+
+    def candidate(qwk: float) -> dict:
+        bt = json.loads(json.dumps({k: v for k, v in backtest_result.items() if k not in ("rows", "predictions")}))
+        bt["models"]["grpo"].update(qwk=qwk, valid_json=1.0)
+        bt["models"]["rule"]["qwk"] = 0.5
+        return bt
+
+    # 1. first model, worse than the rule scorer: challenger, no champion
+    d1 = register.run(params, candidate(0.2), train, [], rows, rubric, schema, [])
+    assert (d1["alias"], d1["promoted"], d1["baseline_name"]) == ("challenger", False, "rule scorer")
+    client = MlflowClient(tracking_uri=reg.tracking_uri)
+    assert "champion" not in client.get_registered_model(reg.model_name).aliases
+
+    # 2. beats the rule scorer: champion
+    d2 = register.run(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [])
+    assert d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
+
+    # 3. worse than the champion on the same test set: the champion stays
+    d3 = register.run(params, candidate(0.7), train, [], rows, rubric, schema, [])
+    assert not d3["promoted"] and d3["baseline_name"] == f"champion v{d2['version']}"
+    assert int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
+    assert int(client.get_model_version_by_alias(reg.model_name, "challenger").version) == d3["version"]
+
+    # 4. another test set: the champion is re-evaluated on this one, from the registry
+    other = candidate(0.9)
+    other["test_fingerprint"] = "different"
+    d4 = register.run(params, other, train, [], rows, rubric, schema, [])
+    assert "re-evaluated" in d4["baseline_name"]
