@@ -1,0 +1,97 @@
+"""The whole pipeline under `dvc repro`, tiny profile, in a temporary copy of the repo.
+
+Checks: every declared output appears; MLflow holds a registered version with its
+metrics; a second `dvc repro` runs nothing; changing one GRPO param reruns only
+train and the stages after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db", "__pycache__", ".pytest_cache", "tmp", "cache"}
+
+
+def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def stages_run(output: str) -> list[str]:
+    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("e2e") / "repo"
+    shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env.pop("MLFLOW_TRACKING_URI", None)
+    env.update({"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    run(["git", "init", "-q"], root, env)
+    run([sys.executable, "-m", "fundgrpo.profiles", "apply", "tiny"], root, env)
+    run(["git", "add", "-A"], root, env)
+    run(["git", "commit", "-qm", "tiny"], root, env)
+    return root, env
+
+
+@pytest.fixture(scope="module")
+def first_repro(workspace) -> str:
+    root, env = workspace
+    return run(["dvc", "repro"], root, env).stdout
+
+
+def test_repro_produces_every_output(workspace, first_repro):
+    root, _ = workspace
+    assert stages_run(first_repro) == ["generate", "ingest", "validate", "schema", "prepare", "base", "sft", "train", "backtest", "register"]
+    for path in [
+        "data/canonical/funds.parquet",
+        "data/validated/funds.parquet",
+        "data/schema/output_schema.json",
+        "data/prepared/test.jsonl",
+        "models/policy/model.safetensors",
+        "reports/validation/index.html",
+        "reports/backtest/confusion.png",
+        "reports/train/rewards.png",
+        "plots/confusion_grpo.json",
+        "plots/train_rewards.json",
+    ]:
+        assert (root / path).exists(), path
+    backtest = json.loads((root / "metrics/backtest.json").read_text())
+    assert set(backtest["models"]) == {"grpo", "sft", "base", "rule"}
+    assert {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"} <= set(backtest["models"]["grpo"])
+
+
+def test_mlflow_holds_a_registered_version_with_metrics(workspace, first_repro):
+    from mlflow import MlflowClient
+
+    root, _ = workspace
+    decision = json.loads((root / "metrics/register.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    version = client.get_model_version(decision["model_name"], str(decision["version"]))
+    metrics = client.get_run(version.run_id).data.metrics
+    assert "backtest.grpo.qwk" in metrics and "backtest.rule.exact" in metrics
+    assert decision["alias"] in client.get_registered_model(decision["model_name"]).aliases
+
+
+def test_second_repro_is_a_no_op_and_a_grpo_param_reruns_only_downstream(workspace, first_repro):
+    root, env = workspace
+    again = run(["dvc", "repro"], root, env).stdout
+    assert stages_run(again) == []
+    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    params["grpo"]["learning_rate"] = params["grpo"]["learning_rate"] / 2
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    changed = run(["dvc", "repro"], root, env).stdout
+    assert stages_run(changed) == ["train", "backtest", "register"]
