@@ -113,9 +113,11 @@ def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]
 
 
 def answer_json(grade: int, score: float, reasoning: str) -> str:
-    """The reference answer, compact JSON (fewer tokens to learn and generate).
+    """The reference answer as JSON, evidence first: the reasoning, then the score it
+    supports, then the grade that score falls in (a short chain of thought; key order
+    does not matter to the schema).
 
     >>> answer_json(4, 71.04, "Sharpe ratio top 30%")
-    '{"grade": 4, "score": 71, "reasoning": "Sharpe ratio top 30%"}'
+    '{"reasoning": "Sharpe ratio top 30%", "score": 71, "grade": 4}'
     """
-    return json.dumps({"grade": int(grade), "score": int(round(score)), "reasoning": reasoning}, ensure_ascii=False)
+    return json.dumps({"reasoning": reasoning, "score": int(round(score)), "grade": int(grade)}, ensure_ascii=False)

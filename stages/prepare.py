@@ -9,6 +9,7 @@ metrics/prepare.json, not silently lost.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -25,25 +26,33 @@ from fundgrpo.params import PrepareParams, load_params
 SPLITS = ("train", "validation", "test")
 
 
-def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
-    """Assign each row the split of its fund (seeded shuffle of distinct fund ids).
+def split_of(fund_id: str, params: PrepareParams) -> str:
+    """The split a fund belongs to, from a seeded hash of its id.
 
-    >>> s = split_funds(pd.Series(["a", "a", "b", "c", "d", "e"]), PrepareParams(train_share=0.6, validation_share=0.2))
-    >>> s.iloc[0] == s.iloc[1], sorted(s.unique())
+    Stable as the universe grows: a fund keeps its split when new funds or new
+    batches arrive, so the expert test set stays frozen across relearning.
+
+    >>> split_of("F1", PrepareParams()) == split_of("F1", PrepareParams())
+    True
+    """
+    u = int(hashlib.sha256(f"{params.seed}:{fund_id}".encode()).hexdigest()[:12], 16) / 16**12
+    if u < params.train_share:
+        return "train"
+    return "validation" if u < params.train_share + params.validation_share else "test"
+
+
+def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
+    """Assign each row the split of its fund; every split must get at least one fund.
+
+    >>> s = split_funds(pd.Series([f"F{i // 2}" for i in range(60)]), PrepareParams())
+    >>> bool(s.iloc[0] == s.iloc[1]), sorted(s.unique())
     (True, ['test', 'train', 'validation'])
     """
-    funds = np.array(sorted(fund_ids.unique()))
-    rng = np.random.default_rng(params.seed)
-    rng.shuffle(funds)
-    n = len(funds)
-    n_train = int(round(n * params.train_share))
-    n_val = int(round(n * params.validation_share))
-    if n_train == 0 or n - n_train - n_val <= 0:
-        raise StageError(f"prepare: {n} labelled funds are too few to split {params.train_share}/{params.validation_share}/rest")
-    which = {f: "train" for f in funds[:n_train]}
-    which.update({f: "validation" for f in funds[n_train : n_train + n_val]})
-    which.update({f: "test" for f in funds[n_train + n_val :]})
-    return fund_ids.map(which)
+    split = fund_ids.map(lambda f: split_of(str(f), params))
+    empty = [name for name in SPLITS if not (split == name).any()]
+    if empty:
+        raise StageError(f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; add funds or change the shares")
+    return split
 
 
 def _clean(v: float) -> float | None:
