@@ -1,0 +1,85 @@
+"""Time the main job (`dvc repro` on the embedded default) stage by stage, in a fresh copy.
+
+    python benchmarks/pipeline.py [--profile tiny] [--keep]
+
+Copies the repo (without data, models, MLflow store) to a temp dir, runs `dvc repro`
+there, and prints a Markdown table: seconds per stage and in all, peak RSS of the
+whole run (from /usr/bin/time when present), GRPO seconds per step, and the backtest.
+A second `dvc repro` is timed too (it should run nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db", "__pycache__", "tmp", "cache", "dvc_plots"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", default="")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="fundgrpo-bench-")) / "repo"
+    shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.update({"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"})
+    env.pop("MLFLOW_TRACKING_URI", None)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
+    if args.profile:
+        subprocess.run([sys.executable, "-m", "fundgrpo.profiles", "apply", args.profile], cwd=root, check=True, env=env)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "bench"], cwd=root, check=True, env=env)
+
+    timer = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
+    started, stage_times, current, t0 = time.perf_counter(), {}, None, None
+    proc = subprocess.Popen(timer + ["dvc", "repro"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = []
+    for line in proc.stdout:
+        log.append(line)
+        m = re.match(r"Running stage '(\w+)'", line)
+        if m:
+            now = time.perf_counter()
+            if current:
+                stage_times[current] = now - t0
+            current, t0 = m.group(1), now
+    proc.wait()
+    total = time.perf_counter() - started
+    if current:
+        stage_times[current] = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit("".join(log[-60:]))
+    rss = next((int(l.split(":")[1]) for l in log if "Maximum resident set size" in l), None)
+    t1 = time.perf_counter()
+    subprocess.run(["dvc", "repro"], cwd=root, env=env, check=True, capture_output=True)
+    noop = time.perf_counter() - t1
+
+    train = json.loads((root / "metrics/train.json").read_text())
+    backtest = json.loads((root / "metrics/backtest.json").read_text())
+    print(f"| stage | seconds |\n|---|---|")
+    for name, secs in stage_times.items():
+        print(f"| {name} | {secs:.0f} |")
+    print(f"| **total `dvc repro`** | **{total:.0f}** |\n| second `dvc repro` (no-op) | {noop:.1f} |")
+    if rss:
+        print(f"\npeak RSS of one process: {rss / 1024:.0f} MB")
+    print(f"GRPO: {train['steps']} steps, {train['seconds_per_step']} s/step")
+    print("\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE |\n|---|---|---|---|---|---|---|")
+    for name, m in backtest["models"].items():
+        print(f"| {name} | {m['valid_json']:.3f} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} | {m['score_mae']:.1f} |")
+    print(f"\n({backtest['n_funds']} test share classes; nproc={os.cpu_count()})")
+    if not args.keep:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
