@@ -29,3 +29,24 @@ test: setup
 
 bench: setup
 	bash benchmarks/run.sh
+
+# Operations (docs/operations.md): Prefect server, work pool + deployments, worker and the
+# MLflow UI, all on loopback; the drift demo on the embedded synthetic market.
+.PHONY: prefect-server prefect-deploy prefect-worker mlflow-ui demo-no-drift demo-drift
+PREFECT_URL ?= http://127.0.0.1:4200/api
+prefect-server: setup
+	prefect server start --host 127.0.0.1 --port 4200
+prefect-deploy prefect-worker: export PREFECT_API_URL = $(PREFECT_URL)
+prefect-deploy: setup
+	prefect work-pool create fund-grpo --type process --overwrite
+	prefect --no-prompt deploy --all
+prefect-worker: setup
+	prefect worker start --pool fund-grpo
+mlflow-ui: setup
+	mlflow ui --host 127.0.0.1 --port 5000 --backend-store-uri sqlite:///mlflow.db
+demo-no-drift: setup
+	$(PY) -m monitoring.simulate --months 6 --regime none
+	$(PY) -m flows.monitoring
+demo-drift: setup
+	$(PY) -m monitoring.simulate --months 6 --regime vol_spike
+	$(PY) -m flows.monitoring

@@ -70,6 +70,9 @@ class IngestParams:
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
     drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
     returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
+    # Accepted monitoring batches (canonical Parquet, written by flows/monitoring.py) laid over
+    # the source; the newest snapshot of a share class wins. Absent or empty: the source alone.
+    batches_dir: str = "data/batches"
     out: str = "data/canonical/funds.parquet"
 
 
@@ -176,6 +179,7 @@ class GrpoParams:
     scale_rewards: str = "group"
     reward_weights: RewardWeights = field(default_factory=RewardWeights)
     score_tolerance: float = 25.0  # score reward falls to 0 at this distance
+    grade_step_penalty: float = 0.5  # grade reward lost per grade off (1.0 = exact match only)
     reasoning_chars: tuple[int, int] = (20, 200)  # length reward's target band
     logging_steps: int = 5
     seed: int = 0
@@ -214,6 +218,31 @@ class RegisterParams:
 
 
 @dataclass(frozen=True)
+class MonitorParams:
+    """The monitoring flow (flows/monitoring.py): watched folder, drift tests, thresholds.
+
+    The per-column test is pinned: Evidently's default switches from a p-value to a
+    distance above 1000 rows, which would change the meaning of `threshold` with size.
+    """
+
+    incoming_dir: str = "data/incoming"  # new batches (CSV/Parquet, canonical names) land here
+    processed_dir: str = "data/processed"  # handled batches are moved here (never deleted)
+    quarantine_dir: str = "data/quarantine"  # batches failing validation, with their report
+    report_dir: str = "monitoring/reports"  # <date>/<batch>/drift.html, drift.json, summary.json
+    experiment: str = "fund-grpo-monitoring"  # MLflow experiment for the drift figures
+    min_rows: int = 30  # fewer rows in the batch or the reference: no verdict
+    features: tuple[str, ...] = ()  # empty: every numeric canonical column both frames have, labels excluded
+    method: str = "wasserstein"  # per-column drift test for the features (Evidently name)
+    threshold: float = 0.5  # per column: normed Wasserstein distance, in reference standard deviations
+    drift_share: float = 0.3  # dataset drift: at least this share of the features drifted
+    prediction_method: str = "jensenshannon"  # test on the champion's grade distribution
+    prediction_threshold: float = 0.2
+    prediction_sample: int = 200  # rows of each frame the champion grades (0: no prediction drift)
+    seed: int = 0  # for the samples
+    retrain: bool = True  # relearn when drift is found (false: report only)
+
+
+@dataclass(frozen=True)
 class Params:
     synthetic: SyntheticParams = field(default_factory=SyntheticParams)
     ingest: IngestParams = field(default_factory=IngestParams)
@@ -225,6 +254,7 @@ class Params:
     grpo: GrpoParams = field(default_factory=GrpoParams)
     backtest: BacktestParams = field(default_factory=BacktestParams)
     register: RegisterParams = field(default_factory=RegisterParams)
+    monitor: MonitorParams = field(default_factory=MonitorParams)
 
 
 # ---------------------------------------------------------------------- loading
@@ -256,6 +286,11 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         inner = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(inner[0], value, where)
     if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads "1e-5" (no dot) as text, as `dvc exp run -S` writes it
+            try:
+                return float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParamsError(f"{where}: expected a number, got {value!r}")
         return float(value)

@@ -351,3 +351,52 @@ def write(
         funds.to_csv(tmp / "funds.csv", index=False, encoding="utf-8")
         returns.to_csv(tmp / "returns.csv", index=False, encoding="utf-8")
     return out_dir
+
+
+# ------------------------------------------------------- later batches (monitoring)
+
+
+REGIMES = ("none", "vol_spike", "category_collapse", "fee_cut")
+
+
+def regime_preset(name: str, start: int, category: str = "Emerging Markets") -> Regime | None:
+    """A named market regime for the monitoring demo, in force from month index `start`.
+
+    >>> regime_preset("vol_spike", 72).vol_multiplier
+    3.0
+    >>> regime_preset("none", 72) is None
+    True
+    """
+    if name == "none":
+        return None
+    if name == "vol_spike":  # every shock three times larger: risk metrics jump
+        return Regime(start=start, vol_multiplier=3.0)
+    if name == "category_collapse":  # one category loses ~6 % a month
+        return Regime(start=start, category_shock={category: -0.06})
+    if name == "fee_cut":  # fees 40 % lower across the market
+        return Regime(start=start, fee_cut=0.4)
+    raise ValueError(f"unknown regime {name!r}; known: {list(REGIMES)}")
+
+
+def later_batch(params: SyntheticParams, months_ahead: int, regime: Regime | None = None) -> pd.DataFrame:
+    """A screener-style snapshot of the universe `months_ahead` months after the horizon.
+
+    The horizon is extended (earlier months repeat exactly, so without a regime the
+    market just goes on), metrics are recomputed over the trailing windows ending at
+    the new month, and the analysts grade by the same hidden rule. Columns are
+    canonical names plus `as_of` (the new month), one row per share class.
+
+    >>> p = SyntheticParams(n_funds=12, n_months=48)
+    >>> b = later_batch(p, 6)
+    >>> b["as_of"].iloc[0], int(b["share_class_id"].is_unique)
+    ('2023-06', 1)
+    """
+    from fundgrpo.canonical import COLUMNS
+
+    if months_ahead < 1:
+        raise ValueError(f"months_ahead must be at least 1, got {months_ahead}")
+    funds, returns = generate(params, params.n_months + months_ahead, regime)
+    metrics = navmetrics.compute_long(returns, risk_free_rate=RISK_FREE_RATE)
+    table = funds.join(metrics, on="share_class_id")
+    table["as_of"] = metrics.attrs["as_of"]
+    return table[[c.name for c in COLUMNS if c.name in table.columns] + ["as_of"]].reset_index(drop=True)

@@ -293,13 +293,45 @@ def ingest_returns(params: IngestParams, root: Path) -> pd.DataFrame:
     return table
 
 
+def with_batches(table: pd.DataFrame, batches_dir: Path) -> pd.DataFrame:
+    """`table` with the accepted monitoring batches laid over it, oldest file first.
+
+    Batches are canonical Parquet files written by the monitoring flow, named so they
+    sort by date (batch-YYYY-MM...). The newest snapshot of a share class wins; a share
+    class only in the source keeps its source row. No folder or no file: `table` as is.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> pd.DataFrame({"share_class_id": ["b", "c"], "category": ["x", "y"]}).to_parquet(d / "batch-1.parquet")
+    >>> with_batches(pd.DataFrame({"share_class_id": ["a", "b"], "category": ["x", "z"]}), d)["category"].tolist()
+    ['x', 'x', 'y']
+    """
+    files = sorted(batches_dir.glob("*.parquet")) if batches_dir.is_dir() else []
+    if not files:
+        return table
+    frames = [table]
+    for path in files:
+        batch = pd.read_parquet(path)
+        if "share_class_id" not in batch:
+            raise IngestError(f"{path}: accepted batch has no share_class_id column")
+        frames.append(batch)
+    combined = pd.concat(frames, ignore_index=True).drop_duplicates("share_class_id", keep="last")
+    canonical = [c.name for c in COLUMNS if c.name in combined.columns]
+    combined = combined[canonical + [c for c in combined.columns if c not in canonical]]
+    combined.attrs = dict(table.attrs, batches=len(files))
+    return combined.reset_index(drop=True)
+
+
 def run(params: IngestParams, root: Path = Path(".")) -> pd.DataFrame:
-    """The canonical table from the configured source (paths relative to `root`)."""
+    """The canonical table from the configured source (paths relative to `root`),
+    with any accepted monitoring batches from `params.batches_dir` laid over it."""
     if params.source == "table":
-        return ingest_table(params, root)
-    if params.source == "returns":
-        return ingest_returns(params, root)
-    raise IngestError(f"ingest.source must be 'returns' or 'table', got {params.source!r}")
+        table = ingest_table(params, root)
+    elif params.source == "returns":
+        table = ingest_returns(params, root)
+    else:
+        raise IngestError(f"ingest.source must be 'returns' or 'table', got {params.source!r}")
+    return with_batches(table, root / params.batches_dir) if params.batches_dir else table
 
 
 # ---------------------------------------------------------------------- main
@@ -329,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ingest failed: {err}", file=sys.stderr)
         return 1
     write_parquet(table, params.out)
-    print(f"ingest: {summary(table)} -> {params.out}")
+    batches = f" (source + {table.attrs['batches']} accepted batch(es))" if table.attrs.get("batches") else ""
+    print(f"ingest: {summary(table)}{batches} -> {params.out}")
     return 0
 
 

@@ -72,7 +72,7 @@ def run(
     source = modelling.resolve(start_dir)
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
-    rewards = make_rewards(rubric, schema, params.score_tolerance, tuple(params.reasoning_chars))
+    rewards = make_rewards(rubric, schema, params.score_tolerance, tuple(params.reasoning_chars), params.grade_step_penalty)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
     trainer = GRPOTrainer(

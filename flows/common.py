@@ -1,0 +1,247 @@
+"""What both flows share: the DVC stage order, params overrides, the workspace lock, MLflow checks.
+
+Kept free of Prefect so each piece can be tested (and reused) on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from fundgrpo.params import ParamsError, Params, RegisterParams, from_dict
+
+LOCK_FILE = ".dvc/tmp/fund-grpo-training.lock"  # .dvc/tmp is DVC's own, ignored by git
+
+
+class MlflowUnavailable(RuntimeError):
+    """The MLflow tracking store cannot be reached; the message names the URI."""
+
+
+# ---------------------------------------------------------------------- DVC
+
+
+def stage_env() -> dict[str, str]:
+    """The environment for `dvc repro`: this interpreter's bin first (stage commands run `python`), offline."""
+    from fundgrpo.cli import OFFLINE
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    for key, value in OFFLINE.items():
+        env.setdefault(key, value)
+    return env
+
+
+def parse_dot(dot: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """(nodes in order, edges) from `dvc dag --dot`.
+
+    >>> parse_dot('strict digraph {\\n"a";\\n"b";\\n"a" -> "b";\\n}')
+    (['a', 'b'], [('a', 'b')])
+    """
+    nodes, edges = [], []
+    for line in dot.splitlines():
+        edge = re.fullmatch(r'\s*"([^"]+)"\s*->\s*"([^"]+)";?\s*', line)
+        node = re.fullmatch(r'\s*"([^"]+)";?\s*', line)
+        if edge:
+            edges.append((edge.group(1), edge.group(2)))
+        elif node:
+            nodes.append(node.group(1))
+    return nodes, edges
+
+
+def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
+    """Upstream first; among stages that are ready, the order of `nodes` (dvc.yaml's).
+
+    >>> topological(["c", "a", "b"], [("a", "b"), ("b", "c")])
+    ['a', 'b', 'c']
+    """
+    upstream = {n: {a for a, b in edges if b == n} for n in nodes}
+    order: list[str] = []
+    while len(order) < len(nodes):
+        ready = [n for n in nodes if n not in order and upstream[n] <= set(order)]
+        if not ready:
+            raise ValueError(f"dvc dag has a cycle among {sorted(set(nodes) - set(order))}")
+        order.append(ready[0])
+    return order
+
+
+def stage_order(root: Path) -> list[str]:
+    """The pipeline's stages in DVC's dependency order, read from DVC itself (`dvc dag --dot`)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dvc", "dag", "--dot"], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=120
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dvc dag failed in {root}: {done.stderr.strip() or done.stdout.strip()}")
+    nodes, edges = parse_dot(done.stdout)
+    if not nodes:
+        raise RuntimeError(f"dvc dag found no stage in {root}/dvc.yaml")
+    return topological(nodes, edges)
+
+
+def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:
+    """`dvc repro --single-item <stage>`, output streamed line by line to `log`; True when it ran.
+
+    Raises RuntimeError with the output's tail when DVC fails.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dvc", "repro", "--single-item", stage],
+        cwd=root, env=stage_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+    )
+    tail: list[str] = []
+    ran = False
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        line = raw.rstrip()
+        if not line:
+            continue
+        log(line)
+        tail = (tail + [line])[-30:]
+        ran = ran or line.startswith(f"Running stage '{stage}'")
+    code = proc.wait()
+    if code != 0:
+        raise RuntimeError(f"stage {stage!r} failed (dvc repro exit {code}):\n" + "\n".join(tail))
+    return ran
+
+
+# ----------------------------------------------------------------- overrides
+
+
+def _value(text: str):
+    """A value as `dvc exp run -S` reads it: YAML 1.2 (numbers, booleans, lists), else text.
+
+    >>> _value("0.04"), _value("3e-4"), _value("true"), _value("[1, 2]"), _value("abc")
+    (0.04, 0.0003, True, [1, 2], 'abc')
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except YAMLError:
+        return text
+
+
+def _float(representer, value: float):
+    """Write a float so PyYAML (the params loader) reads it back as a float: 1e-05 -> 1.0e-05.
+
+    >>> import io; from ruamel.yaml import YAML
+    >>> rt = YAML(); rt.representer.add_representer(float, _float); out = io.StringIO()
+    >>> rt.dump({"lr": 1e-05, "beta": 0.04}, out); out.getvalue().splitlines()
+    ['lr: 1.0e-05', 'beta: 0.04']
+    """
+    text = repr(value)
+    if "e" in text:  # PyYAML needs a dot and a signed exponent
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{int(exponent):+03d}"
+    return representer.represent_scalar("tag:yaml.org,2002:float", text)
+
+
+def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
+    """Set `section.key=value` pairs in params.yaml (comments kept), like `dvc exp run -S`.
+
+    The result must still load as `Params` (an unknown key is an error naming it);
+    the file is replaced atomically. Returns the changes as "key=value" lines.
+    """
+    import io as _io
+
+    import yaml
+    from ruamel.yaml import YAML
+
+    from fundgrpo import io
+
+    rt = YAML()  # round trip: comments and order survive
+    rt.preserve_quotes = True
+    rt.representer.add_representer(float, _float)
+    data = rt.load(path.read_text(encoding="utf-8")) or {}
+    changes = []
+    for key, text in overrides.items():
+        parts = str(key).split(".")
+        if not all(parts):
+            raise ParamsError(f"override {key!r}: expected section.key=value")
+        node = data
+        for part in parts[:-1]:
+            if part not in node:
+                node[part] = {}
+            node = node[part]
+            if not isinstance(node, dict):
+                raise ParamsError(f"override {key!r}: {part!r} is not a section")
+        node[parts[-1]] = _value(str(text))
+        changes.append(f"{key}={text}")
+    buffer = _io.StringIO()
+    rt.dump(data, buffer)
+    text = buffer.getvalue()
+    from_dict(Params, yaml.safe_load(text) or {})  # refuse unknown keys or wrong types before writing
+    io.write_text(text, path)
+    return changes
+
+
+# ---------------------------------------------------------------------- lock
+
+
+@contextmanager
+def workspace_lock(root: Path, timeout_s: float = -1, log: Callable[[str], None] = print) -> Iterator[Path]:
+    """Hold the cross-process training lock of `root` (wait up to `timeout_s`; -1 waits forever).
+
+    Two training runs queue instead of colliding: DVC's own lock would fail the second
+    at once, and the registry's alias move must happen one run at a time.
+    """
+    from filelock import FileLock, Timeout
+
+    path = root / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log(f"another training run holds {path}; waiting" + ("" if timeout_s < 0 else f" up to {timeout_s:g} s"))
+        try:
+            lock.acquire(timeout=timeout_s)
+        except Timeout as err:
+            raise TimeoutError(f"another training run still holds {path} after {timeout_s:g} s") from err
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+# -------------------------------------------------------------------- MLflow
+
+
+def tracking_uri(register: RegisterParams, root: Path) -> str:
+    """The tracking URI as the stages see it from `root` (MLFLOW_TRACKING_URI wins over params),
+    a relative sqlite path made absolute so this process and the stages share one store."""
+    from fundgrpo import registry
+
+    uri = registry.tracking_uri(register)
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return f"sqlite:///{(root / uri[len('sqlite:///'):]).absolute()}"
+    return uri
+
+
+def check_tracking(uri: str, timeout_s: float = 5.0) -> str:
+    """Fail with a clear message when the tracking store cannot be reached; return a one-line status."""
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                if response.status != 200:
+                    raise MlflowUnavailable(f"MLflow tracking server {uri} answered {response.status} on /health")
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise MlflowUnavailable(
+                f"MLflow tracking server {uri} is unreachable ({reason}); start it "
+                "(docs/operations.md) or point MLFLOW_TRACKING_URI at a running one"
+            ) from err
+        return f"MLflow tracking server {uri} is up"
+    if uri.startswith("sqlite:///"):
+        folder = Path(uri[len("sqlite:///"):]).parent
+        if not folder.is_dir():
+            raise MlflowUnavailable(f"MLflow store {uri}: folder {folder} does not exist")
+        return f"MLflow store {uri}"
+    return f"MLflow store {uri} (not checked)"

@@ -1,0 +1,41 @@
+"""The `serve` alternative to prefect.yaml + a worker: one process that runs both schedules.
+
+    prefect server start --host 127.0.0.1             # in another shell (docs/operations.md)
+    PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.serve
+
+Same deployments, names and crons as prefect.yaml; runs execute in this process's folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MONITORING_CRON = "0 6 * * *"  # daily, 06:00 UTC
+TRAINING_CRON = "0 3 * * 0"  # weekly, Sunday 03:00 UTC
+
+
+def deployments(root: str = ".") -> list[Any]:
+    """The two deployments, ready for `prefect.serve`."""
+    from flows.monitoring import monitoring
+    from flows.training import training
+
+    return [
+        monitoring.to_deployment(name="monitoring-daily", cron=MONITORING_CRON, parameters={"root": root},
+                                 tags=["fund-grpo", "monitoring"], description="New batches -> drift -> relearn -> gate"),
+        training.to_deployment(name="training-weekly", cron=TRAINING_CRON, parameters={"root": root},
+                               tags=["fund-grpo", "training"], concurrency_limit=1,
+                               description="dvc repro stage by stage, register, champion gate"),
+    ]
+
+
+def main() -> None:
+    from prefect import serve
+
+    from fundgrpo.cli import offline
+
+    offline()
+    serve(*deployments())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""New fund data batches: find, load, quarantine, accept, archive.
+
+A batch is a screener-style file (CSV or Parquet) dropped into `monitor.incoming_dir`:
+one row per share class, in the project's table format (canonical column names by
+default; `ingest.column_map` applies as for a table source), with expert grades where
+analysts have rated, and optionally `as_of` (the month the metrics end at).
+Name batches so they sort by date (batch-YYYY-MM...): accepted batches are laid over
+the source in name order, and the newest snapshot of a share class wins.
+
+Nothing is deleted: handled files move to `monitor.processed_dir/<date>/`, failing
+ones (with their validation report) to `monitor.quarantine_dir/<date>/<batch>/`.
+
+    python -m monitoring.batches     # the DVC stage `batches`: make sure the folder exists
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from fundgrpo import io
+from fundgrpo.params import IngestParams, MonitorParams, load_params
+
+SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def incoming(params: MonitorParams, root: Path) -> list[Path]:
+    """Batch files waiting in the watched folder, by name; dotfiles and other files are left alone."""
+    folder = root / params.incoming_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in SUFFIXES)
+
+
+def name_of(path: Path) -> str:
+    """The batch name: the file name without its extension.
+
+    >>> name_of(Path("data/incoming/batch-2025-06.csv"))
+    'batch-2025-06'
+    """
+    return path.name[: -len(path.suffix)] if path.suffix else path.name
+
+
+def load(path: Path, params: IngestParams) -> pd.DataFrame:
+    """The batch as a canonical table (the ingest stage's table reader and mapping); `as_of` is kept."""
+    from stages import ingest
+
+    raw = ingest.read_source(path, params.encoding)
+    table = ingest.to_canonical(raw, replace(params, source="table"), str(path))
+    if "as_of" in raw.columns:
+        table["as_of"] = raw["as_of"].map(lambda v: None if pd.isna(v) else str(v).strip()).to_numpy()
+    return table
+
+
+def _free(path: Path) -> Path:
+    """`path`, or `path` with a numeric suffix if taken (a batch handled twice in a day)."""
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
+
+
+def quarantine(path: Path, report: Path | None, reason: str, params: MonitorParams, root: Path, day: str) -> Path:
+    """Move the batch file and its validation report to quarantine/<day>/<batch>/ with reason.txt."""
+    dest = _free(root / params.quarantine_dir / day / name_of(path))
+    dest.mkdir(parents=True)
+    shutil.move(str(path), dest / path.name)
+    if report is not None and report.exists():
+        shutil.move(str(report), dest / "validation")
+    io.write_text(reason.rstrip() + "\n", dest / "reason.txt")
+    return dest
+
+
+def accept(table: pd.DataFrame, name: str, batches_dir: Path) -> Path:
+    """Store a validated batch where the ingest stage lays it over the source."""
+    path = batches_dir / f"{name}.parquet"
+    io.write_parquet(table, path)
+    return path
+
+
+def archive(path: Path, params: MonitorParams, root: Path, day: str) -> Path:
+    """Move a handled batch file to processed/<day>/ (never deleted)."""
+    dest = _free(root / params.processed_dir / day / path.name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), dest)
+    return dest
+
+
+def main() -> int:
+    """The DVC stage `batches`: the folder must exist (DVC refuses a missing dependency)."""
+    folder = Path(load_params().ingest.batches_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = sorted(folder.glob("*.parquet"))
+    names = ", ".join(f.stem for f in files) or "none"
+    print(f"batches: {len(files)} accepted batch(es) in {folder}: {names}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Drift of a new batch against the training reference, with Evidently 0.7 (new API).
+
+Data drift: one pinned per-column test on the fund features (Evidently's default test
+switches from a p-value to a distance above 1000 rows, which would change what the
+threshold means as data grows); the dataset verdict is the share of drifted columns
+against `monitor.drift_share` (the new API has no dataset-drift flag).
+
+Prediction drift: the same kind of test on the champion's grade distribution over the
+batch against that over the reference.
+
+Below `monitor.min_rows` rows in either frame there is no verdict: the report says
+"too few rows for a verdict" instead.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fundgrpo import io
+from fundgrpo.canonical import BY_NAME, LABELS
+from fundgrpo.params import MonitorParams
+
+DRIFTED_COLUMNS = "evidently:metric_v2:DriftedColumnsCount"
+VALUE_DRIFT = "evidently:metric_v2:ValueDrift"
+
+
+class DriftError(ValueError):
+    """The frames cannot be compared; the message says why."""
+
+
+@dataclass(frozen=True)
+class DataDrift:
+    verdict: bool | None  # None: no verdict (the reason says why)
+    reason: str
+    share: float | None = None  # share of drifted feature columns
+    drifted: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)  # column -> test statistic
+    rows: dict[str, int] = field(default_factory=dict)  # {"reference": n, "current": n}
+    method: str = ""
+    threshold: float = 0.0
+    drift_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class PredictionDrift:
+    verdict: bool | None
+    reason: str
+    score: float | None = None
+    distribution: dict[str, dict[str, float]] = field(default_factory=dict)  # frame -> grade -> share
+    method: str = ""
+    threshold: float = 0.0
+
+
+# ------------------------------------------------------------------- columns
+
+
+def feature_columns(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorParams) -> list[str]:
+    """`monitor.features`, or every numeric canonical column (labels excluded) with values in both frames.
+
+    >>> ref = pd.DataFrame({"return_1y": [1.0], "return_5y": [None], "expert_grade": [3], "name": ["a"]})
+    >>> feature_columns(ref, ref, MonitorParams())
+    ['return_1y']
+    """
+    if params.features:
+        unknown = [c for c in params.features if c not in BY_NAME]
+        missing = [c for c in params.features if c not in reference or c not in current]
+        if unknown or missing:
+            raise DriftError(f"monitor.features: {unknown + missing} are not canonical columns present in both the batch and the reference")
+        return list(params.features)
+    columns = [
+        c.name for c in BY_NAME.values()
+        if c.kind == "number" and c.name not in LABELS
+        and c.name in reference and c.name in current
+        and reference[c.name].notna().any() and current[c.name].notna().any()
+    ]
+    if not columns:
+        raise DriftError("the batch and the reference share no numeric fund feature to compare")
+    return columns
+
+
+def too_few_rows(n_reference: int, n_current: int, min_rows: int) -> str | None:
+    """Why there can be no verdict, or None.
+
+    >>> too_few_rows(500, 12, 30)
+    'too few rows for a verdict: the batch has 12 rows, monitor.min_rows is 30'
+    """
+    for what, n in (("batch", n_current), ("reference", n_reference)):
+        if n < min_rows:
+            return f"too few rows for a verdict: the {what} has {n} rows, monitor.min_rows is {min_rows}"
+    return None
+
+
+# ------------------------------------------------------------------ evidently
+
+
+def _run_report(metrics: list[Any], reference: pd.DataFrame, current: pd.DataFrame, definition: Any, out: Path, stem: str) -> dict:
+    """Run an Evidently report, write <stem>.html and <stem>.json atomically; return the JSON."""
+    from evidently import Dataset, Report
+
+    with warnings.catch_warnings():  # evidently/scipy warn on constant columns; the scores say it
+        warnings.simplefilter("ignore")
+        snapshot = Report(metrics, include_tests=True).run(
+            current_data=Dataset.from_pandas(current, data_definition=definition),
+            reference_data=Dataset.from_pandas(reference, data_definition=definition),
+        )
+    result = json.loads(snapshot.json())  # plain JSON: snapshot.dict() holds numpy scalars
+    with io.atomic_path(out / f"{stem}.html") as tmp:
+        snapshot.save_html(str(tmp))
+    io.write_json(result, out / f"{stem}.json")
+    return result
+
+
+def _column_results(result: dict) -> tuple[dict[str, float], dict[str, bool]]:
+    """Per-column scores (metrics) and drift flags (failed tests) from a report's JSON."""
+    scores = {
+        m["config"]["column"]: float(m["value"])
+        for m in result["metrics"] if m["config"].get("type") == VALUE_DRIFT
+    }
+    drifted = {
+        t["metric_config"]["params"]["column"]: t["status"] == "FAIL"
+        for t in result.get("tests", []) if t["metric_config"]["params"].get("type") == VALUE_DRIFT
+    }
+    return scores, drifted
+
+
+def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorParams, out: Path) -> DataDrift:
+    """Evidently data drift on the fund features; writes drift.html and drift.json into `out`."""
+    rows = {"reference": len(reference), "current": len(current)}
+    pinned = {"method": params.method, "threshold": params.threshold, "drift_share": params.drift_share}
+    reason = too_few_rows(len(reference), len(current), params.min_rows)
+    if reason:
+        io.write_text(_no_verdict_html("Data drift", reason), out / "drift.html")
+        return DataDrift(None, reason, rows=rows, **pinned)
+
+    from evidently import DataDefinition
+    from evidently.presets import DataDriftPreset
+
+    columns = feature_columns(reference, current, params)
+    # Declared numerical: a feature with few distinct values must not turn categorical.
+    definition = DataDefinition(numerical_columns=columns, categorical_columns=[])
+    preset = DataDriftPreset(columns=columns, num_method=params.method, num_threshold=params.threshold, drift_share=params.drift_share)
+    result = _run_report([preset], reference[columns], current[columns], definition, out, "drift")
+    counted = next(m["value"] for m in result["metrics"] if m["config"].get("type") == DRIFTED_COLUMNS)
+    scores, flags = _column_results(result)
+    share = float(counted["share"])
+    drifted = [c for c in columns if flags.get(c)]
+    verdict = share >= params.drift_share
+    verb = "drift" if verdict else "no drift"
+    reason = f"{verb}: {len(drifted)} of {len(columns)} fund features drifted (share {share:.2f}, threshold {params.drift_share:g})"
+    return DataDrift(verdict, reason, share, drifted, scores, rows, **pinned)
+
+
+def prediction_drift(reference_grades: list[int], current_grades: list[int], params: MonitorParams, out: Path) -> PredictionDrift:
+    """Evidently drift of the champion's grade distribution; writes prediction_drift.html/.json into `out`."""
+    pinned = {"method": params.prediction_method, "threshold": params.prediction_threshold}
+    distribution = {"reference": _shares(reference_grades), "current": _shares(current_grades)}
+    reason = too_few_rows(len(reference_grades), len(current_grades), params.min_rows)
+    if reason:
+        io.write_text(_no_verdict_html("Prediction drift", reason), out / "prediction_drift.html")
+        return PredictionDrift(None, reason, distribution=distribution, **pinned)
+
+    from evidently import DataDefinition
+    from evidently.metrics import ValueDrift
+
+    # Grades as text: a categorical column whatever the values.
+    ref = pd.DataFrame({"grade": [str(g) for g in reference_grades]})
+    cur = pd.DataFrame({"grade": [str(g) for g in current_grades]})
+    definition = DataDefinition(categorical_columns=["grade"], numerical_columns=[])
+    metric = ValueDrift(column="grade", method=params.prediction_method, threshold=params.prediction_threshold)
+    result = _run_report([metric], ref, cur, definition, out, "prediction_drift")
+    scores, flags = _column_results(result)
+    verdict = bool(flags.get("grade"))
+    verb = "drift" if verdict else "no drift"
+    reason = f"{verb}: champion's grade distribution {params.prediction_method} {scores['grade']:.3f} (threshold {params.prediction_threshold:g})"
+    return PredictionDrift(verdict, reason, scores["grade"], distribution, **pinned)
+
+
+def _shares(grades: list[int]) -> dict[str, float]:
+    """{"1": share, ...} over the grades present.
+
+    >>> _shares([1, 3, 3, 5])
+    {'1': 0.25, '3': 0.5, '5': 0.25}
+    """
+    counts = pd.Series(grades, dtype=float).value_counts(normalize=True).sort_index()
+    return {str(int(k)): round(float(v), 4) for k, v in counts.items()}
+
+
+def _no_verdict_html(title: str, reason: str) -> str:
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+        f"<body style='font-family:sans-serif;margin:2em'><h1>{html.escape(title)}</h1>"
+        f"<p><b>No verdict.</b> {html.escape(reason)}.</p></body></html>\n"
+    )

@@ -1,0 +1,43 @@
+"""prefect.yaml deploys both flows with their crons (to a real Prefect server); serve() builds the same."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import yaml
+
+from flows import serve
+from tests.support import REPO, run
+
+EXPECTED = {"monitoring/monitoring-daily": serve.MONITORING_CRON, "training/training-weekly": serve.TRAINING_CRON}
+
+
+def test_prefect_yaml_deploys_both_flows_on_their_schedules(prefect_api):
+    from prefect.client.orchestration import get_client
+
+    env = {"PREFECT_API_URL": prefect_api, "PREFECT_CLI_PROMPT": "false"}
+    prefect = [sys.executable, "-m", "prefect"]
+    run([*prefect, "work-pool", "create", "fund-grpo", "--type", "process", "--overwrite"], REPO, env)
+    run([*prefect, "--no-prompt", "deploy", "--all"], REPO, env, timeout=300)
+    with get_client(sync_client=True) as client:
+        deployments = {f"{client.read_flow(d.flow_id).name}/{d.name}": d for d in client.read_deployments()}
+        try:
+            assert set(EXPECTED) <= set(deployments)
+            for name, cron in EXPECTED.items():
+                d = deployments[name]
+                assert [s.schedule.cron for s in d.schedules] == [cron]
+                assert d.work_pool_name == "fund-grpo"
+                assert d.parameters["root"] == "."
+            assert deployments["training/training-weekly"].global_concurrency_limit.limit == 1
+        finally:  # no worker here: scheduled runs would only pile up as Late
+            for d in deployments.values():
+                client.delete_deployment(d.id)
+
+
+def test_serve_builds_the_same_deployments_as_prefect_yaml():
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    in_yaml = {d["name"]: d["schedules"][0]["cron"] for d in spec["deployments"]}
+    built = {d.name: d.schedules[0].schedule.cron for d in serve.deployments()}
+    assert built == in_yaml == {"monitoring-daily": serve.MONITORING_CRON, "training-weekly": serve.TRAINING_CRON}
+    assert os.environ.get("PREFECT_SERVER_ANALYTICS_ENABLED") == "false"  # telemetry off (tests/conftest.py)

@@ -1,0 +1,144 @@
+"""The `training` flow for real (Prefect test server) on a tiny-profile copy of the repo.
+
+One full run is shared (tests/support.py); the other runs here find DVC up to date,
+so they cost seconds: a no-op run with overrides, a run that dies in `train`, and a
+run against an MLflow server that is down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows import common
+from fundgrpo.params import ParamsError
+from tests import support
+
+STAGES = ["generate", "batches", "ingest", "validate", "schema", "prepare", "base", "sft", "train", "backtest", "register"]
+
+
+def digest(root: Path, *paths: str) -> dict[str, str]:
+    """Content hashes of files (folders: every file in them), to prove nothing was touched."""
+    out = {}
+    for rel in paths:
+        path = root / rel
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            out[str(f.relative_to(root))] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+GUARDED = ("dvc.lock", "models/policy", "models/sft", "data/validated/funds.parquet", "data/prepared", "metrics/register.json", "metrics/backtest.json")
+
+
+def test_stage_order_is_dvcs(trained):
+    root, _ = trained
+    order = common.stage_order(root)
+    assert order == STAGES
+    names = list(yaml.safe_load((root / "dvc.yaml").read_text())["stages"])
+    assert sorted(order) == sorted(names)  # every stage of dvc.yaml, no other
+
+
+def test_training_flow_runs_every_stage_as_a_task_and_gates(trained, prefect_api):
+    root, state = trained
+    assert state.is_completed()
+    result = state.result()
+    assert result["stages_run"] == STAGES and result["registered"]
+    decision = result["decision"]
+    assert decision == json.loads((root / "metrics/register.json").read_text())
+    assert decision["alias"] in ("champion", "challenger") and decision["reason"]
+    assert result["message"].startswith(f"fund-evaluator v{decision['version']} ")
+    assert decision["version"] in support.versions(root)
+    # What the Prefect UI shows: one completed task run per stage, with its log.
+    runs = support.task_runs(state.state_details.flow_run_id)
+    by_name = {r.name: r for r in runs}
+    assert set(STAGES) <= set(by_name)
+    assert all(by_name[s].state.is_completed() and by_name[s].total_run_time.total_seconds() > 0 for s in STAGES)
+
+
+def test_a_second_run_is_a_no_op_and_overrides_are_dvc_exp_run_S(trained):
+    from flows.training import training
+
+    root, _ = trained
+    before = digest(root, *GUARDED)
+    text = (root / "params.yaml").read_text()
+    current = yaml.safe_load(text)["grpo"]["learning_rate"]
+    result = training(root=str(root), overrides={"grpo.learning_rate": str(current)}, retries=0)
+    assert result["stages_run"] == [] and not result["registered"]
+    assert result["message"].startswith("pipeline up to date: no new candidate (last decision: ")
+    assert digest(root, *GUARDED) == before
+
+
+def test_apply_overrides_keeps_comments_types_and_refuses_unknown_keys(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("grpo:   # the RL stage\n  beta: 0.0   # KL weight\n  loss_type: dapo\n", encoding="utf-8")
+    changes = common.apply_overrides(path, {"grpo.beta": "0.04", "grpo.lora.enabled": "true", "grpo.learning_rate": "1e-5"})
+    assert changes == ["grpo.beta=0.04", "grpo.lora.enabled=true", "grpo.learning_rate=1e-5"]
+    text = path.read_text()
+    assert "# KL weight" in text and "# the RL stage" in text
+    data = yaml.safe_load(text)  # as the stages read it (PyYAML)
+    assert data["grpo"]["beta"] == 0.04 and data["grpo"]["lora"]["enabled"] is True
+    assert data["grpo"]["learning_rate"] == 1e-5
+    with pytest.raises(ParamsError, match="betta"):
+        common.apply_overrides(path, {"grpo.betta": "1"})
+    with pytest.raises(ParamsError, match="expected a number"):
+        common.apply_overrides(path, {"grpo.beta": "high"})
+    assert path.read_text() == text  # a refused override writes nothing
+
+
+def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
+    from flows.training import training
+
+    root, _ = trained
+    client = support.mlflow_client(root)
+    client.set_registered_model_alias("fund-evaluator", "champion", str(support.versions(root)[-1]))
+    champion = client.get_model_version_by_alias("fund-evaluator", "champion").version
+    before, count = digest(root, *GUARDED), support.versions(root)
+    params_text = (root / "params.yaml").read_text()
+    try:
+        # A config the GRPO trainer refuses: the train stage fails after the earlier stages.
+        with pytest.raises(RuntimeError, match=r"stage 'train' failed[\s\S]*divisible by num_generations"):
+            training(root=str(root), overrides={"grpo.num_generations": "3"}, retries=0)
+    finally:
+        (root / "params.yaml").write_text(params_text)  # undo the override (`dvc exp run` would too)
+    assert digest(root, *GUARDED) == before
+    assert support.versions(root) == count
+    assert client.get_model_version_by_alias("fund-evaluator", "champion").version == champion
+
+
+def test_mlflow_down_fails_clearly_after_retries_with_nothing_registered(trained, monkeypatch):
+    from flows.training import training
+
+    root, _ = trained
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    before, count = digest(root, *GUARDED), support.versions(root)
+    state = training(root=str(root), retries=1, retry_delay_s=0.1, return_state=True)
+    assert state.is_failed()
+    with pytest.raises(common.MlflowUnavailable) as err:
+        state.result()
+    assert uri in str(err.value) and "unreachable" in str(err.value)
+    checks = [r for r in support.task_runs(state.state_details.flow_run_id) if r.name.startswith("mlflow-check")]
+    assert [r.run_count for r in checks] == [2]  # the first try and one retry, then the flow stops
+    assert not any(r.name in STAGES for r in support.task_runs(state.state_details.flow_run_id))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert digest(root, *GUARDED) == before and support.versions(root) == count
+
+
+def test_tracking_uri_is_made_absolute_for_the_flow_process(monkeypatch, tmp_path):
+    from fundgrpo.params import RegisterParams
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert common.tracking_uri(RegisterParams(tracking_uri="sqlite:///mlflow.db"), tmp_path) == f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+    assert common.tracking_uri(RegisterParams(), tmp_path) == "http://127.0.0.1:5000"
+    with pytest.raises(common.MlflowUnavailable, match="does not exist"):
+        common.check_tracking(f"sqlite:///{tmp_path}/missing/mlflow.db")

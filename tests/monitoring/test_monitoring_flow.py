@@ -1,0 +1,117 @@
+"""The `monitoring` flow for real (Prefect test server) on the shared tiny repo, in order:
+bad batches are quarantined; a tiny batch gets no verdict; a calm batch is not merged;
+a drifted batch is merged, relearned on, and ends at the registry gate."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from fundgrpo import synthetic
+from fundgrpo.params import load_params
+from monitoring import simulate
+from tests import support
+
+TINY = load_params(support.REPO / "params.yaml", support.REPO / "profiles/tiny.yaml").synthetic
+
+
+def drop(root: Path, name: str, table: pd.DataFrame) -> Path:
+    return simulate.write(table, root / "data/incoming" / name)
+
+
+def newest_report(root: Path, batch: str) -> Path:
+    return max((root / "monitoring/reports").glob(f"*/{batch}"))
+
+
+def test_bad_batches_are_quarantined_kept_and_never_merged(trained):
+    from flows.monitoring import monitoring
+
+    root, _ = trained
+    good = synthetic.later_batch(TINY, 6)
+    bad = good.copy()
+    bad.loc[:4, "expert_grade"] = 9  # not a grade
+    bad.loc[5, "share_class_id"] = bad.loc[6, "share_class_id"]  # a duplicate
+    drop(root, "batch-bad.csv", bad)
+    (root / "data/incoming/batch-empty.csv").write_text("")
+    register_before = (root / "metrics/register.json").read_text()
+
+    results = {r["batch"]: r for r in monitoring(root=str(root), retries=0)}
+
+    assert {b: r["verdict"] for b, r in results.items()} == {"batch-bad": "quarantined", "batch-empty": "quarantined"}
+    bad_dir = root / results["batch-bad"]["quarantine"]
+    assert (bad_dir / "batch-bad.csv").exists() and (bad_dir / "validation" / "index.html").exists()
+    failing = json.loads((bad_dir / "validation" / "summary.json").read_text())
+    assert not failing["success"]
+    assert "expect_column_values_to_be_in_set(expert_grade)" in results["batch-bad"]["reason"]
+    assert "expect_column_values_to_be_unique(share_class_id)" in (bad_dir / "reason.txt").read_text()
+    assert "file is empty" in results["batch-empty"]["reason"]
+    assert (root / results["batch-empty"]["quarantine"] / "batch-empty.csv").exists()
+    assert json.loads((newest_report(root, "batch-bad") / "summary.json").read_text())["verdict"] == "quarantined"
+    assert not list((root / "data/incoming").glob("*.csv")) and not list((root / "data/batches").iterdir())
+    assert (root / "metrics/register.json").read_text() == register_before  # no training ran
+
+
+def test_a_batch_with_too_few_rows_gets_no_verdict_and_no_retrain(trained):
+    from flows.monitoring import monitoring
+
+    root, _ = trained
+    drop(root, "batch-small.csv", synthetic.later_batch(TINY, 6).head(12))
+    [result] = monitoring(root=str(root), retries=0)
+    assert result["verdict"] == "no verdict"
+    assert result["reason"] == "too few rows for a verdict: the batch has 12 rows, monitor.min_rows is 30"
+    assert result["retrain"]["status"] == "not needed"
+    assert "too few rows for a verdict" in (newest_report(root, "batch-small") / "drift.html").read_text()
+    assert (root / result["processed"]).exists() and not list((root / "data/batches").iterdir())
+
+
+def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(trained, capsys):
+    """The demo, end to end on the tiny profile."""
+    from flows.monitoring import monitoring
+
+    root, _ = trained
+    client = support.mlflow_client(root)
+    name = "fund-evaluator"
+    # The tiny model never beats the rule scorer, so promote one by hand: a champion to watch.
+    client.set_registered_model_alias(name, "champion", str(support.versions(root)[-1]))
+    champion = int(client.get_model_version_by_alias(name, "champion").version)
+    versions = support.versions(root)
+
+    drop(root, *simulate.make_batch(TINY, 6, "none"))
+    [calm] = monitoring(root=str(root), retries=0)
+    assert calm["verdict"] == "no drift" and calm["retrain"]["status"] == "not needed"
+    assert calm["prediction_drift"]["verdict"] is False and calm["champion_version"] == champion
+    assert not list((root / "data/batches").iterdir()) and support.versions(root) == versions
+
+    drop(root, *simulate.make_batch(TINY, 6, "vol_spike"))
+    start = time.monotonic()
+    [spike] = monitoring(root=str(root), retries=0)
+    seconds = time.monotonic() - start
+
+    assert spike["verdict"] == "drift" and spike["data_drift"]["share"] >= 0.3
+    retrain = spike["retrain"]
+    assert retrain["status"] == "done" and (root / retrain["accepted"]).exists()  # merged into the training data
+    decision = retrain["decision"]
+    assert decision == json.loads((root / "metrics/register.json").read_text())
+    assert support.versions(root) == versions + [decision["version"]]
+    now = int(client.get_model_version_by_alias(name, "champion").version)
+    assert now == (decision["version"] if decision["promoted"] else champion)  # the gate, either way
+    assert decision["baseline_name"].startswith(f"champion v{champion}")
+    assert set(retrain["on_batch"]) == {"candidate", "rule", "champion"} and retrain["on_batch"]["candidate"]["n"] > 0
+    assert set(retrain["on_test_set"]) >= {"grpo", "rule"}
+    # reports on disk
+    report = newest_report(root, "batch-2023-06-vol_spike")
+    for f in ("drift.html", "drift.json", "prediction_drift.html", "prediction_drift.json", "summary.json"):
+        assert (report / f).exists(), f
+    assert json.loads((report / "summary.json").read_text())["retrain"]["decision"] == decision
+    # the figures and the decision in MLflow
+    experiment = client.get_experiment_by_name("fund-grpo-monitoring")
+    runs = client.search_runs([experiment.experiment_id], "tags.batch = 'batch-2023-06-vol_spike'")
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    assert runs[0].data.metrics["drift.share"] == spike["data_drift"]["share"]
+    assert runs[0].data.metrics["gate.promoted"] == float(decision["promoted"])
+    assert runs[0].data.tags["gate.reason"] == decision["reason"]
+    with capsys.disabled():
+        print(f"\n[monitoring e2e] drifted batch -> relearn -> gate in {seconds:.0f} s: {retrain['message']}")

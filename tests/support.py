@@ -1,0 +1,107 @@
+"""Shared by tests/flows and tests/monitoring: one Prefect test server and one trained tiny repo.
+
+Both are expensive (a Prefect server starts in ~15 s, a tiny `training` flow run takes
+~1.5 min on 2 cores), so each is built once per test session, whichever directory asks
+first; the conftests of both directories hand them out as session fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db",
+        "__pycache__", ".pytest_cache", "tmp", "cache"}
+# Laid over the tiny profile in the copy. return_5y: 48 months cannot give a 5-year return,
+# and the default null budget (0.5) would fail validation. The prediction sample keeps the
+# champion's grading to one generation batch while staying above monitor.min_rows.
+TINY_OVERLAY = {"validate": {"null_budget": {"return_5y": 1.0}}, "monitor": {"prediction_sample": 32}}
+GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+_state: dict[str, Any] = {"harness_users": 0}
+
+
+def run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, **GIT_ID, **(env or {})}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+def tiny_copy(dest: Path) -> Path:
+    """A git-initialised copy of the repository (no data, models or runs) with the tiny profile applied."""
+    from fundgrpo.params import deep_merge
+
+    shutil.copytree(REPO, dest, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    shutil.rmtree(dest / "monitoring" / "reports", ignore_errors=True)
+    run(["git", "init", "-q"], dest)
+    run([sys.executable, "-m", "fundgrpo.profiles", "apply", "tiny"], dest)
+    params = deep_merge(yaml.safe_load((dest / "params.yaml").read_text(encoding="utf-8")), TINY_OVERLAY)
+    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    run(["git", "add", "-A"], dest)
+    run(["git", "commit", "-qm", "tiny"], dest)
+    return dest
+
+
+@contextmanager
+def prefect_server() -> Iterator[str]:
+    """A temporary Prefect server (prefect_test_harness), shared by every fixture that asks; yields its API URL."""
+    import prefect.settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    if _state["harness_users"] == 0:
+        stack = ExitStack()
+        stack.enter_context(prefect_test_harness(server_startup_timeout=120))
+        _state["harness"] = stack
+        _state["api_url"] = prefect.settings.PREFECT_API_URL.value()
+    _state["harness_users"] += 1
+    try:
+        yield _state["api_url"]
+    finally:
+        _state["harness_users"] -= 1
+        if _state["harness_users"] == 0:
+            _state.pop("harness").close()
+
+
+def trained_repo(base: Path) -> tuple[Path, Any]:
+    """(root, final state) of one real `training` flow run on a tiny copy; built once per session.
+
+    Needs the Prefect server to be up (the caller's fixture depends on it).
+    """
+    if "trained" not in _state:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)  # the copy's own sqlite store
+        from flows.training import training
+
+        root = tiny_copy(base / "repo")
+        state = training(root=str(root), retries=0, return_state=True)
+        _state["trained"] = (root, state)
+    return _state["trained"]
+
+
+def mlflow_client(root: Path):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+
+
+def versions(root: Path, name: str = "fund-evaluator") -> list[int]:
+    return sorted(int(v.version) for v in mlflow_client(root).search_model_versions(f"name='{name}'"))
+
+
+def task_runs(flow_run_id) -> list:
+    """The task runs of a flow run, from the Prefect API (what the UI shows)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
