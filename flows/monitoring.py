@@ -41,6 +41,7 @@ from prefect.cache_policies import NO_CACHE
 from flows import common
 from flows.training import mlflow_check, training
 from fundgrpo import io
+from fundgrpo.methodology import load_compiled
 from fundgrpo.params import Params, load_params
 from monitoring import batches, champion, drift
 
@@ -118,10 +119,7 @@ def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[s
 
 def _schema(root: Path, params: Params) -> tuple[dict, dict]:
     """(rubric, output schema) as the schema stage wrote them."""
-    folder = root / params.methodology.out_dir
-    rubric = json.loads((folder / "rubric.json").read_text(encoding="utf-8"))
-    schema = json.loads((folder / "output_schema.json").read_text(encoding="utf-8"))
-    return rubric, schema
+    return load_compiled(root / params.methodology.out_dir)
 
 
 def _reference(root: Path, params: Params) -> pd.DataFrame:

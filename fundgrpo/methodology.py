@@ -234,6 +234,16 @@ def rubric(m: Methodology) -> dict[str, Any]:
     }
 
 
+def load_compiled(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(rubric, output_schema) as the `schema` stage wrote them into `out_dir`."""
+    import json
+
+    folder = Path(out_dir)
+    rubric_ = json.loads((folder / "rubric.json").read_text(encoding="utf-8"))
+    schema = json.loads((folder / "output_schema.json").read_text(encoding="utf-8"))
+    return rubric_, schema
+
+
 def from_rubric(r: dict[str, Any]) -> Methodology:
     """Rebuild the methodology from its compiled rubric (what downstream stages read)."""
     return parse(

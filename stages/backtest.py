@@ -14,6 +14,7 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.backtesting import evaluate_model, metrics, rule_predictions
 from fundgrpo.cli import run_stage
+from fundgrpo.methodology import load_compiled
 from fundgrpo.evaluation import confusion
 from fundgrpo.params import BacktestParams, load_params
 
@@ -70,8 +71,7 @@ def main() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
         schema_dir = Path(p.methodology.out_dir)
-        rubric = json.loads((schema_dir / "rubric.json").read_text(encoding="utf-8"))
-        schema = json.loads((schema_dir / "output_schema.json").read_text(encoding="utf-8"))
+        rubric, schema = load_compiled(schema_dir)
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
         result = run(p.backtest, rows, rubric, schema, models)
         rows, predictions = result.pop("rows"), result.pop("predictions")

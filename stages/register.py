@@ -15,6 +15,7 @@ from pathlib import Path
 from fundgrpo import io, registry
 from fundgrpo.backtesting import evaluate_model
 from fundgrpo.cli import run_stage
+from fundgrpo.methodology import load_compiled
 from fundgrpo.params import Params, load_params, to_dict
 
 
@@ -116,8 +117,7 @@ def main() -> None:
         curves = json.loads(Path("plots/train_rewards.json").read_text())
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
         schema_dir = Path(p.methodology.out_dir)
-        rubric = json.loads((schema_dir / "rubric.json").read_text(encoding="utf-8"))
-        schema = json.loads((schema_dir / "output_schema.json").read_text(encoding="utf-8"))
+        rubric, schema = load_compiled(schema_dir)
         artifacts = [Path("metrics"), Path("reports"), schema_dir]
         decision = run(p, backtest, train, curves, rows, rubric, schema, artifacts)
         io.write_json(decision, p.register.decision)

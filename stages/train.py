@@ -7,12 +7,12 @@ Every GRPO setting lives in params.yaml (`grpo:`); see TRL's GRPOConfig for each
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from fundgrpo import io, modelling
 from fundgrpo.cli import run_stage
+from fundgrpo.methodology import load_compiled
 from fundgrpo.params import GrpoParams, ModelParams, load_params
 from fundgrpo.rewards import make_rewards
 from fundgrpo.training import curves, lora_config, model_init_kwargs, save_model, use_cpu
@@ -132,8 +132,7 @@ def main() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
         schema_dir = Path(p.methodology.out_dir)
-        rubric = json.loads((schema_dir / "rubric.json").read_text(encoding="utf-8"))
-        schema = json.loads((schema_dir / "output_schema.json").read_text(encoding="utf-8"))
+        rubric, schema = load_compiled(schema_dir)
         with io.atomic_path(p.grpo.out_dir) as tmp:
             summary = run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, tmp)
             import shutil
