@@ -5,9 +5,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # Offline and quiet: no hub look-ups, no telemetry (README, "Offline").
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true GX_ANALYTICS_ENABLED=false DVC_NO_ANALYTICS=1
-export PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
+# (one per line: make's `export A=1 B=2` would give A the value "1 B=2")
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+export HF_DATASETS_OFFLINE=1
+export TOKENIZERS_PARALLELISM=false
+export MLFLOW_DISABLE_TELEMETRY=true
+export DO_NOT_TRACK=true
+export GX_ANALYTICS_ENABLED=false
+export DVC_NO_ANALYTICS=1
+export PREFECT_SERVER_ANALYTICS_ENABLED=false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 
 .PHONY: setup run test bench
 setup: $(VENV)/.installed
