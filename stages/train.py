@@ -20,6 +20,11 @@ from fundgrpo.training import curves, lora_config, model_init_kwargs, save_model
 REWARD_ORDER = ("json", "grade", "score", "evidence", "length")
 
 
+def reward_names(params: GrpoParams) -> list[str]:
+    """The rewards in use, in order: the five rule rewards, plus the judge when enabled."""
+    return list(REWARD_ORDER) + (["judge"] if params.judge.enabled else [])
+
+
 def grpo_config(params: GrpoParams, model_params: ModelParams, out_dir: Path):
     from trl import GRPOConfig
 
@@ -40,7 +45,7 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, out_dir: Path):
         epsilon=params.epsilon,
         epsilon_high=params.epsilon_high,
         scale_rewards=params.scale_rewards,
-        reward_weights=[getattr(weights, name) for name in REWARD_ORDER],
+        reward_weights=[getattr(weights, name) for name in reward_names(params)],
         logging_steps=params.logging_steps,
         save_strategy="no",
         report_to="none",
@@ -73,11 +78,15 @@ def run(
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
     rewards = make_rewards(rubric, schema, params.score_tolerance, tuple(params.reasoning_chars), params.grade_step_penalty)
+    if params.judge.enabled:
+        from fundgrpo.judge import make_judge_reward
+
+        rewards["judge"] = make_judge_reward(params.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
     trainer = GRPOTrainer(
         model=source,
-        reward_funcs=[rewards[name] for name in REWARD_ORDER],
+        reward_funcs=[rewards[name] for name in reward_names(params)],
         args=grpo_config(params, model_params, out_dir),
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -87,7 +96,7 @@ def run(
     trainer.train()
     seconds = time.perf_counter() - started
     save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
-    keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [f"rewards/{n}_reward/mean" for n in REWARD_ORDER]
+    keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [f"rewards/{n}_reward/mean" for n in reward_names(params)]
     rows = curves(trainer.state.log_history, keys)
     first, last = rows[0] if rows else {}, rows[-1] if rows else {}
     return {
@@ -113,7 +122,8 @@ def plot_curves(rows: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     steps = [r["step"] for r in rows]
-    for key in ["reward"] + [f"rewards/{n}_reward/mean" for n in REWARD_ORDER]:
+    reward_keys = sorted({k for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
+    for key in ["reward"] + reward_keys:
         ys = [r.get(key) for r in rows]
         if any(y is not None for y in ys):
             ax.plot(steps, ys, label=key.replace("rewards/", "").replace("/mean", ""), lw=2 if key == "reward" else 1)
