@@ -159,6 +159,25 @@ class RewardWeights:
     score: float = 0.5
     evidence: float = 0.5
     length: float = 0.25
+    judge: float = 0.0  # used only when grpo.judge.enabled
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    """LLM-as-judge reward (fundgrpo/judge.py). Keys come from the environment only."""
+
+    enabled: bool = False
+    backend: str = "transformers"  # "transformers" (a local causal LM path) | "http" (OpenAI-compatible)
+    model: str = ""  # a local path for transformers; the served model name for http
+    url: str = ""  # http: base URL, e.g. http://127.0.0.1:8000/v1
+    api_key_env: str = "JUDGE_API_KEY"  # the *name* of the variable holding the key
+    criteria: tuple[str, ...] = ("faithful", "evidence", "coherent")
+    max_new_tokens: int = 48
+    max_concurrency: int = 4
+    timeout_s: float = 30.0
+    retries: int = 2
+    log_path: str = "reports/train/judge.jsonl"
+    cache_path: str = ".judge_cache/judge.jsonl"  # kept across runs; not in git
 
 
 @dataclass(frozen=True)
@@ -187,6 +206,7 @@ class GrpoParams:
     use_vllm: bool = False
     vllm_mode: str = "colocate"
     lora: LoraParams = field(default_factory=LoraParams)
+    judge: JudgeParams = field(default_factory=JudgeParams)
     out_dir: str = "models/policy"
 
 
