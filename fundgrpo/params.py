@@ -201,6 +201,11 @@ class GrpoParams:
     grade_step_penalty: float = 0.5  # grade reward lost per grade off (1.0 = exact match only)
     reasoning_chars: tuple[int, int] = (20, 200)  # length reward's target band
     logging_steps: int = 5
+    eval_steps: int = 0  # >0: mean reward on validation prompts every N steps; the best is kept
+    eval_prompts: int = 32  # validation prompts per evaluation
+    save_steps: int = 0  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
+    resume: bool = True  # continue from the last checkpoint of an interrupted run with the same params
+    checkpoint_dir: str = "models/policy_checkpoints"
     seed: int = 0
     bf16: bool = False
     use_vllm: bool = False
@@ -218,6 +223,28 @@ class BacktestParams:
     metrics: str = "metrics/backtest.json"
     plots_dir: str = "plots"
     report_dir: str = "reports/backtest"
+
+
+@dataclass(frozen=True)
+class BaselineParams:
+    """Gradient-boosting baseline (fundgrpo/baselines.py, stages/baseline.py): the same funds
+    and split as the LLM, the canonical numeric inputs plus their within-category percentiles.
+
+    Tuning: each (learning_rate, max_leaf_nodes) of the grid is fitted on an inner
+    fund-grouped split of the training funds, with up to `max_iter` boosting rounds; the
+    best pair and round count (inner log-loss) are refitted on all training funds.
+    """
+
+    seed: int = 0
+    features: tuple[str, ...] = ()  # canonical metrics to use; empty = every numeric input present
+    max_iter: int = 300  # most boosting rounds; the inner split picks how many
+    learning_rate: tuple[float, ...] = (0.05, 0.1)
+    max_leaf_nodes: tuple[int, ...] = (7, 15)
+    l2_regularization: float = 1.0
+    min_samples_leaf: int = 20
+    inner_validation_share: float = 0.2  # of the training funds, for tuning
+    metrics: str = "metrics/baseline.json"
+    predictions: str = "reports/baseline/predictions.jsonl"
 
 
 @dataclass(frozen=True)
@@ -272,6 +299,7 @@ class Params:
     model: ModelParams = field(default_factory=ModelParams)
     sft: SftParams = field(default_factory=SftParams)
     grpo: GrpoParams = field(default_factory=GrpoParams)
+    baseline: BaselineParams = field(default_factory=BaselineParams)
     backtest: BacktestParams = field(default_factory=BacktestParams)
     register: RegisterParams = field(default_factory=RegisterParams)
     monitor: MonitorParams = field(default_factory=MonitorParams)

@@ -7,6 +7,7 @@ Every GRPO setting lives in params.yaml (`grpo:`); see TRL's GRPOConfig for each
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -25,12 +26,13 @@ def reward_names(params: GrpoParams) -> list[str]:
     return list(REWARD_ORDER) + (["judge"] if params.judge.enabled else [])
 
 
-def grpo_config(params: GrpoParams, model_params: ModelParams, out_dir: Path):
+def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: Path):
     from trl import GRPOConfig
 
     weights = params.reward_weights
+    evaluate = params.eval_steps > 0
     return GRPOConfig(
-        output_dir=str(out_dir / "checkpoints"),
+        output_dir=str(checkpoint_dir),
         max_steps=params.max_steps,
         learning_rate=params.learning_rate,
         warmup_steps=params.warmup_steps,
@@ -47,7 +49,16 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, out_dir: Path):
         scale_rewards=params.scale_rewards,
         reward_weights=[getattr(weights, name) for name in reward_names(params)],
         logging_steps=params.logging_steps,
-        save_strategy="no",
+        save_strategy="steps" if params.save_steps else "no",
+        save_steps=params.save_steps or 500,
+        save_total_limit=2,  # the last and (when evaluating) the best
+        eval_strategy="steps" if evaluate else "no",
+        eval_steps=params.eval_steps or None,
+        per_device_eval_batch_size=params.per_device_train_batch_size,
+        # Keep the best model by mean reward on validation prompts, not by the noisy training batch.
+        load_best_model_at_end=evaluate and params.save_steps > 0,
+        metric_for_best_model="eval_reward" if evaluate else None,
+        greater_is_better=True if evaluate else None,
         report_to="none",
         seed=params.seed,
         bf16=params.bf16,
@@ -67,8 +78,15 @@ def run(
     rubric: dict,
     schema: dict,
     out_dir: Path,
+    eval_rows: list[dict] | None = None,
+    checkpoint_dir: Path | None = None,
+    callbacks: list | None = None,
 ) -> dict:
-    """Train the policy from `start_dir`; save it into `out_dir`; return a summary with curves."""
+    """Train the policy from `start_dir`; save it into `out_dir`; return a summary with curves.
+
+    Checkpoints go to `checkpoint_dir` (outside the atomic output, so they survive a crash);
+    with `params.resume` a rerun with the same params continues from the last one.
+    """
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
@@ -84,16 +102,23 @@ def run(
         rewards["judge"] = make_judge_reward(params.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
+    eval_dataset = None
+    if params.eval_steps and eval_rows:
+        eval_dataset = Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows[: params.eval_prompts]])
+    checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
+    resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
     trainer = GRPOTrainer(
         model=source,
         reward_funcs=[rewards[name] for name in reward_names(params)],
-        args=grpo_config(params, model_params, out_dir),
+        args=grpo_config(params, model_params, checkpoint_dir),
         train_dataset=dataset,
+        eval_dataset=eval_dataset,
+        callbacks=callbacks,
         processing_class=tokenizer,
         peft_config=lora_config(params.lora),
     )
     started = time.perf_counter()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
     save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
     keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [f"rewards/{n}_reward/mean" for n in reward_names(params)]
@@ -109,8 +134,35 @@ def run(
         "reward_last": last.get("reward"),
         "grade_reward_first": first.get("rewards/grade_reward/mean"),
         "grade_reward_last": last.get("rewards/grade_reward/mean"),
+        "resumed_from": resume,
+        "best_eval_reward": trainer.state.best_metric,
+        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "eval_curve": curves(trainer.state.log_history, ["eval_reward"]),
         "curves": rows,
     }
+
+
+def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path) -> str | None:
+    """The checkpoint to resume from, or None. Checkpoints of other params are cleared first.
+
+    A fingerprint of the GRPO params and the start model is kept beside the checkpoints, so
+    an interrupted run resumes only into the same run, never into a changed one.
+    """
+    import hashlib
+    import shutil
+
+    from fundgrpo.params import to_dict
+
+    key = {k: v for k, v in to_dict(params).items() if k not in ("resume", "out_dir", "checkpoint_dir")}
+    start = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(start_dir).iterdir() if f.is_file())
+    fingerprint = hashlib.sha256(json.dumps([key, str(start_dir), start], sort_keys=True).encode()).hexdigest()
+    stamp = checkpoint_dir / "run.json"
+    if checkpoint_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text())["fingerprint"] != fingerprint):
+        shutil.rmtree(checkpoint_dir)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+    done = sorted(checkpoint_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    return str(done[-1]) if params.resume and done else None
 
 
 def plot_curves(rows: list[dict], path: Path) -> None:
@@ -144,11 +196,13 @@ def main() -> None:
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)
         with io.atomic_path(p.grpo.out_dir) as tmp:
-            summary = run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, tmp)
-            import shutil
+            eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
+            summary = run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, tmp, eval_rows, Path(p.grpo.checkpoint_dir))
+        import shutil
 
-            shutil.rmtree(tmp / "checkpoints", ignore_errors=True)
+        shutil.rmtree(p.grpo.checkpoint_dir, ignore_errors=True)  # finished: nothing to resume
         curve_rows = summary.pop("curves")
+        io.write_json(summary.pop("eval_curve"), "plots/eval_rewards.json")
         flat = [{k.replace("rewards/", "").replace("/mean", ""): v for k, v in r.items()} for r in curve_rows]
         io.write_json(flat, "plots/train_rewards.json")
         plot_curves(curve_rows, Path("reports/train/rewards.png"))

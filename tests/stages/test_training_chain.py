@@ -192,3 +192,52 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     other["test_fingerprint"] = "different"
     d4 = register.run(params, other, train, [], rows, rubric, schema, [])
     assert "re-evaluated" in d4["baseline_name"]
+
+
+class Crash(Exception):
+    pass
+
+
+def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, schema, tmp_path):
+    """Kill a run after its step-2 checkpoint, resume it, and compare with an uninterrupted run."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import TrainerCallback
+
+    from stages import train
+
+    root, _ = chain
+    params = GrpoParams(max_steps=4, save_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=16,
+                        logging_steps=1, warmup_steps=0, lr_scheduler_type="constant", temperature=1.0)
+    args = (params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema)
+
+    full = train.run(*args, tmp_path / "full", checkpoint_dir=tmp_path / "ckpt-full")
+
+    class CrashAtStep3(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                raise Crash("killed mid-run")
+
+    with pytest.raises(Crash):
+        train.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt", callbacks=[CrashAtStep3()])
+    assert (tmp_path / "ckpt" / "checkpoint-2").exists()
+    resumed = train.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt")
+
+    assert resumed["resumed_from"].endswith("checkpoint-2")
+    curve = lambda s: [(r["step"], round(r["reward"], 5), round(r["completions/mean_length"], 3)) for r in s["curves"]]
+    assert curve(resumed) == curve(full)
+    a, b = load_file(tmp_path / "full" / "model.safetensors"), load_file(tmp_path / "resumed" / "model.safetensors")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, tmp_path):
+    from stages import train
+
+    root, _ = chain
+    params = GrpoParams(max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
+                        max_completion_length=16, logging_steps=1, warmup_steps=0)
+    out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
+                    datasets["validation"], tmp_path / "ckpt")
+    assert [r["step"] for r in out["eval_curve"]] == [2, 4]
+    assert out["best_eval_reward"] == max(r["eval_reward"] for r in out["eval_curve"])
+    assert out["best_checkpoint"].endswith(("checkpoint-2", "checkpoint-4"))
