@@ -51,6 +51,25 @@ def rule_predictions(rows: list[dict]) -> list[dict]:
     return [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": True} for r in rows]
 
 
+def baseline_predictions(rows: list[dict], predicted: list[dict], rubric: dict) -> list[dict]:
+    """The `baseline` stage's per-fund grades, in the order of `rows`; the score is the
+    midpoint of the predicted grade's band (the baseline predicts a grade only).
+
+    >>> r = {"bands": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]}
+    >>> baseline_predictions([{"share_class_id": "a"}], [{"share_class_id": "a", "grade": 2}], r)
+    [{'grade': 2, 'score': 75.0, 'valid': True}]
+    """
+    grade_of = {str(p["share_class_id"]): int(p["grade"]) for p in predicted}
+    missing = [r["share_class_id"] for r in rows if str(r["share_class_id"]) not in grade_of]
+    if missing:
+        raise ValueError(
+            f"backtest: the baseline has no prediction for {len(missing)} test share class(es) "
+            f"(e.g. {missing[:3]}); rerun the baseline stage"
+        )
+    midpoint = {b["grade"]: (b["min"] + b["max"]) / 2 for b in rubric["bands"]}
+    return [{"grade": grade_of[str(r["share_class_id"])], "score": midpoint[grade_of[str(r["share_class_id"])]], "valid": True} for r in rows]
+
+
 def evaluate_model(
     path: str | Path, rows: list[dict], rubric: dict, schema: dict, max_new_tokens: int = 96, batch_size: int = 32, desc: str = "model"
 ) -> tuple[dict[str, float], list[dict]]:

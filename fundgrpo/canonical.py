@@ -35,6 +35,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("max_drawdown_3y", "number", -100, 0, "maximum drawdown, 3 years, %"),
     Column("tracking_error_3y", "number", 0, 300, "tracking error vs benchmark, 3 years, %"),
     Column("information_ratio_3y", "number", -20, 20, "information ratio, 3 years"),
+    # Derived in ingest (fundgrpo/riskadjusted.py) where the return and volatility exist:
+    # Morningstar's MRAR(2), return penalised by variance; 5y/10y use the 3-year volatility.
+    Column("mrar_3y", "number", -100, 1000, "risk-adjusted return MRAR(2), 3 years, %"),
+    Column("mrar_5y", "number", -100, 1000, "risk-adjusted return MRAR(2), 5 years (3-year volatility), %"),
+    Column("mrar_10y", "number", -100, 1000, "risk-adjusted return MRAR(2), 10 years (3-year volatility), %"),
     Column("alpha_3y", "number", -100, 100, "alpha, 3 years, %"),
     Column("beta_3y", "number", -10, 10, "beta, 3 years"),
     Column("r2_3y", "number", 0, 100, "R squared, 3 years, %"),

@@ -232,11 +232,14 @@ class BaselineParams:
 
     Tuning: each (learning_rate, max_leaf_nodes) of the grid is fitted on an inner
     fund-grouped split of the training funds, with up to `max_iter` boosting rounds; the
-    best pair and round count (inner log-loss) are refitted on all training funds.
+    best pair and round count (inner log-loss; squared error for the regressor) are
+    refitted on all training funds.
     """
 
     seed: int = 0
+    objective: str = "classifier"  # "classifier" (grades as classes) | "regressor" (grade as a number, rounded)
     features: tuple[str, ...] = ()  # canonical metrics to use; empty = every numeric input present
+    category: bool = True  # the category as a categorical feature (per-peer-group cut-offs)
     max_iter: int = 300  # most boosting rounds; the inner split picks how many
     learning_rate: tuple[float, ...] = (0.05, 0.1)
     max_leaf_nodes: tuple[int, ...] = (7, 15)

@@ -1,5 +1,6 @@
-"""Stage `backtest`: the trained policy, its SFT start, the untrained base and the rule scorer
-against the experts on the held-out test funds.
+"""Stage `backtest`: the trained policy, its SFT start, the untrained base, the rule scorer
+and the gradient-boosting baseline (stage `baseline`, block "gbm") against the experts on
+the held-out test funds.
 
 Writes metrics/backtest.json (one block per evaluator), per-fund predictions, a
 confusion matrix per evaluator for DVC plots, and a PNG of them under reports/.
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.backtesting import evaluate_model, metrics, rule_predictions
+from fundgrpo.backtesting import baseline_predictions, evaluate_model, metrics, rule_predictions
 from fundgrpo.cli import run_stage
 from fundgrpo.methodology import load_compiled
 from fundgrpo.evaluation import confusion
@@ -25,8 +26,11 @@ def test_fingerprint(rows: list[dict]) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def run(params: BacktestParams, rows: list[dict], rubric: dict, schema: dict, models: dict[str, Path]) -> dict:
-    """Metrics and predictions for each model in `models` and for the rule scorer."""
+def run(
+    params: BacktestParams, rows: list[dict], rubric: dict, schema: dict, models: dict[str, Path], baseline: list[dict] | None = None
+) -> dict:
+    """Metrics and predictions for each model in `models`, the rule scorer and, when given,
+    the baseline stage's per-fund predictions (block "gbm")."""
     if params.max_funds:
         rows = rows[: params.max_funds]
     if not rows:
@@ -37,6 +41,9 @@ def run(params: BacktestParams, rows: list[dict], rubric: dict, schema: dict, mo
         results[name], predictions[name] = evaluate_model(path, rows, rubric, schema, params.max_new_tokens, params.batch_size, desc=name)
     predictions["rule"] = rule_predictions(rows)
     results["rule"] = metrics(rows, predictions["rule"], rubric["grades"])
+    if baseline is not None:
+        predictions["gbm"] = baseline_predictions(rows, baseline, rubric)
+        results["gbm"] = metrics(rows, predictions["gbm"], rubric["grades"])
     return {"n_funds": len(rows), "test_fingerprint": test_fingerprint(rows), "models": results, "predictions": predictions, "rows": rows}
 
 
@@ -73,7 +80,8 @@ def main() -> None:
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
-        result = run(p.backtest, rows, rubric, schema, models)
+        baseline = io.read_jsonl(p.baseline.predictions)  # the baseline stage's (a dvc dependency)
+        result = run(p.backtest, rows, rubric, schema, models, baseline)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         per_fund = [
             {"share_class_id": r["share_class_id"], "category": r["category"], "expert_grade": r["expert_grade"],

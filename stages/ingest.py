@@ -27,6 +27,7 @@ from fundgrpo import navmetrics
 from fundgrpo.canonical import BY_NAME, COLUMNS
 from fundgrpo.io import write_parquet
 from fundgrpo.params import IngestParams, load_params
+from fundgrpo.riskadjusted import add_mrar
 
 REQUIRED = ("share_class_id", "category")
 AUTO_ENCODINGS = ("utf-8-sig", "cp949", "latin-1")  # BOM-safe UTF-8, Korean Windows, anything
@@ -331,7 +332,18 @@ def run(params: IngestParams, root: Path = Path(".")) -> pd.DataFrame:
         table = ingest_returns(params, root)
     else:
         raise IngestError(f"ingest.source must be 'returns' or 'table', got {params.source!r}")
-    return with_batches(table, root / params.batches_dir) if params.batches_dir else table
+    table = with_batches(table, root / params.batches_dir) if params.batches_dir else table
+    return derive(table)
+
+
+def derive(table: pd.DataFrame) -> pd.DataFrame:
+    """Columns computed from mapped ones: MRAR(2) risk-adjusted returns (`fundgrpo.riskadjusted`),
+    only where their inputs exist; a value the source gives is kept. Canonical order, extras last."""
+    out = add_mrar(table)
+    canonical = [c.name for c in COLUMNS if c.name in out.columns]
+    out = out[canonical + [c for c in out.columns if c not in canonical]]
+    out.attrs = dict(table.attrs)
+    return out
 
 
 # ---------------------------------------------------------------------- main

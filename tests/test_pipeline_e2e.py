@@ -56,7 +56,7 @@ def first_repro(workspace) -> str:
 def test_repro_produces_every_output(workspace, first_repro):
     root, _ = workspace
     ran = stages_run(first_repro)
-    assert sorted(ran) == sorted(["generate", "batches", "ingest", "validate", "schema", "prepare", "base", "sft", "train", "backtest", "register"])
+    assert sorted(ran) == sorted(["generate", "batches", "ingest", "validate", "schema", "prepare", "base", "sft", "train", "baseline", "backtest", "register"])
     assert ran[-4:] == ["sft", "train", "backtest", "register"]
     for path in [
         "data/canonical/funds.parquet",
@@ -69,10 +69,12 @@ def test_repro_produces_every_output(workspace, first_repro):
         "reports/train/rewards.png",
         "plots/confusion_grpo.json",
         "plots/train_rewards.json",
+        "metrics/baseline.json",
+        "plots/confusion_gbm.json",
     ]:
         assert (root / path).exists(), path
     backtest = json.loads((root / "metrics/backtest.json").read_text())
-    assert set(backtest["models"]) == {"grpo", "sft", "base", "rule"}
+    assert set(backtest["models"]) == {"grpo", "sft", "base", "rule", "gbm"}
     assert {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"} <= set(backtest["models"]["grpo"])
 
 

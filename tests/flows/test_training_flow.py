@@ -19,7 +19,7 @@ from flows import common
 from fundgrpo.params import ParamsError
 from tests import support
 
-STAGES = ["generate", "batches", "ingest", "validate", "schema", "prepare", "base", "sft", "train", "backtest", "register"]
+STAGES = ["generate", "batches", "ingest", "validate", "schema", "prepare", "baseline", "base", "sft", "train", "backtest", "register"]
 
 
 def digest(root: Path, *paths: str) -> dict[str, str]:

@@ -61,9 +61,9 @@ def test_synthetic_returns_source(synthetic_root: Path) -> None:
     expected = [
         "share_class_id", "fund_id", "name", "category", "return_1y", "return_3y", "return_5y",
         "volatility_3y", "sharpe_3y", "sortino_3y", "max_drawdown_3y", "tracking_error_3y",
-        "information_ratio_3y", "ongoing_cost", "fund_size", "manager_tenure", "expert_grade",
+        "information_ratio_3y", "mrar_3y", "mrar_5y", "ongoing_cost", "fund_size", "manager_tenure", "expert_grade",
         "expert_score", "as_of",
-    ]
+    ]  # mrar_*: derived in ingest; no return_10y here, so no mrar_10y
     assert list(table.columns) == expected
     assert (table["as_of"] == "2024-12").all()  # 72 months from 2019-01
     assert table["expert_grade"].dtype == "Int64"

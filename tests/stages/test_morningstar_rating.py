@@ -1,0 +1,86 @@
+"""The Morningstar profile end to end on the real export (skipped when the shared file is absent):
+MRAR derived in ingest, the star-rating methodology compiled, its rule scorer and the GBM
+baseline against StarRatingM255, prompts prepared by fund."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fundgrpo import methodology as meth
+from fundgrpo.evaluation import grade_metrics
+from fundgrpo.params import Params, from_dict
+from fundgrpo.profiles import merged
+from fundgrpo.riskadjusted import mrar
+from stages import baseline, ingest, prepare, schema
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=1)
+def _load(csv: str) -> tuple[Params, object, dict]:
+    params = from_dict(Params, merged("morningstar", REPO / "params.yaml", REPO / "profiles"))
+    # batches_dir off: the repo's synthetic monitoring batches must not be laid over real funds
+    table = ingest.run(dataclasses.replace(params.ingest, path=csv, batches_dir=""), REPO)
+    methodology = dataclasses.replace(params.methodology, path=str(REPO / params.methodology.path))
+    return params, table, schema.run(methodology)["rubric"]
+
+
+@pytest.fixture
+def real(morningstar_csv: Path) -> tuple[Params, object, dict]:
+    """(params after `profiles apply morningstar`, the canonical table, the compiled rubric); read once."""
+    return _load(str(morningstar_csv))
+
+
+def test_mrar_is_derived_exactly_where_its_inputs_exist(real):
+    _, table, _ = real
+    for col, ret in (("mrar_3y", "return_3y"), ("mrar_5y", "return_5y"), ("mrar_10y", "return_10y")):
+        inputs = table[ret].notna() & table["volatility_3y"].notna()
+        assert table[col].notna().equals(inputs), col
+    assert table["mrar_10y"].isna().mean() == pytest.approx(0.428, abs=0.005)  # young share classes: kept, NaN
+    row = table.dropna(subset=["mrar_10y"]).iloc[0]
+    assert row["mrar_10y"] == pytest.approx(mrar(row["return_10y"], row["volatility_3y"]))
+    both = table.dropna(subset=["mrar_3y"])
+    assert (both["mrar_3y"] <= both["return_3y"] + 1e-9).all()  # the variance penalty only lowers
+
+
+def test_profile_uses_the_star_methodology(real):
+    params, _, rubric = real
+    assert params.methodology.path == "methodology/morningstar.yaml"
+    assert {c["metric"]: c["weight"] for c in rubric["criteria"]} == {"mrar_10y": 0.5, "mrar_5y": 0.3, "mrar_3y": 0.2}
+    assert rubric["scoring"] == "ranked" and rubric["grades"] == [1, 2, 3, 4, 5]
+    assert [b["max"] - b["min"] for b in rubric["bands"]] == [10, 22.5, 35, 22.5, 10]
+    ko = meth.load(REPO / params.methodology.path).criteria[0].label["ko"]
+    assert ko == "10년 위험조정수익률"
+
+
+def test_rule_scorer_agrees_with_the_stars_on_the_whole_file(real):
+    _, table, rubric = real
+    rules = meth.rule_score(meth.from_rubric(rubric), table)
+    labelled = table["expert_grade"].notna()
+    m = grade_metrics(table.loc[labelled, "expert_grade"].astype(int).tolist(), rules.loc[labelled, "rule_grade"].tolist(), [1, 2, 3, 4, 5])
+    # measured 2026: exact 0.619, within one 0.976, QWK 0.809, Spearman 0.815
+    assert m["exact"] > 0.55 and m["within_one"] > 0.95 and m["qwk"] > 0.75 and m["spearman"] > 0.75, m
+
+
+def test_prepare_and_the_gbm_baseline_on_the_real_split(real):
+    params, table, rubric = real
+    datasets, summary = prepare.run(table, rubric, params.prepare)
+    assert summary["rows"] == len(table) == sum(summary[f"{s}_rows"] for s in prepare.SPLITS) + summary["unlabelled_rows_excluded"]
+    funds = {s: {r["fund_id"] for r in datasets[s]} for s in prepare.SPLITS}
+    assert not funds["train"] & funds["test"] and not funds["train"] & funds["validation"]
+    assert "3-year risk-adjusted return" in datasets["test"][0]["prompt"][1]["content"]
+
+    fast = dataclasses.replace(params.baseline, max_iter=120, learning_rate=(0.1,), max_leaf_nodes=(15,))
+    train_ids = [r["share_class_id"] for r in datasets["train"]]
+    test = datasets["test"]
+    metrics, preds = baseline.run(fast, table, train_ids, [r["share_class_id"] for r in test], rubric["grades"])
+    rule = grade_metrics([r["expert_grade"] for r in test], [r["rule_grade"] for r in test], rubric["grades"])
+    # measured 2026 (stage defaults): GBM exact 0.749, rule 0.669 on these 526 test share classes
+    assert metrics["exact"] > rule["exact"] and metrics["exact"] > 0.65, (metrics, rule)
+    assert not {"QuantitativeRating", "MorningstarRiskM255", "SustainabilityRank"} & set(metrics["features"])
+    assert np.mean([p["grade"] == r["expert_grade"] for p, r in zip(preds, test)]) == pytest.approx(metrics["exact"], abs=1e-4)
