@@ -36,3 +36,22 @@ def morningstar_csv() -> Path:
     if not MORNINGSTAR.exists():
         pytest.skip(f"shared Morningstar export not present at {MORNINGSTAR}")
     return MORNINGSTAR
+
+
+# Session fixtures for the Prefect flow tests (tests/flows, tests/monitoring): defined once
+# here so both folders share one Prefect server and one trained tiny repo per session.
+@pytest.fixture(scope="session")
+def prefect_api():
+    """A temporary Prefect server for real flow runs."""
+    from tests import support
+
+    with support.prefect_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def trained(prefect_api, tmp_path_factory):
+    """(root, state): a tiny repo copy after one real `training` flow run."""
+    from tests import support
+
+    return support.trained_repo(tmp_path_factory.mktemp("tiny"))
