@@ -263,15 +263,18 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
 # ---------------------------------------------------------------- rule scorer
 
 
-def criterion_percentiles(m: Methodology, funds: pd.DataFrame) -> pd.DataFrame:
-    """Per-criterion percentile (0-100, 100 = best) of each fund within its category.
+def criterion_percentiles(m: Methodology, funds: pd.DataFrame, within_category: bool = True) -> pd.DataFrame:
+    """Per-criterion percentile (0-100, 100 = best) of each fund within its category
+    (or, with `within_category=False`, among all funds passed in).
 
     A criterion whose metric column is absent is all-NaN (left out by the scorer).
     """
     out = pd.DataFrame(index=funds.index)
+    frame = funds if within_category else funds.assign(_universe=0)
+    group = "category" if within_category else "_universe"
     for c in m.criteria:
         if c.metric in funds:
-            out[c.id] = percentile_within(funds, c.metric, c.higher_is_better)
+            out[c.id] = percentile_within(frame, c.metric, c.higher_is_better, group=group)
         else:
             out[c.id] = np.nan
     return out

@@ -103,6 +103,10 @@ class PrepareParams:
     seed: int = 13
     train_share: float = 0.7
     validation_share: float = 0.1  # the rest is test
+    # Also show each criterion's percentile among all funds, not only within the category:
+    # where the data is a slice of the rating company's peer groups (the Morningstar file),
+    # how a category stands in the market carries signal (README, "Real expert ratings").
+    universe_percentile: bool = False
     out_dir: str = "data/prepared"
 
 

@@ -19,6 +19,7 @@ TEXT = {
         "task": 'Rate this fund by "{name}". Answer with JSON: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
         "fund": "Fund: {fund} | Category: {category} ({peers} peers)",
         "line": "- {label} (weight {weight}%): {value} | peer median {median} | percentile {pct}",
+        "universe": " | all funds {pct}",
         "missing": "- {label} (weight {weight}%): no data",
         "top": "{label} top {n}%",
         "bottom": "{label} bottom {n}%",
@@ -29,6 +30,7 @@ TEXT = {
         "task": '"{name}" 방법론으로 이 펀드를 평가하세요. JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
         "fund": "펀드: {fund} | 유형: {category} (비교 펀드 {peers}개)",
         "line": "- {label} (가중치 {weight}%): {value} | 유형 중앙값 {median} | 백분위 {pct}",
+        "universe": " | 전체 백분위 {pct}",
         "missing": "- {label} (가중치 {weight}%): 자료 없음",
         "top": "{label} 상위 {n}%",
         "bottom": "{label} 하위 {n}%",
@@ -50,7 +52,8 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     """Chat messages for one fund.
 
     `fund` holds name, category, peers (count); `evidence` maps criterion id to
-    {"value", "median", "pct"} (pct NaN when the metric is missing).
+    {"value", "median", "pct"} (pct NaN when the metric is missing), and optionally
+    "pct_all", the percentile among all funds (shown after the peer percentile).
 
     >>> r = {"name": "R", "language": "en", "grades": [1, 2, 3],
     ...      "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
@@ -58,6 +61,10 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}})
     >>> print(m[1]["content"].splitlines()[-1])
     - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71
+    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2}})
+    >>> print(m[1]["content"].splitlines()[-1])
+    - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
     """
     t = TEXT[rubric["language"]]
     grades = "|".join(str(g) for g in rubric["grades"])
@@ -75,6 +82,7 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
                 t["line"].format(
                     label=c["label"], weight=weight, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
                 )
+                + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
             )
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
 

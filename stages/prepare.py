@@ -59,10 +59,11 @@ def _clean(v: float) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
 
 
-def build_records(funds: pd.DataFrame, rubric: dict) -> list[dict]:
+def build_records(funds: pd.DataFrame, rubric: dict, universe_percentile: bool = False) -> list[dict]:
     """One record per labelled share class: prompt, reference answer and the columns rewards read."""
     m = meth.from_rubric(rubric)
     pct = meth.criterion_percentiles(m, funds)
+    pct_all = meth.criterion_percentiles(m, funds, within_category=False) if universe_percentile else None
     rules = meth.rule_score(m, funds, pct)
     metrics = [c.metric for c in m.criteria if c.metric in funds]
     medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
@@ -75,6 +76,7 @@ def build_records(funds: pd.DataFrame, rubric: dict) -> list[dict]:
                 "value": _clean(row.get(c.metric, np.nan)),
                 "median": _clean(medians.at[i, c.metric]) if c.metric in medians else None,
                 "pct": float(pct.at[i, c.id]) if not math.isnan(pct.at[i, c.id]) else float("nan"),
+                **({"pct_all": _clean(pct_all.at[i, c.id])} if pct_all is not None else {}),
             }
             for c in m.criteria
         }
@@ -113,7 +115,7 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
     labelled = funds["expert_grade"].notna()
     if labelled.sum() == 0:
         raise StageError("prepare: no row has an expert grade; nothing to train or test on")
-    records = build_records(funds, rubric)
+    records = build_records(funds, rubric, params.universe_percentile)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
     summary = {

@@ -73,7 +73,8 @@ def test_prepare_and_the_gbm_baseline_on_the_real_split(real):
     assert summary["rows"] == len(table) == sum(summary[f"{s}_rows"] for s in prepare.SPLITS) + summary["unlabelled_rows_excluded"]
     funds = {s: {r["fund_id"] for r in datasets[s]} for s in prepare.SPLITS}
     assert not funds["train"] & funds["test"] and not funds["train"] & funds["validation"]
-    assert "3-year risk-adjusted return" in datasets["test"][0]["prompt"][1]["content"]
+    prompt = datasets["test"][0]["prompt"][1]["content"]
+    assert "3-year risk-adjusted return" in prompt and "| all funds " in prompt  # universe_percentile
 
     fast = dataclasses.replace(params.baseline, max_iter=120, learning_rate=(0.1,), max_leaf_nodes=(15,))
     train_ids = [r["share_class_id"] for r in datasets["train"]]
