@@ -1,6 +1,6 @@
 """Time the main job (`dvc repro` on the embedded default) stage by stage, in a fresh copy.
 
-    python benchmarks/pipeline.py [--profile tiny] [--keep]
+    python benchmarks/pipeline.py [--profile tiny|morningstar] [--keep]
 
 Copies the repo (without data, models, MLflow store) to a temp dir, runs `dvc repro`
 there, and prints a Markdown table: seconds per stage and in all, peak RSS of the
@@ -32,6 +32,8 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fundgrpo-bench-")) / "repo"
     shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    if (REPO.parent / "shared").is_dir():  # the morningstar profile reads ../shared/data beside the repo
+        (root.parent / "shared").symlink_to(REPO.parent / "shared")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.update({"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"})
     env.pop("MLFLOW_TRACKING_URI", None)
@@ -73,9 +75,10 @@ def main() -> None:
     if rss:
         print(f"\npeak RSS of one process: {rss / 1024:.0f} MB")
     print(f"GRPO: {train['steps']} steps, {train['seconds_per_step']} s/step")
-    print("\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE |\n|---|---|---|---|---|---|---|")
+    print("\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE | cites evidence |\n|---|---|---|---|---|---|---|---|")
     for name, m in backtest["models"].items():
-        print(f"| {name} | {m['valid_json']:.3f} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} | {m['score_mae']:.1f} |")
+        cites = f"{m['evidence']:.3f}" if "evidence" in m else "-"
+        print(f"| {name} | {m['valid_json']:.3f} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} | {m['score_mae']:.1f} | {cites} |")
     print(f"\n({backtest['n_funds']} test share classes; nproc={os.cpu_count()})")
     if not args.keep:
         shutil.rmtree(root.parent, ignore_errors=True)

@@ -73,8 +73,18 @@ def baseline_predictions(rows: list[dict], predicted: list[dict], rubric: dict) 
 def evaluate_model(
     path: str | Path, rows: list[dict], rubric: dict, schema: dict, max_new_tokens: int = 96, batch_size: int = 32, desc: str = "model"
 ) -> tuple[dict[str, float], list[dict]]:
-    """Generate greedy answers for `rows` with the model at `path` and score them."""
+    """Generate greedy answers for `rows` with the model at `path` and score them.
+
+    Besides `metrics`, `evidence`: the mean evidence reward (does the reasoning cite the
+    weightiest criteria on the right side; an invalid answer scores 0).
+    """
+    from fundgrpo.rewards import make_rewards
+
     model, tokenizer = modelling.load(path)
     texts = modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, batch_size, desc=desc)
     preds = predictions_from_texts(texts, rubric, schema)
-    return metrics(rows, preds, rubric["grades"]), preds
+    result = metrics(rows, preds, rubric["grades"])
+    if all("evidence" in r for r in rows):
+        cites = make_rewards(rubric, schema)["evidence"](texts, evidence=[r["evidence"] for r in rows])
+        result["evidence"] = round(float(np.mean(cites)), 4)
+    return result, preds

@@ -26,7 +26,7 @@ def reward_names(params: GrpoParams) -> list[str]:
     return list(REWARD_ORDER) + (["judge"] if params.judge.enabled else [])
 
 
-def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: Path):
+def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: Path, resuming: bool = False):
     from trl import GRPOConfig
 
     weights = params.reward_weights
@@ -54,6 +54,9 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: P
         save_total_limit=2,  # the last and (when evaluating) the best
         eval_strategy="steps" if evaluate else "no",
         eval_steps=params.eval_steps or None,
+        # The start's validation reward: R0 of the scaling fit, and what GRPO must improve on.
+        # Not again on resume (it would draw from the generator and change the resumed curve).
+        eval_on_start=evaluate and not resuming,
         per_device_eval_batch_size=params.per_device_train_batch_size,
         # Keep the best model by mean reward on validation prompts, not by the noisy training batch.
         load_best_model_at_end=evaluate and params.save_steps > 0,
@@ -110,7 +113,7 @@ def run(
     trainer = GRPOTrainer(
         model=source,
         reward_funcs=[rewards[name] for name in reward_names(params)],
-        args=grpo_config(params, model_params, checkpoint_dir),
+        args=grpo_config(params, model_params, checkpoint_dir, resuming=resume is not None),
         train_dataset=dataset,
         eval_dataset=eval_dataset,
         callbacks=callbacks,
