@@ -218,10 +218,7 @@ def tracking_uri(register: RegisterParams, root: Path) -> str:
     a relative sqlite path made absolute so this process and the stages share one store."""
     from fundgrpo import registry
 
-    uri = registry.tracking_uri(register)
-    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        return f"sqlite:///{(root / uri[len('sqlite:///'):]).absolute()}"
-    return uri
+    return registry.local_uri(registry.tracking_uri(register), root)
 
 
 def check_tracking(uri: str, timeout_s: float = 5.0) -> str:

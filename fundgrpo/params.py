@@ -268,6 +268,10 @@ class RegisterParams:
     tracking_uri: str = "sqlite:///mlflow.db"  # MLFLOW_TRACKING_URI in the environment wins
     artifact_location: str = "mlartifacts"
     gate: GateParams = field(default_factory=GateParams)
+    # false: register as `challenger` whatever the gate says (the gate's verdict is still
+    # recorded). tools/sweep.py sets it false: picking the best of a sweep on the test set
+    # is not a fair gate, and the champion would come from an experiment not in git.
+    promote: bool = True
     decision: str = "metrics/register.json"
 
 

@@ -51,18 +51,48 @@ def tracking_uri(params: RegisterParams) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking_uri
 
 
+def workspace() -> Path:
+    """The DVC workspace a stage belongs to: `DVC_ROOT`, else the current directory.
+
+    `dvc exp run --queue` (and `--temp`) runs the stages in a copy under `.dvc/tmp/exps/`
+    and sets DVC_ROOT to the user's workspace, so relative MLflow paths in params are
+    anchored there and queued experiments log into the workspace's own store.
+    """
+    return Path(os.environ.get("DVC_ROOT") or ".").absolute()
+
+
+def local_uri(uri: str, root: Path) -> str:
+    """A relative sqlite URI made absolute under `root`; any other URI unchanged.
+
+    >>> local_uri("sqlite:///mlflow.db", Path("/ws"))
+    'sqlite:////ws/mlflow.db'
+    >>> local_uri("sqlite:////abs/mlflow.db", Path("/ws")), local_uri("http://127.0.0.1:5000", Path("/ws"))
+    ('sqlite:////abs/mlflow.db', 'http://127.0.0.1:5000')
+    """
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return f"sqlite:///{(root / uri[len('sqlite:///'):]).absolute()}"
+    return uri
+
+
 def setup(params: RegisterParams) -> str:
-    """Point MLflow at the tracking store and make sure the experiment exists; return its id."""
+    """Point MLflow at the tracking store and make sure the experiment exists; return its id.
+
+    Relative paths (a sqlite store, the artifact location) are taken from the workspace
+    (`workspace()`), so a run inside a queued DVC experiment's temporary copy still logs
+    into the workspace's store, and an experiment first created there keeps its artifacts
+    in the workspace, not in a folder DVC deletes after the run.
+    """
     import mlflow
 
-    uri = tracking_uri(params)
+    root = workspace()
+    uri = local_uri(tracking_uri(params), root)
     mlflow.set_tracking_uri(uri)
     experiment = mlflow.get_experiment_by_name(params.experiment)
     if experiment is not None:
         return experiment.experiment_id
     location = None
     if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
-        location = Path(params.artifact_location).resolve().as_uri()
+        location = (root / params.artifact_location).resolve().as_uri()
     return mlflow.create_experiment(params.experiment, artifact_location=location)
 
 

@@ -9,7 +9,9 @@ half-registered; the `champion` alias moves only when the gate says so.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from fundgrpo import io, registry
@@ -41,6 +43,16 @@ def log_model(policy_dir: Path, max_new_tokens: int):
     )
 
 
+def dvc_experiment() -> dict[str, str]:
+    """MLflow tags naming the DVC experiment this run belongs to (empty outside `dvc exp run`).
+
+    DVC sets DVC_EXP_NAME and DVC_EXP_BASELINE_REV for every stage of an experiment,
+    queued or in the workspace; the name also becomes the MLflow run name.
+    """
+    tags = {"dvc.exp_name": os.environ.get("DVC_EXP_NAME"), "dvc.baseline_rev": os.environ.get("DVC_EXP_BASELINE_REV")}
+    return {k: v for k, v in tags.items() if v}
+
+
 def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict):
     """(metrics, name) of the current champion on this backtest, or None when there is none.
 
@@ -68,7 +80,10 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
     experiment_id = registry.setup(params.register)
     client = MlflowClient()
     name = params.register.model_name
-    with mlflow.start_run(experiment_id=experiment_id) as active:
+    exp = dvc_experiment()
+    with mlflow.start_run(experiment_id=experiment_id, run_name=exp.get("dvc.exp_name")) as active:
+        if exp:
+            mlflow.set_tags(exp)
         mlflow.log_params(registry.flatten(to_dict(params)))
         mlflow.log_metrics({f"backtest.{model}.{k}": v for model, m in backtest["models"].items() for k, v in m.items()})
         mlflow.log_metrics({f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))})
@@ -86,7 +101,10 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
         if baseline is None:
             baseline = (backtest["models"]["rule"], "rule scorer")
         decision = registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
-        mlflow.set_tags({"gate.promote": str(decision.promote), "gate.reason": decision.reason})
+        gate_passed = decision.promote
+        if gate_passed and not params.register.promote:
+            decision = replace(decision, promote=False, reason=f"{decision.reason}; not promoted: register.promote is false")
+        mlflow.set_tags({"gate.promote": str(decision.promote), "gate.passed": str(gate_passed), "gate.reason": decision.reason})
 
         # Register last: everything above succeeded, so the version is complete.
         version = mlflow.register_model(info.model_uri, name)
@@ -100,6 +118,7 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
         "version": int(version.version),
         "alias": alias,
         "promoted": decision.promote,
+        "gate_passed": gate_passed,
         "reason": decision.reason,
         "metric": params.register.gate.metric,
         "candidate": decision.candidate,

@@ -148,8 +148,11 @@ def backtest_result(policy, chain, datasets, rubric, schema):
 def test_backtest_reports_every_evaluator(backtest_result):
     assert backtest_result["n_funds"] == 6
     assert set(backtest_result["models"]) == {"grpo", "base", "rule"}
-    for m in backtest_result["models"].values():
-        assert set(m) == {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"}
+    common = {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"}
+    assert set(backtest_result["models"]["rule"]) == common
+    for name in ("grpo", "base"):  # language models also report how well their reasoning cites the evidence
+        m = backtest_result["models"][name]
+        assert set(m) == common | {"evidence"} and 0.0 <= m["evidence"] <= 1.0
     # the test set's expert grades come from the rule, so the rule scorer is exact
     assert backtest_result["models"]["rule"]["exact"] == 1.0
 
@@ -192,6 +195,18 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     other["test_fingerprint"] = "different"
     d4 = register.run(params, other, train, [], rows, rubric, schema, [])
     assert "re-evaluated" in d4["baseline_name"]
+
+    # 5. a sweep member (register.promote false, inside `dvc exp run`): the gate passes, the
+    #    champion stays; the MLflow run is named and tagged after the DVC experiment
+    monkeypatch.setenv("DVC_EXP_NAME", "wooly-bear")
+    monkeypatch.setenv("DVC_EXP_BASELINE_REV", "abc123")
+    champion = client.get_model_version_by_alias(reg.model_name, "champion").version
+    best = dict(candidate(0.99), test_fingerprint="different")  # d4's test set: no re-evaluation if d4 is champion
+    d5 = register.run(replace(params, register=replace(reg, promote=False)), best, train, [], rows, rubric, schema, [])
+    assert d5["gate_passed"] and not d5["promoted"] and d5["alias"] == "challenger" and "register.promote is false" in d5["reason"]
+    assert client.get_model_version_by_alias(reg.model_name, "champion").version == champion
+    run = client.get_run(d5["run_id"])
+    assert run.info.run_name == "wooly-bear" and run.data.tags["dvc.exp_name"] == "wooly-bear" and run.data.tags["dvc.baseline_rev"] == "abc123"
 
 
 class Crash(Exception):
