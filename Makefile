@@ -38,6 +38,13 @@ test: setup
 bench: setup
 	bash benchmarks/run.sh
 
+# GRPO sweeps as queued DVC experiments (README "Sweeps"), e.g. make sweep SWEEP_ARGS="--max-steps 20"
+.PHONY: sweep compare
+sweep: setup
+	$(PY) tools/sweep.py $(SWEEP_ARGS)
+compare: setup
+	$(PY) tools/compare_runs.py
+
 # Operations (docs/operations.md): Prefect server, work pool + deployments, worker and the
 # MLflow UI, all on loopback; the drift demo on the embedded synthetic market.
 .PHONY: prefect-server prefect-deploy prefect-worker mlflow-ui demo-no-drift demo-drift

@@ -38,8 +38,8 @@ def morningstar_csv() -> Path:
     return MORNINGSTAR
 
 
-# Session fixtures for the Prefect flow tests (tests/flows, tests/monitoring): defined once
-# here so both folders share one Prefect server and one trained tiny repo per session.
+# Session fixtures for the Prefect flow tests (tests/flows, tests/monitoring) and the sweep test
+# (tests/tools, on a copy): defined once here so they share one Prefect server and one trained tiny repo.
 @pytest.fixture(scope="session")
 def prefect_api():
     """A temporary Prefect server for real flow runs."""
