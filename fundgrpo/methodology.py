@@ -70,6 +70,9 @@ class Methodology:
     reasoning_min_chars: int = 20
     reasoning_max_chars: int = 200
     cite_top: int = 3  # how many of the weightiest criteria a good reasoning cites
+    # Metrics the evaluator is shown beside the criteria but that carry no weight in
+    # the rule scorer (weight 0): what an analyst also looks at before grading.
+    context: tuple[Criterion, ...] = ()
 
     @property
     def grades(self) -> list[int]:
@@ -145,6 +148,21 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         detail = ", ".join(f"{c.id}={c.weight:g}" for c in criteria)
         raise MethodologyError(f"{where}: criterion weights must sum to 1, they sum to {total:.4g} ({detail})")
 
+    context = []
+    for i, c in enumerate(raw.get("context") or []):
+        ctx = f"context metric {i + 1}"
+        metric = need(c, "metric", ctx)
+        if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
+            raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
+        if metric in {c.metric for c in criteria}:
+            raise MethodologyError(f"{where}: {ctx} ({metric}) is already a criterion")
+        label = c.get("label", {})
+        label = {language: label} if isinstance(label, str) else dict(label)
+        context.append(Criterion(str(c.get("id", metric)), metric, 0.0, bool(c.get("higher_is_better", True)), label))
+    shown = ids + [c.id for c in context]
+    if len(set(shown)) != len(shown):
+        raise MethodologyError(f"{where}: criterion and context ids repeat: {shown}")
+
     bands = []
     for i, b in enumerate(need(raw, "grades", "the file") or []):
         ctx = f"grade band {i + 1}"
@@ -165,6 +183,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         reasoning_min_chars=int(reasoning.get("min_chars", 20)),
         reasoning_max_chars=int(reasoning.get("max_chars", 200)),
         cite_top=int(output.get("cite_top", 3)),
+        context=tuple(context),
     )
 
 
@@ -231,6 +250,9 @@ def rubric(m: Methodology) -> dict[str, Any]:
         ],
         "reasoning": {"min_chars": m.reasoning_min_chars, "max_chars": m.reasoning_max_chars},
         "cite_top": m.cite_top,
+        "context": [
+            {"id": c.id, "metric": c.metric, "higher_is_better": c.higher_is_better, "label": c.text(m.language)} for c in m.context
+        ],
     }
 
 
@@ -255,6 +277,7 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
             "criteria": [{k: c[k] for k in ("id", "metric", "weight", "higher_is_better", "label")} for c in r["criteria"]],
             "grades": [{"grade": b["grade"], "min": b["min"], "max": b["max"], "label": b["label"]} for b in r["bands"]],
             "output": {"reasoning": r["reasoning"], "cite_top": r["cite_top"]},
+            "context": r.get("context", []),
         },
         where="rubric",
     )
@@ -263,16 +286,17 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
 # ---------------------------------------------------------------- rule scorer
 
 
-def criterion_percentiles(m: Methodology, funds: pd.DataFrame, within_category: bool = True) -> pd.DataFrame:
+def criterion_percentiles(m: Methodology, funds: pd.DataFrame, within_category: bool = True, with_context: bool = False) -> pd.DataFrame:
     """Per-criterion percentile (0-100, 100 = best) of each fund within its category
-    (or, with `within_category=False`, among all funds passed in).
+    (or, with `within_category=False`, among all funds passed in); `with_context` adds
+    the context metrics' columns.
 
     A criterion whose metric column is absent is all-NaN (left out by the scorer).
     """
     out = pd.DataFrame(index=funds.index)
     frame = funds if within_category else funds.assign(_universe=0)
     group = "category" if within_category else "_universe"
-    for c in m.criteria:
+    for c in m.criteria + (m.context if with_context else ()):
         if c.metric in funds:
             out[c.id] = percentile_within(frame, c.metric, c.higher_is_better, group=group)
         else:

@@ -18,9 +18,11 @@ TEXT = {
         "system": "You are a fund analyst. You rate funds by the house methodology and answer only with JSON.",
         "task": 'Rate this fund by "{name}". Answer with JSON: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
         "fund": "Fund: {fund} | Category: {category} ({peers} peers)",
-        "line": "- {label} (weight {weight}%): {value} | peer median {median} | percentile {pct}",
+        "line": "- {label} ({tag}): {value} | peer median {median} | percentile {pct}",
+        "weight": "weight {weight}%",
+        "context": "context",
         "universe": " | all funds {pct}",
-        "missing": "- {label} (weight {weight}%): no data",
+        "missing": "- {label} ({tag}): no data",
         "top": "{label} top {n}%",
         "bottom": "{label} bottom {n}%",
         "sep": "; ",
@@ -29,9 +31,11 @@ TEXT = {
         "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
         "task": '"{name}" 방법론으로 이 펀드를 평가하세요. JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
         "fund": "펀드: {fund} | 유형: {category} (비교 펀드 {peers}개)",
-        "line": "- {label} (가중치 {weight}%): {value} | 유형 중앙값 {median} | 백분위 {pct}",
+        "line": "- {label} ({tag}): {value} | 유형 중앙값 {median} | 백분위 {pct}",
+        "weight": "가중치 {weight}%",
+        "context": "참고",
         "universe": " | 전체 백분위 {pct}",
-        "missing": "- {label} (가중치 {weight}%): 자료 없음",
+        "missing": "- {label} ({tag}): 자료 없음",
         "top": "{label} 상위 {n}%",
         "bottom": "{label} 하위 {n}%",
         "sep": "; ",
@@ -51,7 +55,8 @@ def _fmt(value: float) -> str:
 def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[dict]:
     """Chat messages for one fund.
 
-    `fund` holds name, category, peers (count); `evidence` maps criterion id to
+    `fund` holds name, category, peers (count); `evidence` maps criterion (and context
+    metric) id to
     {"value", "median", "pct"} (pct NaN when the metric is missing), and optionally
     "pct_all", the percentile among all funds (shown after the peer percentile).
 
@@ -65,6 +70,11 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2}})
     >>> print(m[1]["content"].splitlines()[-1])
     - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
+    >>> r["context"] = [{"id": "c", "label": "Ongoing cost"}]
+    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}})
+    >>> print(m[1]["content"].splitlines()[-1])
+    - Ongoing cost (context): 1.10 | peer median 0.90 | percentile 30
     """
     t = TEXT[rubric["language"]]
     grades = "|".join(str(g) for g in rubric["grades"])
@@ -72,16 +82,15 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
         t["task"].format(name=rubric["name"], grades=grades),
         t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
     ]
-    for c in sorted(rubric["criteria"], key=lambda c: -c["weight"]):
+    shown = [(c, t["weight"].format(weight=round(c["weight"] * 100))) for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
+    shown += [(c, t["context"]) for c in rubric.get("context", [])]  # shown, not weighted
+    for c, tag in shown:
         e = evidence[c["id"]]
-        weight = round(c["weight"] * 100)
         if e["pct"] is None or math.isnan(e["pct"]):
-            lines.append(t["missing"].format(label=c["label"], weight=weight))
+            lines.append(t["missing"].format(label=c["label"], tag=tag))
         else:
             lines.append(
-                t["line"].format(
-                    label=c["label"], weight=weight, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
-                )
+                t["line"].format(label=c["label"], tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"]))
                 + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
             )
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]

@@ -62,10 +62,11 @@ def _clean(v: float) -> float | None:
 def build_records(funds: pd.DataFrame, rubric: dict, universe_percentile: bool = False) -> list[dict]:
     """One record per labelled share class: prompt, reference answer and the columns rewards read."""
     m = meth.from_rubric(rubric)
-    pct = meth.criterion_percentiles(m, funds)
-    pct_all = meth.criterion_percentiles(m, funds, within_category=False) if universe_percentile else None
-    rules = meth.rule_score(m, funds, pct)
-    metrics = [c.metric for c in m.criteria if c.metric in funds]
+    shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
+    pct = meth.criterion_percentiles(m, funds, with_context=True)
+    pct_all = meth.criterion_percentiles(m, funds, within_category=False, with_context=True) if universe_percentile else None
+    rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
+    metrics = [c.metric for c in shown if c.metric in funds]
     medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
     peers = funds.groupby("category")["share_class_id"].transform("count")
 
@@ -78,7 +79,7 @@ def build_records(funds: pd.DataFrame, rubric: dict, universe_percentile: bool =
                 "pct": float(pct.at[i, c.id]) if not math.isnan(pct.at[i, c.id]) else float("nan"),
                 **({"pct_all": _clean(pct_all.at[i, c.id])} if pct_all is not None else {}),
             }
-            for c in m.criteria
+            for c in shown
         }
         grade = row.get("expert_grade")
         if pd.isna(grade):
@@ -101,7 +102,7 @@ def build_records(funds: pd.DataFrame, rubric: dict, universe_percentile: bool =
                 "reference": reference,
                 "expert_grade": grade,
                 "expert_score": round(score, 2),
-                "evidence": json.dumps({cid: _clean(e["pct"]) for cid, e in evidence.items()}),
+                "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in m.criteria}),
                 "rule_grade": int(rules.at[i, "rule_grade"]),
                 "rule_score": float(rules.at[i, "rule_score"]),
             }

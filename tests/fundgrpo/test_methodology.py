@@ -94,3 +94,24 @@ def test_ranked_scoring_spreads_grades(repo_root):
     grades = meth.rule_score(m, funds)["rule_grade"].value_counts(normalize=True).sort_index()
     # 10 / 22.5 / 35 / 22.5 / 10 % bands on the within-category rank
     assert np.allclose(grades.values, [0.10, 0.225, 0.35, 0.225, 0.10], atol=0.02)
+
+
+def test_context_metrics_are_shown_not_scored():
+    import pandas as pd
+
+    from fundgrpo import methodology as meth
+
+    raw = {
+        "criteria": [{"metric": "sharpe_3y", "weight": 1.0, "label": "Sharpe"}],
+        "context": [{"metric": "ongoing_cost", "higher_is_better": False, "label": "Cost"}],
+        "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
+    }
+    m = meth.parse(raw)
+    assert [c.metric for c in m.context] == ["ongoing_cost"]
+    assert meth.from_rubric(meth.rubric(m)) == m  # survives compiling
+    funds = pd.DataFrame({"category": ["a"] * 3, "sharpe_3y": [0.1, 0.2, 0.3], "ongoing_cost": [2.0, 1.0, 0.5]})
+    assert meth.rule_score(m, funds)["rule_grade"].tolist() == meth.rule_score(meth.parse({**raw, "context": []}), funds)["rule_grade"].tolist()
+    pct = meth.criterion_percentiles(m, funds, with_context=True)
+    assert pct["ongoing_cost"].tolist() == [0.0, 50.0, 100.0]  # lower cost is better
+    with pytest.raises(meth.MethodologyError, match="already a criterion"):
+        meth.parse({**raw, "context": [{"metric": "sharpe_3y"}]})
