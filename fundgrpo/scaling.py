@@ -20,7 +20,8 @@ def sigmoid(c: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.nd
     >>> float(sigmoid(np.array([2.0]), 0.0, 1.0, 1.0, 2.0)[0])
     0.5
     """
-    return r0 + (a - r0) / (1.0 + (c_mid / np.asarray(c, dtype=float)) ** b)
+    with np.errstate(divide="ignore"):  # C = 0 (the evaluation before training) gives R0
+        return r0 + (a - r0) / (1.0 + (c_mid / np.asarray(c, dtype=float)) ** b)
 
 
 @dataclass(frozen=True)
