@@ -102,7 +102,7 @@ def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
     params_text = (root / "params.yaml").read_text()
     try:
         # A config the GRPO trainer refuses: the train stage fails after the earlier stages.
-        with pytest.raises(RuntimeError, match=r"stage 'train' failed[\s\S]*divisible by num_generations"):
+        with pytest.raises(RuntimeError, match=r"stage 'train' failed[\s\S]*divisible by (num_generations|the number of generations)"):
             training(root=str(root), overrides={"grpo.num_generations": "3"}, retries=0)
     finally:
         (root / "params.yaml").write_text(params_text)  # undo the override (`dvc exp run` would too)

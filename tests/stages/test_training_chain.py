@@ -253,6 +253,6 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
                         max_completion_length=16, logging_steps=1, warmup_steps=0)
     out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
                     datasets["validation"], tmp_path / "ckpt")
-    assert [r["step"] for r in out["eval_curve"]] == [2, 4]
+    assert [r["step"] for r in out["eval_curve"]] == [0, 2, 4]  # the start, then every 2 steps
     assert out["best_eval_reward"] == max(r["eval_reward"] for r in out["eval_curve"])
     assert out["best_checkpoint"].endswith(("checkpoint-2", "checkpoint-4"))
