@@ -254,5 +254,49 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
     out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
                     datasets["validation"], tmp_path / "ckpt")
     assert [r["step"] for r in out["eval_curve"]] == [0, 2, 4]  # the start, then every 2 steps
-    assert out["best_eval_reward"] == max(r["eval_reward"] for r in out["eval_curve"])
+    # the start is evaluated but is no checkpoint: the best is among the trained steps
+    assert out["best_eval_reward"] == max(r["eval_reward"] for r in out["eval_curve"] if r["step"] > 0)
     assert out["best_checkpoint"].endswith(("checkpoint-2", "checkpoint-4"))
+
+
+def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, tmp_path, monkeypatch):
+    """GRPO steps whose reward includes the judge, served by an OpenAI-compatible stub on loopback."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from fundgrpo.params import JudgeParams, RewardWeights
+    from stages import train
+
+    requests: list[str] = []
+
+    class Judge(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            requests.append(self.headers.get("Authorization"))
+            content = json.dumps({"faithful": 4, "evidence": 5, "coherent": 3})  # (4 + 5 + 3) / 15 = 0.8
+            out = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TEST_JUDGE_KEY", "sk-test")
+    root, _ = chain
+    judge = JudgeParams(enabled=True, backend="http", model="judge", url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+                        api_key_env="TEST_JUDGE_KEY", log_path=str(tmp_path / "judge.jsonl"), cache_path=str(tmp_path / "cache.jsonl"))
+    params = GrpoParams(max_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1,
+                        warmup_steps=0, judge=judge, reward_weights=replace(RewardWeights(), judge=1.0))
+    try:
+        out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p")
+    finally:
+        server.shutdown()
+    assert out["steps"] == 2 and requests and set(requests) == {"Bearer sk-test"}
+    judged = [r["rewards/judge_reward/mean"] for r in out["curves"] if r.get("rewards/judge_reward/mean") is not None]
+    assert judged == pytest.approx([0.8, 0.8])  # the judge's score is part of the GRPO reward at each step
+    log = [json.loads(line) for line in (tmp_path / "judge.jsonl").read_text().splitlines()]
+    assert len(log) == len(requests) and {r["score"] for r in log} == {0.8}
