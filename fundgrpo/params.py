@@ -208,6 +208,10 @@ class GrpoParams:
     eval_steps: int = 0  # >0: mean reward on validation prompts every N steps; the best is kept
     eval_prompts: int = 32  # validation prompts per evaluation
     save_steps: int = 0  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
+    # What picks the kept model among the start and the checkpoints: `reward` (TRL's mean reward
+    # of sampled answers to `eval_prompts` validation prompts) or the agreement of greedy answers
+    # with the experts on every validation prompt: exact | within_one | qwk | spearman.
+    best_metric: str = "reward"
     resume: bool = True  # continue from the last checkpoint of an interrupted run with the same params
     checkpoint_dir: str = "models/policy_checkpoints"
     seed: int = 0

@@ -61,3 +61,37 @@ def curves(log_history: list[dict], keys: list[str]) -> list[dict]:
         if any(k in entry for k in keys):
             rows.append({"step": entry["step"], **{k: entry[k] for k in keys if k in entry}})
     return rows
+
+
+GREEDY_METRICS = ("exact", "within_one", "qwk", "spearman")
+
+
+def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max_new_tokens: int, batch_size: int = 64):
+    """A trainer callback that, at every evaluation, answers `rows` greedily with the current
+    policy and adds `eval_greedy_<metric>` (GREEDY_METRICS, and `valid_json`) to the metrics.
+
+    Why: GRPO's own evaluation scores sampled answers, while the evaluator is used (and
+    backtested) greedily; on the Morningstar experts the sampled reward rose while greedy
+    agreement fell. The metrics dict is the one the Trainer then uses to pick the best
+    checkpoint (`metric_for_best_model`), so adding to it in `on_evaluate` is enough.
+    """
+    from transformers import TrainerCallback
+
+    from fundgrpo import backtesting, modelling
+
+    class GreedyValidation(TrainerCallback):
+        def __init__(self) -> None:
+            self.history: list[dict] = []  # one row per evaluation: step and the greedy metrics
+
+        def on_evaluate(self, args, state, control, metrics=None, model=None, processing_class=None, **kwargs):
+            was_training = model.training
+            model.eval()
+            texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], max_new_tokens, batch_size, desc="greedy validation")
+            model.train(was_training)
+            found = backtesting.metrics(rows, backtesting.predictions_from_texts(texts, rubric, schema), rubric["grades"])
+            greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
+            metrics.update(greedy)
+            self.history.append({"step": state.global_step, **greedy})
+            state.log_history.append({"step": state.global_step, **greedy})
+
+    return GreedyValidation()

@@ -16,9 +16,17 @@ from fundgrpo.cli import run_stage
 from fundgrpo.methodology import load_compiled
 from fundgrpo.params import GrpoParams, ModelParams, load_params
 from fundgrpo.rewards import make_rewards
-from fundgrpo.training import curves, lora_config, model_init_kwargs, save_model, use_cpu
+from fundgrpo.training import GREEDY_METRICS, curves, greedy_validation_callback, lora_config, model_init_kwargs, save_model, use_cpu
 
 REWARD_ORDER = ("json", "grade", "score", "evidence", "length")
+BEST_METRICS = ("reward", *GREEDY_METRICS)
+
+
+def best_metric_key(params: GrpoParams) -> str:
+    """The evaluation key that picks the kept model (see `GrpoParams.best_metric`)."""
+    if params.best_metric not in BEST_METRICS:
+        raise ValueError(f"grpo.best_metric must be one of {BEST_METRICS}, got {params.best_metric!r}")
+    return "eval_reward" if params.best_metric == "reward" else f"eval_greedy_{params.best_metric}"
 
 
 def reward_names(params: GrpoParams) -> list[str]:
@@ -60,7 +68,7 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: P
         per_device_eval_batch_size=params.per_device_train_batch_size,
         # Keep the best model by mean reward on validation prompts, not by the noisy training batch.
         load_best_model_at_end=evaluate and params.save_steps > 0,
-        metric_for_best_model="eval_reward" if evaluate else None,
+        metric_for_best_model=best_metric_key(params) if evaluate else None,
         greater_is_better=True if evaluate else None,
         report_to="none",
         seed=params.seed,
@@ -108,6 +116,11 @@ def run(
     eval_dataset = None
     if params.eval_steps and eval_rows:
         eval_dataset = Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows[: params.eval_prompts]])
+    key = best_metric_key(params)
+    callbacks = list(callbacks or [])
+    if eval_dataset is not None and params.best_metric != "reward":
+        # greedy answers to every validation prompt: cheap next to the sampled evaluation
+        callbacks.append(greedy_validation_callback(eval_rows, rubric, schema, params.max_completion_length))
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
     trainer = GRPOTrainer(
@@ -123,7 +136,18 @@ def run(
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
+    eval_curve = merged_by_step(curves(trainer.state.log_history, ["eval_reward", *(f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS))]))
+    start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
+    best_value = trainer.state.best_metric
+    keep_start = keeps_start(start_value, best_value)
+    if keep_start:
+        from transformers import AutoModelForCausalLM
+
+        kwargs = {k: v for k, v in model_init_kwargs(model_params).items() if k != "quantization_config"}
+        AutoModelForCausalLM.from_pretrained(source, **kwargs).save_pretrained(out_dir)
+        tokenizer.save_pretrained(out_dir)
+    else:
+        save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
     keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [f"rewards/{n}_reward/mean" for n in reward_names(params)]
     rows = curves(trainer.state.log_history, keys)
     first, last = rows[0] if rows else {}, rows[-1] if rows else {}
@@ -138,11 +162,42 @@ def run(
         "grade_reward_first": first.get("rewards/grade_reward/mean"),
         "grade_reward_last": last.get("rewards/grade_reward/mean"),
         "resumed_from": resume,
-        "best_eval_reward": trainer.state.best_metric,
+        "best_metric": params.best_metric,
+        "start_value": start_value,
+        "best_value": best_value,
+        # "start" when no trained step beat the start on validation, else the kept step
+        "kept": "start" if keep_start else _step_of(trainer.state.best_model_checkpoint, trainer.state.global_step),
         "best_checkpoint": trainer.state.best_model_checkpoint,
-        "eval_curve": curves(trainer.state.log_history, ["eval_reward"]),
+        "best_eval_reward": max((r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None),
+        "eval_curve": eval_curve,
         "curves": rows,
     }
+
+
+def keeps_start(start_value: float | None, best_value: float | None) -> bool:
+    """The start competes too: GRPO's output is never worse on validation than its start,
+    and a tie keeps the start (the steps added nothing measurable).
+
+    >>> keeps_start(0.80, 0.82), keeps_start(0.80, 0.80), keeps_start(None, 0.5), keeps_start(0.8, None)
+    (False, True, False, True)
+    """
+    return start_value is not None and (best_value is None or best_value <= start_value)
+
+
+def merged_by_step(rows: list[dict]) -> list[dict]:
+    """One row per step: evaluations log their sampled reward and greedy metrics separately.
+
+    >>> merged_by_step([{"step": 0, "a": 1}, {"step": 0, "b": 2}, {"step": 5, "a": 3}])
+    [{'step': 0, 'a': 1, 'b': 2}, {'step': 5, 'a': 3}]
+    """
+    by_step: dict[int, dict] = {}
+    for row in rows:
+        by_step.setdefault(row["step"], {}).update(row)
+    return [by_step[k] for k in sorted(by_step)]
+
+
+def _step_of(checkpoint: str | None, last_step: int) -> str:
+    return f"step {checkpoint.rsplit('-', 1)[1]}" if checkpoint else f"step {last_step}"
 
 
 def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path) -> str | None:

@@ -254,9 +254,41 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
     out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
                     datasets["validation"], tmp_path / "ckpt")
     assert [r["step"] for r in out["eval_curve"]] == [0, 2, 4]  # the start, then every 2 steps
-    # the start is evaluated but is no checkpoint: the best is among the trained steps
-    assert out["best_eval_reward"] == max(r["eval_reward"] for r in out["eval_curve"] if r["step"] > 0)
-    assert out["best_checkpoint"].endswith(("checkpoint-2", "checkpoint-4"))
+    trained = {r["step"]: r["eval_reward"] for r in out["eval_curve"] if r["step"] > 0}
+    assert out["best_value"] == max(trained.values())
+    assert out["start_value"] == out["eval_curve"][0]["eval_reward"]
+    # the start competes: it is kept unless a trained step beats it on validation
+    assert out["kept"] == ("start" if out["start_value"] >= out["best_value"] else f"step {max(trained, key=trained.get)}")
+
+
+def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain, datasets, rubric, schema, tmp_path):
+    """best_metric=qwk: greedy answers to all validation prompts pick the kept model, the start included."""
+    import torch
+    from safetensors.torch import load_file
+
+    from stages import train
+
+    root, _ = chain
+    # lr 0.05 wrecks the tiny policy: no trained step can beat the SFT start, which must come back unchanged
+    params = GrpoParams(max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
+                        max_completion_length=48, logging_steps=1, warmup_steps=0, learning_rate=0.05, best_metric="qwk")
+    out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
+                    datasets["validation"], tmp_path / "ckpt")
+    curve = {r["step"]: r for r in out["eval_curve"]}
+    assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" in r for r in curve.values())
+    assert out["start_value"] == curve[0]["eval_greedy_qwk"]
+    # the callback's figures are the backtest's, for the start model on the same prompts
+    from fundgrpo.backtesting import evaluate_model
+
+    start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], rubric, schema, max_new_tokens=48)
+    assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {
+        k: start_metrics[k] for k in ("valid_json", "exact", "within_one", "qwk")}
+    assert out["best_value"] == max(curve[2]["eval_greedy_qwk"], curve[4]["eval_greedy_qwk"])
+    assert out["best_value"] <= out["start_value"] and out["kept"] == "start"
+    start, kept = load_file(root / "sft" / "model.safetensors"), load_file(tmp_path / "p" / "model.safetensors")
+    assert all(torch.equal(start[k], kept[k]) for k in start)
+    with pytest.raises(ValueError, match="best_metric"):
+        train.best_metric_key(replace(params, best_metric="accuracy"))
 
 
 def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, tmp_path, monkeypatch):
