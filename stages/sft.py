@@ -21,8 +21,13 @@ def to_sft_rows(rows: list[dict]) -> list[dict]:
     return [{"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["reference"]}]} for r in rows]
 
 
-def run(params: SftParams, model_params: ModelParams, base_dir: Path, train_rows: list[dict], out_dir: Path) -> dict:
-    """Fine-tune the base model on `train_rows`; save model and tokenizer into `out_dir`."""
+def run(
+    params: SftParams, model_params: ModelParams, base_dir: Path, train_rows: list[dict], out_dir: Path, callbacks: list | None = None
+) -> dict:
+    """Fine-tune the base model on `train_rows`; save model and tokenizer into `out_dir`.
+
+    `callbacks` (transformers `TrainerCallback`s) watch the run, e.g. a benchmark's per-epoch evaluation.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     source = modelling.resolve(base_dir)
     if not params.enabled:
@@ -58,6 +63,7 @@ def run(params: SftParams, model_params: ModelParams, base_dir: Path, train_rows
         train_dataset=Dataset.from_list(to_sft_rows(train_rows)),
         processing_class=tokenizer,
         peft_config=lora_config(params.lora),
+        callbacks=callbacks,
     )
     result = trainer.train()
     save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)

@@ -118,6 +118,23 @@ def test_sft_trains(chain):
     assert (root / "sft" / "model.safetensors").exists()
 
 
+def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
+    """What benchmarks/sft_epoch_curve.py relies on: its callback sees the model after every epoch."""
+    from transformers import TrainerCallback
+
+    from stages import sft
+
+    root, _ = chain
+    seen = []
+
+    class Epochs(TrainerCallback):
+        def on_epoch_end(self, args, state, control, model=None, **kwargs):
+            seen.append((round(state.epoch), sum(p.numel() for p in model.parameters())))
+
+    sft.run(SftParams(epochs=2, batch_size=8), ModelParams(arch=TINY_ARCH), root / "base", datasets["train"], tmp_path, callbacks=[Epochs()])
+    assert [e for e, _ in seen] == [1, 2] and all(n > 0 for _, n in seen)
+
+
 @pytest.fixture(scope="module")
 def policy(chain, datasets, rubric, schema):
     from stages import train

@@ -1,0 +1,52 @@
+"""SFT, answering all validation and test prompts greedily after every epoch (and saving each epoch's model).
+
+Run in a checkout with a profile applied and `prepare` and `base` done (benchmarks/real_experts.md,
+"SFT epoch by epoch"):
+
+    python benchmarks/sft_epoch_curve.py /tmp/sft 10                    # OUT EPOCHS
+    python benchmarks/sft_epoch_curve.py /tmp/sft256 10 /tmp/base256     # ... from another base model
+
+One row per epoch goes to OUT.jsonl; OUT/epochN holds that epoch's model (a GRPO start to compare).
+CPU minutes: not a test.
+"""
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+import stages.sft as sft
+from fundgrpo import io, modelling
+from fundgrpo.backtesting import metrics, predictions_from_texts
+from fundgrpo.methodology import load_compiled
+from fundgrpo.params import load_params
+
+KEYS = ("valid_json", "exact", "within_one", "qwk", "spearman")
+
+p = load_params()
+out, epochs = Path(sys.argv[1]), int(sys.argv[2])
+base = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(p.model.out_dir)
+rubric, schema = load_compiled(Path(p.methodology.out_dir))
+splits = {name: io.read_jsonl(Path(p.prepare.out_dir) / f"{name}.jsonl") for name in ("train", "validation", "test")}
+log = open(out.with_suffix(".jsonl"), "a")
+
+
+class GreedyEachEpoch(TrainerCallback):
+    def on_epoch_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        model.eval()
+        row = {"epoch": round(state.epoch)}
+        for name in ("validation", "test"):
+            rows = splits[name]
+            texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], 96, 64, desc=name)
+            m = metrics(rows, predictions_from_texts(texts, rubric, schema), rubric["grades"])
+            row.update({f"{name}_{k}": round(m[k], 3) for k in KEYS})
+        model.save_pretrained(out / f"epoch{row['epoch']}")
+        processing_class.save_pretrained(out / f"epoch{row['epoch']}")
+        model.train()
+        print(row, flush=True)
+        log.write(json.dumps(row) + "\n")
+        log.flush()
+
+
+print(sft.run(dataclasses.replace(p.sft, epochs=epochs), p.model, base, splits["train"], out, callbacks=[GreedyEachEpoch()]))
