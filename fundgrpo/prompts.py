@@ -26,6 +26,13 @@ TEXT = {
         "top": "{label} top {n}%",
         "bottom": "{label} bottom {n}%",
         "sep": "; ",
+        # compact style: one short line per criterion, percentiles only
+        "c_system": "You rate funds by the house methodology. Answer only with JSON.",
+        "c_head": "{name}. Category: {category} ({peers} peers).\nPercentile among peers (100 = best), weight:",
+        "c_line": "{label} {pct} ({tag})",
+        "c_universe": ", all funds {pct}",
+        "c_missing": "{label} n/a ({tag})",
+        "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
     },
     "ko": {
         "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
@@ -39,8 +46,15 @@ TEXT = {
         "top": "{label} 상위 {n}%",
         "bottom": "{label} 하위 {n}%",
         "sep": "; ",
+        "c_system": "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요.",
+        "c_head": "{name}. 유형: {category} (비교 펀드 {peers}개).\n유형 내 백분위(100 = 최고), 가중치:",
+        "c_line": "{label} {pct} ({tag})",
+        "c_universe": ", 전체 {pct}",
+        "c_missing": "{label} 자료 없음 ({tag})",
+        "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
     },
 }
+PROMPT_STYLES = ("full", "compact")
 # Words a reasoning uses to place a fund among its peers, by language.
 TOP_WORDS = {"en": "top", "ko": "상위"}
 BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
@@ -52,8 +66,12 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
-def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[dict]:
+def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "full") -> list[dict]:
     """Chat messages for one fund.
+
+    `style` "full" states each metric's value, peer median and percentile; "compact" states
+    the percentiles and weights only, about half the tokens for a pretrained tokenizer (on
+    CPU the prompt's prefill dominates generation time).
 
     `fund` holds name, category, peers (count); `evidence` maps criterion (and context
     metric) id to
@@ -75,7 +93,19 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}})
     >>> print(m[1]["content"].splitlines()[-1])
     - Ongoing cost (context): 1.10 | peer median 0.90 | percentile 30
+    >>> print(build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                      {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
+    ...                       "c": {"value": 1.1, "median": 0.9, "pct": float("nan")}}, style="compact")[1]["content"])
+    R. Category: C (9 peers).
+    Percentile among peers (100 = best), weight:
+    Sharpe ratio 71, all funds 40 (100%)
+    Ongoing cost n/a (context)
+    JSON: {"reasoning": "...", "score": 0-100, "grade": 1-3}
     """
+    if style == "compact":
+        return _compact_messages(rubric, fund, evidence)
+    if style != "full":
+        raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
     t = TEXT[rubric["language"]]
     grades = "|".join(str(g) for g in rubric["grades"])
     lines = [
@@ -94,6 +124,24 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
                 + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
             )
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def _compact_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[dict]:
+    t = TEXT[rubric["language"]]
+    grades = rubric["grades"]
+    grade_range = f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
+    lines = [t["c_head"].format(name=rubric["name"], category=fund["category"], peers=fund["peers"])]
+    shown = [(c, f"{round(c['weight'] * 100)}%") for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
+    shown += [(c, t["context"]) for c in rubric.get("context", [])]
+    for c, tag in shown:
+        e = evidence[c["id"]]
+        if e["pct"] is None or math.isnan(e["pct"]):
+            lines.append(t["c_missing"].format(label=c["label"], tag=tag))
+        else:
+            universe = t["c_universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else ""
+            lines.append(t["c_line"].format(label=c["label"], pct=f"{round(e['pct'])}{universe}", tag=tag))
+    lines.append(t["c_answer"].format(grades=grade_range))
+    return [{"role": "system", "content": t["c_system"]}, {"role": "user", "content": "\n".join(lines)}]
 
 
 def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[str]:

@@ -36,7 +36,7 @@ def lora_config(params: LoraParams):
         r=params.r,
         lora_alpha=params.alpha,
         lora_dropout=params.dropout,
-        target_modules=list(params.target_modules),
+        target_modules="all-linear" if tuple(params.target_modules) == ("all-linear",) else list(params.target_modules),
         task_type="CAUSAL_LM",
     )
 

@@ -24,7 +24,7 @@ def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams) ->
     labelled = grades.notna()
     # build_records skips unrated rows; the prompt does not depend on the grade, so a placeholder will do.
     placeholder = rubric["grades"][len(rubric["grades"]) // 2]
-    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric)
+    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric, prepare)
     for record, is_labelled in zip(records, labelled):
         record["labelled"] = bool(is_labelled)
         record["split"] = split_of(record["fund_id"], prepare)

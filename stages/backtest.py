@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 from fundgrpo import io
@@ -38,13 +39,22 @@ def run(
     results: dict[str, dict] = {}
     predictions: dict[str, list[dict]] = {}
     for name, path in models.items():
+        started = time.perf_counter()
         results[name], predictions[name] = evaluate_model(path, rows, rubric, schema, params.max_new_tokens, params.batch_size, desc=name)
+        results[name]["seconds"] = round(time.perf_counter() - started, 1)  # loading and greedy answers to every test fund
     predictions["rule"] = rule_predictions(rows)
     results["rule"] = metrics(rows, predictions["rule"], rubric["grades"])
     if baseline is not None:
         predictions["gbm"] = baseline_predictions(rows, baseline, rubric)
         results["gbm"] = metrics(rows, predictions["gbm"], rubric["grades"])
-    return {"n_funds": len(rows), "test_fingerprint": test_fingerprint(rows), "models": results, "predictions": predictions, "rows": rows}
+    return {
+        "n_funds": len(rows),
+        "test_fingerprint": test_fingerprint(rows),
+        "peak_rss_mb": io.peak_rss_mb(),
+        "models": results,
+        "predictions": predictions,
+        "rows": rows,
+    }
 
 
 def plot_confusions(rows: list[dict], predictions: dict[str, list[dict]], grades: list[int], path: Path) -> None:
@@ -84,7 +94,7 @@ def main() -> None:
         result = run(p.backtest, rows, rubric, schema, models, baseline)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         per_fund = [
-            {"share_class_id": r["share_class_id"], "category": r["category"], "expert_grade": r["expert_grade"],
+            {"share_class_id": r["share_class_id"], "fund_id": r["fund_id"], "category": r["category"], "expert_grade": r["expert_grade"],
              **{f"{name}_grade": preds[i]["grade"] for name, preds in predictions.items()},
              **{f"{name}_valid": preds[i].get("valid", True) for name, preds in predictions.items()},
              "grpo_text": predictions["grpo"][i]["text"]}

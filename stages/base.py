@@ -1,9 +1,14 @@
-"""Stage `base`: the starting model.
+"""Stage `base`: the starting model, in `models/base/`.
 
-With `model.pretrained` empty (the embedded default) it trains a tokenizer on the
-training prompts and answers and builds a compact Qwen3, saved with
-`save_pretrained`. With a name or path (e.g. `Qwen/Qwen3-0.6B`) it writes a
-pointer that later stages pass to `from_pretrained`: nothing is copied.
+- `model.pretrained` empty (the embedded default): train a tokenizer on the training
+  prompts and answers and build a compact Qwen3, saved with `save_pretrained`.
+- a GGUF file (`package:<module>/<file>.gguf` or a path): convert it once into a Hugging
+  Face folder (safetensors, tokenizer with chat template, generation config;
+  `fundgrpo/pretrained.py`).
+- a Hugging Face folder or hub name (e.g. `Qwen/Qwen3-0.6B`): write a pointer that later
+  stages pass to `from_pretrained`; nothing is copied.
+
+A failed run leaves the last good `models/base/` in place (atomic output).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fundgrpo import io, modelling
+from fundgrpo import io, modelling, pretrained
 from fundgrpo.cli import run_stage
 from fundgrpo.params import ModelParams, load_params
 
@@ -28,6 +33,8 @@ def corpus(rows: list[dict]) -> list[str]:
 def run(params: ModelParams, train_rows: list[dict], out_dir: Path) -> dict:
     """Write the base model (or its pointer) into `out_dir`; return a description."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    if params.pretrained and pretrained.parse(params.pretrained) is not None:
+        return pretrained.convert(params.pretrained, out_dir, params.chat_template, params.dtype)
     if params.pretrained:
         (out_dir / modelling.POINTER).write_text(json.dumps({"name_or_path": params.pretrained}) + "\n")
         return {"pretrained": params.pretrained}

@@ -21,7 +21,7 @@ from fundgrpo import io
 from fundgrpo import methodology as meth
 from fundgrpo import prompts
 from fundgrpo.cli import StageError, run_stage
-from fundgrpo.params import PrepareParams, load_params
+from fundgrpo.params import ModelParams, PrepareParams, load_params
 
 SPLITS = ("train", "validation", "test")
 
@@ -59,12 +59,16 @@ def _clean(v: float) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
 
 
-def build_records(funds: pd.DataFrame, rubric: dict, universe_percentile: bool = False) -> list[dict]:
-    """One record per labelled share class: prompt, reference answer and the columns rewards read."""
+def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams()) -> list[dict]:
+    """One record per labelled share class: prompt, reference answer and the columns rewards read.
+
+    `params` decides what the prompt shows (`universe_percentile`, `prompt_style`): monitoring
+    re-scores new funds with the same params, so the champion sees prompts as it was trained.
+    """
     m = meth.from_rubric(rubric)
     shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
     pct = meth.criterion_percentiles(m, funds, with_context=True)
-    pct_all = meth.criterion_percentiles(m, funds, within_category=False, with_context=True) if universe_percentile else None
+    pct_all = meth.criterion_percentiles(m, funds, within_category=False, with_context=True) if params.universe_percentile else None
     rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
     metrics = [c.metric for c in shown if c.metric in funds]
     medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
@@ -90,7 +94,10 @@ def build_records(funds: pd.DataFrame, rubric: dict, universe_percentile: bool =
         # The reference score must agree with the grade: clip the analysts' score into the band.
         score = band.midpoint if pd.isna(score) else min(max(float(score), band.low), band.high - 0.5)
         messages = prompts.build_messages(
-            rubric, {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])}, evidence
+            rubric,
+            {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
+            evidence,
+            params.prompt_style,
         )
         reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence))
         records.append(
@@ -116,7 +123,7 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
     labelled = funds["expert_grade"].notna()
     if labelled.sum() == 0:
         raise StageError("prepare: no row has an expert grade; nothing to train or test on")
-    records = build_records(funds, rubric, params.universe_percentile)
+    records = build_records(funds, rubric, params)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
     summary = {
@@ -128,12 +135,56 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
     return datasets, summary
 
 
+def lengths(rows: list[dict], tokenizer=None) -> dict:
+    """Prompt and answer sizes: characters, and tokens of `tokenizer` (the prompt with its chat
+    template and generation prompt, as the model reads it). On CPU, prefill of the prompt
+    dominates generation time, so this is what a prompt costs.
+
+    >>> rows = [{"prompt": [{"role": "user", "content": "abc"}], "reference": "{}"}]
+    >>> lengths(rows)
+    {'prompt_chars_mean': 3.0, 'prompt_chars_max': 3, 'answer_chars_mean': 2.0, 'answer_chars_max': 2}
+    """
+    prompt_chars = [sum(len(m["content"]) for m in r["prompt"]) for r in rows]
+    answer_chars = [len(r["reference"]) for r in rows]
+    out = {
+        "prompt_chars_mean": round(float(np.mean(prompt_chars)), 1),
+        "prompt_chars_max": int(max(prompt_chars)),
+        "answer_chars_mean": round(float(np.mean(answer_chars)), 1),
+        "answer_chars_max": int(max(answer_chars)),
+    }
+    if tokenizer is not None:
+        texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+        prompt_tokens = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        answer_tokens = [len(ids) for ids in tokenizer([r["reference"] for r in rows], add_special_tokens=False)["input_ids"]]
+        out.update(
+            prompt_tokens_mean=round(float(np.mean(prompt_tokens)), 1),
+            prompt_tokens_p95=int(np.percentile(prompt_tokens, 95)),
+            prompt_tokens_max=int(max(prompt_tokens)),
+            answer_tokens_mean=round(float(np.mean(answer_tokens)), 1),
+            answer_tokens_max=int(max(answer_tokens)),
+        )
+    return out
+
+
+def configured_tokenizer(model: ModelParams):
+    """The pretrained model's tokenizer, or None for the embedded model (whose tokenizer
+    `base` trains on these very prompts, after this stage)."""
+    if not model.pretrained:
+        return None
+    from fundgrpo.pretrained import load_tokenizer
+
+    return load_tokenizer(model.pretrained, model.chat_template)
+
+
 def main() -> None:
     def body() -> None:
         p = load_params()
         funds = pd.read_parquet(p.validate.out)
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
         datasets, summary = run(funds, rubric, p.prepare)
+        tokenizer = configured_tokenizer(p.model)
+        summary["tokenizer"] = p.model.pretrained or "embedded (trained by base on these prompts)"
+        summary.update(lengths(datasets["train"], tokenizer))
         for name, rows in datasets.items():
             io.write_jsonl(rows, Path(p.prepare.out_dir) / f"{name}.jsonl")
         io.write_json(summary, "metrics/prepare.json")

@@ -157,6 +157,7 @@ def run(
         "seconds_per_step": round(seconds / max(1, trainer.state.global_step), 3),
         # Compute spent, for scaling fits: device-seconds of the training loop.
         "compute_device_seconds": round(seconds, 1),
+        "peak_rss_mb": io.peak_rss_mb(),
         "reward_first": first.get("reward"),
         "reward_last": last.get("reward"),
         "grade_reward_first": first.get("rewards/grade_reward/mean"),

@@ -169,7 +169,7 @@ def test_backtest_reports_every_evaluator(backtest_result):
     assert set(backtest_result["models"]["rule"]) == common
     for name in ("grpo", "base"):  # language models also report how well their reasoning cites the evidence
         m = backtest_result["models"][name]
-        assert set(m) == common | {"evidence"} and 0.0 <= m["evidence"] <= 1.0
+        assert set(m) == common | {"evidence", "seconds"} and 0.0 <= m["evidence"] <= 1.0
     # the test set's expert grades come from the rule, so the rule scorer is exact
     assert backtest_result["models"]["rule"]["exact"] == 1.0
 

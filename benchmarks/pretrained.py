@@ -1,0 +1,181 @@
+"""Pretrained evaluators against the experts: collect kept runs, generate benchmarks/pretrained.md.
+
+    # 1. a run: a fresh copy of the repo with profiles applied, `dvc repro`, kept
+    python benchmarks/pipeline.py --profile smollm2 --keep                    # prints "running in DIR"
+    # (optional) the sampling-headroom check on its SFT start, before GRPO
+    (cd DIR && python benchmarks/sampling_headroom.py models/sft 8 --splits test --max-funds 96 --out headroom.json)
+    # 2. its figures into benchmarks/results/pretrained/<dataset>/<variant>/ (small JSON, committed)
+    python benchmarks/pretrained.py collect DIR --dataset synthetic --variant sft-grpo
+    # 3. the page, from every collected run
+    python benchmarks/pretrained.py report
+
+Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo-from-instruct`
+(`sft.enabled: false`: GRPO straight from the instruct model), `reasoning-first` (answers state the
+weighted evidence before the grade). Rows of one dataset are on the same test funds (checked by the
+backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "pretrained"
+PAGE = HERE / "pretrained.md"
+LM_ROWS = {"base": "zero-shot (no training)", "sft": "SFT (LoRA)", "grpo": "GRPO from SFT"}
+VARIANT_GRPO = {"grpo-from-instruct": "GRPO from the instruct model (no SFT)", "reasoning-first": "reasoning-first SFT + GRPO"}
+
+
+def collect(run: Path, dataset: str, variant: str) -> Path:
+    """Copy a kept run's figures (metrics, stage times, per-fund grades) into RESULTS."""
+    out = RESULTS / dataset / variant
+    out.mkdir(parents=True, exist_ok=True)
+    params = yaml.safe_load((run / "params.yaml").read_text(encoding="utf-8"))
+    metrics = {name: json.loads((run / "metrics" / f"{name}.json").read_text()) for name in ("backtest", "train", "sft", "baseline", "prepare")}
+    for key in ("curves", "eval_curve"):
+        metrics["train"].pop(key, None)
+    summary = {
+        "params": {k: params.get(k) for k in ("model", "prepare", "sft", "grpo", "backtest", "methodology")},
+        "bench": json.loads((run / "bench.json").read_text()) if (run / "bench.json").exists() else None,
+        "eval_curve": json.loads((run / "plots" / "eval_rewards.json").read_text()) if (run / "plots" / "eval_rewards.json").exists() else [],
+        **metrics,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    fund_of = {r["share_class_id"]: r["fund_id"] for r in map(json.loads, (run / "data/prepared/test.jsonl").read_text(encoding="utf-8").splitlines())}
+    with (out / "per_fund.jsonl").open("w") as f:
+        for line in (run / "reports/backtest/predictions.jsonl").read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            keep = {k: v for k, v in r.items() if k.endswith("_grade") or k.endswith("_valid")}
+            f.write(json.dumps({"share_class_id": r["share_class_id"], "fund_id": fund_of[r["share_class_id"]], **keep}) + "\n")
+    if (run / "headroom.json").exists():
+        shutil.copy(run / "headroom.json", out / "headroom.json")
+    return out
+
+
+def _fmt(v, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _minutes(seconds) -> str:
+    return "–" if seconds is None else f"{seconds / 60:.1f}"
+
+
+def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
+    from fundgrpo.evaluation import paired_bootstrap
+
+    main = runs.get("sft-grpo")
+    out = [f"## {name}", ""]
+    if main is None:
+        return out + ["(no `sft-grpo` run collected)", ""]
+    s, per_fund = main["summary"], main["per_fund"]
+    bt, bench = s["backtest"], s["bench"] or {}
+    stage = bench.get("stage_seconds", {})
+    grades = sorted({r["expert_grade"] for r in per_fund})
+    p = s["params"]
+    out += [
+        f"Model `{p['model']['pretrained']}`, prompts `{p['prepare'].get('prompt_style', 'full')}` "
+        f"({s['prepare'].get('prompt_tokens_mean', '?')} tokens on average, answers {s['prepare'].get('answer_tokens_mean', '?')}), "
+        f"methodology `{p['methodology']['path']}`; {bt['n_funds']} test share classes of "
+        f"{len({r['fund_id'] for r in per_fund})} funds, the same for every row (test fingerprint `{bt['test_fingerprint']}`). "
+        f"SFT: {p['sft']['epochs']} epoch(s), {s['sft'].get('steps')} steps of {p['sft']['batch_size']}, LoRA r {p['sft']['lora']['r']}; "
+        f"GRPO: {s['train']['steps']} steps of {p['grpo']['per_device_train_batch_size']} completions "
+        f"({p['grpo']['num_generations']} per prompt), lr {p['grpo']['learning_rate']}, kept: {s['train'].get('kept')}.",
+        "",
+        "| evaluator | valid JSON | exact | within one | QWK | Spearman | cites evidence | training min | answering the test funds min |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    train_seconds = {"base": None, "sft": s["sft"].get("seconds"), "grpo": s["train"].get("seconds")}
+    for key, label in LM_ROWS.items():
+        m = bt["models"][key]
+        out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+                   f"| {_fmt(m.get('evidence'))} | {_minutes(train_seconds[key])} | {_minutes(m.get('seconds'))} |")
+    for variant, label in VARIANT_GRPO.items():
+        if variant in runs:
+            other = runs[variant]["summary"]
+            if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
+                raise SystemExit(f"{name}/{variant}: another test set than sft-grpo")
+            m = other["backtest"]["models"]["grpo"]
+            trained = (other["sft"].get("seconds") or 0) + (other["train"].get("seconds") or 0)
+            out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+                       f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
+    for key, label in (("rule", "rule scorer (the methodology)"), ("gbm", "gradient boosting (`baseline`)")):
+        m = bt["models"][key]
+        secs = s["baseline"].get("seconds") if key == "gbm" else None
+        out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} | – | {_minutes(secs)} | – |")
+
+    out += ["", "**GRPO − SFT**, paired bootstrap by fund (2,000 resamples of the test funds, 95 % interval):", ""]
+    out += ["| metric | GRPO − SFT | 95 % interval |", "|---|---|---|"]
+    expert = [r["expert_grade"] for r in per_fund]
+    groups = [r["fund_id"] for r in per_fund]
+    for metric in ("exact", "qwk"):
+        b = paired_bootstrap(expert, [r["grpo_grade"] for r in per_fund], [r["sft_grade"] for r in per_fund], groups, grades, metric)
+        out.append(f"| {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
+    curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
+    if curve:
+        out += ["", "GRPO's greedy validation agreement at each evaluation (step 0 is its SFT start): "
+                + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in curve) + "."]
+    if "headroom" in main:
+        h = next(iter(main["headroom"].values()))
+        out += ["", f"**Sampling headroom of the SFT start** (`sampling_headroom.py`, {h['n']} test share classes, "
+                f"k = {h['k']}, temperature {h['temperature']}): GRPO sharpens towards what the policy's samples agree on, "
+                "so it has room where maj@k beats greedy.", "", "| decision | exact | within one | QWK | Spearman |", "|---|---|---|---|---|"]
+        for label, m in h["decisions"].items():
+            out.append(f"| {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
+        out += ["", f"pass@{h['k']} {h['pass_at_k']:.3f}; the samples disagree on {h['disagree']:.1%} of the funds."]
+    if bench:
+        rows = ", ".join(f"{k} {_minutes(v)}" for k, v in stage.items())
+        out += ["", f"**Time and memory** (`python benchmarks/pipeline.py --profile {' '.join(bench['profiles'])} --keep`, "
+                f"{bench['nproc']} cores): `dvc repro` {_minutes(bench['total_seconds'])} min in all ({rows} min); "
+                f"peak memory of one process {bench['peak_rss_mb']} MB."]
+    return out + [""]
+
+
+def report() -> str:
+    lines = [
+        "# Pretrained evaluators on CPU",
+        "",
+        "Generated by `python benchmarks/pretrained.py report` from the runs collected under",
+        "`benchmarks/results/pretrained/` (commands in the script's docstring). Figures are exact agreement with",
+        "the experts' grades, within one grade, quadratic weighted kappa and Spearman on the test funds; an",
+        "invalid answer counts as the middle grade. \"cites evidence\" is the evidence reward: does the reasoning",
+        "name the criteria that weigh most for the fund, on the right side. Times are on 2 CPU cores.",
+        "",
+    ]
+    for dataset in sorted(p.name for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.exists() else []:
+        runs = {}
+        for folder in sorted((RESULTS / dataset).iterdir()):
+            run = {"summary": json.loads((folder / "summary.json").read_text()),
+                   "per_fund": [json.loads(line) for line in (folder / "per_fund.jsonl").read_text().splitlines()]}
+            if (folder / "headroom.json").exists():
+                run["headroom"] = json.loads((folder / "headroom.json").read_text())
+            runs[folder.name] = run
+        lines += dataset_section(dataset, runs)
+    notes = HERE / "pretrained_notes.md"
+    if notes.exists():  # the measured reasons, written by hand beside the generated tables
+        lines += [notes.read_text(encoding="utf-8").strip(), ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("run", type=Path)
+    c.add_argument("--dataset", required=True)
+    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO])
+    sub.add_parser("report")
+    args = ap.parse_args()
+    if args.command == "collect":
+        print(f"collected into {collect(args.run, args.dataset, args.variant)}")
+    else:
+        PAGE.write_text(report() + "\n", encoding="utf-8")
+        print(f"wrote {PAGE}")
+
+
+if __name__ == "__main__":
+    main()
