@@ -113,14 +113,17 @@ def locate(spec: GgufSpec, scratch: Path) -> Path:
     path = folder / spec.file
     if path.is_file():
         return path
-    module = importlib.import_module(spec.package)  # only packages that do not ship the file whole get here
-    if hasattr(module, "assemble"):
-        try:
-            return Path(module.assemble(scratch / spec.file))
-        except (OSError, ValueError) as e:
-            raise PretrainedError(f"model.pretrained: {spec.package}.assemble failed ({e}); reinstall its parts: {SETUP_HINT}") from e
     present = sorted(p.name for p in folder.glob("*.gguf"))
-    raise PretrainedError(f"model.pretrained: package {spec.package!r} has no file {spec.file!r}; it has {present or 'no .gguf file'}")
+    if present:  # a package that ships whole files: the name is wrong
+        raise PretrainedError(f"model.pretrained: package {spec.package!r} has no file {spec.file!r}; it has {present}")
+    try:  # a package that ships its file in parts and assembles it (only such packages are imported)
+        assemble = importlib.import_module(spec.package).assemble
+    except (ImportError, AttributeError) as e:
+        raise PretrainedError(f"model.pretrained: package {spec.package!r} has no .gguf file and cannot assemble one ({e})") from e
+    try:
+        return Path(assemble(scratch / spec.file))
+    except (OSError, ValueError) as e:
+        raise PretrainedError(f"model.pretrained: {spec.package}.assemble failed ({e}); reinstall its parts: {SETUP_HINT}") from e
 
 
 def inspect_gguf(path: Path) -> dict[str, Any]:

