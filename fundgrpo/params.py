@@ -116,12 +116,16 @@ class PrepareParams:
     # full: each metric's value, peer median and percentile; compact: percentiles and weights
     # only (about half the tokens for a pretrained tokenizer: prefill dominates CPU generation)
     prompt_style: str = "full"
+    # brief: the reasoning cites the weightiest criteria; weighted: it also states their weighted
+    # mean percentile before the score and grade (reasoning first: a step GRPO can sharpen)
+    answer_style: str = "brief"
     out_dir: str = "data/prepared"
 
     def __post_init__(self) -> None:
-        from fundgrpo.prompts import PROMPT_STYLES
+        from fundgrpo.prompts import ANSWER_STYLES, PROMPT_STYLES
 
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
+        _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
 
 
 @dataclass(frozen=True)

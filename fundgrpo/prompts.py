@@ -26,6 +26,7 @@ TEXT = {
         "top": "{label} top {n}%",
         "bottom": "{label} bottom {n}%",
         "sep": "; ",
+        "weighted": "weighted {pct}",
         # compact style: one short line per criterion, percentiles only
         "c_system": "You rate funds by the house methodology. Answer only with JSON.",
         "c_head": "{name}. Category: {category} ({peers} peers).\nPercentile among peers (100 = best), weight:",
@@ -46,6 +47,7 @@ TEXT = {
         "top": "{label} 상위 {n}%",
         "bottom": "{label} 하위 {n}%",
         "sep": "; ",
+        "weighted": "가중 백분위 {pct}",
         "c_system": "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요.",
         "c_head": "{name}. 유형: {category} (비교 펀드 {peers}개).\n유형 내 백분위(100 = 최고), 가중치:",
         "c_line": "{label} {pct} ({tag})",
@@ -55,6 +57,7 @@ TEXT = {
     },
 }
 PROMPT_STYLES = ("full", "compact")
+ANSWER_STYLES = ("brief", "weighted")
 # Words a reasoning uses to place a fund among its peers, by language.
 TOP_WORDS = {"en": "top", "ko": "상위"}
 BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
@@ -159,12 +162,34 @@ def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]
     return [cid for _, cid in sorted(pull, reverse=True)[: rubric.get("cite_top", 3)]]
 
 
-def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> str:
+def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> float | None:
+    """The criteria's weighted mean percentile, weights renormalised over the criteria with data
+    (the rule scorer's composite, before any ranking), or None when no criterion has data.
+
+    >>> r = {"criteria": [{"id": "a", "weight": 0.75}, {"id": "b", "weight": 0.25}, {"id": "c", "weight": 0.5}]}
+    >>> weighted_percentile(r, {"a": {"pct": 80.0}, "b": {"pct": 40.0}, "c": {"pct": float("nan")}})
+    70.0
+    """
+    present = [(c["weight"], evidence[c["id"]]["pct"]) for c in rubric["criteria"]
+               if evidence[c["id"]]["pct"] is not None and not math.isnan(evidence[c["id"]]["pct"])]
+    total = sum(w for w, _ in present)
+    return sum(w * p for w, p in present) / total if total else None
+
+
+def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "brief") -> str:
     """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
 
     Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
-    rounded up to a multiple of 10 so that the claim is true and short.
+    rounded up to a multiple of 10 so that the claim is true and short. `style` "weighted" ends
+    with the weighted mean percentile ("...; weighted 64"): the answer states the weighted
+    evidence before the score and grade that follow from it.
+
+    >>> r = {"language": "en", "cite_top": 1, "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
+    >>> reasoning_text(r, {"s": {"pct": 71.0}}), reasoning_text(r, {"s": {"pct": 71.0}}, "weighted")
+    ('Sharpe ratio top 30%', 'Sharpe ratio top 30%; weighted 71')
     """
+    if style not in ANSWER_STYLES:
+        raise ValueError(f"prepare.answer_style must be one of {ANSWER_STYLES}, got {style!r}")
     t = TEXT[rubric["language"]]
     labels = {c["id"]: c["label"] for c in rubric["criteria"]}
     parts = []
@@ -174,6 +199,9 @@ def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]
             parts.append(t["top"].format(label=labels[cid], n=max(10, math.ceil((100 - pct) / 10) * 10)))
         else:
             parts.append(t["bottom"].format(label=labels[cid], n=max(10, math.ceil(pct / 10) * 10)))
+    weighted = weighted_percentile(rubric, evidence)
+    if style == "weighted" and weighted is not None:
+        parts.append(t["weighted"].format(pct=round(weighted)))
     return t["sep"].join(parts)
 
 

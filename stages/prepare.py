@@ -99,7 +99,7 @@ def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = Pre
             evidence,
             params.prompt_style,
         )
-        reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence))
+        reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence, params.answer_style))
         records.append(
             {
                 "share_class_id": str(row["share_class_id"]),

@@ -87,3 +87,20 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
     local_model, local_tokenizer = modelling.load(root / "policy")
     prompts = [r["prompt"] for r in rows]
     assert modelling.generate(model, tokenizer, prompts, 40) == modelling.generate(local_model, local_tokenizer, prompts, 40)
+
+
+def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
+    """metrics/prepare.json's token figures come from the configured pretrained tokenizer (read from the GGUF)."""
+    from stages import prepare
+
+    rubric, _, data = setup
+    tokenizer = prepare.configured_tokenizer(MODEL)
+    compact = prepare.lengths(data["train"], tokenizer)
+    funds = tiny_funds(n_funds=20)
+    rule = meth.rule_score(meth.from_rubric(rubric), funds)
+    funds["expert_grade"], funds["expert_score"] = rule["rule_grade"].astype("Int64"), rule["rule_score"]
+    full_rows, _ = prepare.run(funds, rubric, PrepareParams(train_share=0.6, validation_share=0.1, prompt_style="full"))
+    full = prepare.lengths(full_rows["train"], tokenizer)
+    assert compact["answer_tokens_mean"] == full["answer_tokens_mean"] > 10  # same answers
+    assert compact["prompt_tokens_mean"] < 0.65 * full["prompt_tokens_mean"]
+    assert prepare.configured_tokenizer(ModelParams()) is None  # the embedded tokenizer is trained later, by base
