@@ -50,7 +50,7 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
     with (out / "per_fund.jsonl").open("w") as f:
         for line in (run / "reports/backtest/predictions.jsonl").read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
-            keep = {k: v for k, v in r.items() if k.endswith("_grade") or k.endswith("_valid")}
+            keep = {k: v for k, v in r.items() if k.endswith("_grade") or k.endswith("_valid") or k == "grpo_text"}
             f.write(json.dumps({"share_class_id": r["share_class_id"], "fund_id": fund_of[r["share_class_id"]], **keep}) + "\n")
     if (run / "headroom.json").exists():
         shutil.copy(run / "headroom.json", out / "headroom.json")
@@ -108,13 +108,18 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         secs = s["baseline"].get("seconds") if key == "gbm" else None
         out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} | – | {_minutes(secs)} | – |")
 
-    out += ["", "**GRPO − SFT**, paired bootstrap by fund (2,000 resamples of the test funds, 95 % interval):", ""]
-    out += ["| metric | GRPO − SFT | 95 % interval |", "|---|---|---|"]
-    expert = [r["expert_grade"] for r in per_fund]
-    groups = [r["fund_id"] for r in per_fund]
-    for metric in ("exact", "qwk"):
-        b = paired_bootstrap(expert, [r["grpo_grade"] for r in per_fund], [r["sft_grade"] for r in per_fund], groups, grades, metric)
-        out.append(f"| {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
+    if s["train"].get("kept") == "start":
+        out += ["", f"**GRPO − SFT** is zero by construction: no GRPO evaluation beat the SFT start on greedy validation "
+                f"{s['train'].get('best_metric')} ({s['train'].get('start_value')} at the start, best {s['train'].get('best_value')}), "
+                "so the stage kept the start (`\"kept\": \"start\"` in `metrics/train.json`)."]
+    else:
+        out += ["", "**GRPO − SFT**, paired bootstrap by fund (2,000 resamples of the test funds, 95 % interval):", ""]
+        out += ["| metric | GRPO − SFT | 95 % interval |", "|---|---|---|"]
+        expert = [r["expert_grade"] for r in per_fund]
+        groups = [r["fund_id"] for r in per_fund]
+        for metric in ("exact", "qwk"):
+            b = paired_bootstrap(expert, [r["grpo_grade"] for r in per_fund], [r["sft_grade"] for r in per_fund], groups, grades, metric)
+            out.append(f"| {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
         out += ["", "GRPO's greedy validation agreement at each evaluation (step 0 is its SFT start): "
@@ -127,11 +132,20 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         for label, m in h["decisions"].items():
             out.append(f"| {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
         out += ["", f"pass@{h['k']} {h['pass_at_k']:.3f}; the samples disagree on {h['disagree']:.1%} of the funds."]
+    if p["methodology"]["path"].endswith("_ko.yaml"):
+        texts = [r.get("grpo_text", "") for r in per_fund if r.get("grpo_valid")]
+        reasons = [json.loads(t).get("reasoning", "") for t in texts]
+        hangul = sum(any("\uac00" <= ch <= "\ud7a3" for ch in t) for t in reasons)
+        out += ["", f"Reasoning in Korean: {hangul} of {len(reasons)} valid GRPO answers contain Hangul. Examples:", ""]
+        out += [f"- `{t}`" for t in texts[:3]]
     if bench:
         rows = ", ".join(f"{k} {_minutes(v)}" for k, v in stage.items())
-        out += ["", f"**Time and memory** (`python benchmarks/pipeline.py --profile {' '.join(bench['profiles'])} --keep`, "
-                f"{bench['nproc']} cores): `dvc repro` {_minutes(bench['total_seconds'])} min in all ({rows} min); "
-                f"peak memory of one process {bench['peak_rss_mb']} MB."]
+        total = f"`dvc repro` {_minutes(bench['total_seconds'])} min in all ({rows} min)" if bench.get("total_seconds") else f"{rows} min"
+        out += ["", f"**Time** (`python benchmarks/pipeline.py --profile {' '.join(bench['profiles'])} --keep`, "
+                f"{bench['nproc']} cores): {total}." + (f" {bench['note']}" if bench.get("note") else "")]
+    memory = {name: s[key].get("peak_rss_mb") for name, key in (("SFT", "sft"), ("GRPO", "train"), ("backtest", "backtest"))}
+    out += ["", "**Peak memory** of each stage's process (`peak_rss_mb` in its metrics): "
+            + ", ".join(f"{k} {v} MB" for k, v in memory.items() if v) + "."]
     return out + [""]
 
 
