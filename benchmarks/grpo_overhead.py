@@ -24,11 +24,29 @@ import yaml
 HERE = Path(__file__).resolve().parent
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+def timed(cmd: list[str], cwd: Path) -> tuple[float, int | None]:
+    """Wall seconds and peak RSS in MB (from /usr/bin/time where present) of one process."""
     env = {**os.environ, "PYTHONPATH": str(cwd)}
+    rss_file = cwd / "rss.txt"
+    timer = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file)] if Path("/usr/bin/time").exists() else []
     started = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    subprocess.run(timer + cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    rss = int(rss_file.read_text().split()[-1]) // 1024 if timer else None
+    return seconds, rss
+
+
+def scratch_copy(run: Path, start: str = "sft", **grpo) -> Path:
+    """A copy of a kept run's folder whose models/sft is RUN/models/<start> (linked, not copied)
+    and whose params.yaml has `grpo` updated; the run's own outputs stay as they are."""
+    scratch = Path(tempfile.mkdtemp(prefix="grpo-scratch-")) / "repo"
+    shutil.copytree(run, scratch, symlinks=True, ignore=shutil.ignore_patterns("models", "mlartifacts", "mlflow.db", "cache", "tmp", ".dvc", ".git"))
+    (scratch / "models").mkdir()
+    (scratch / "models" / "sft").symlink_to((run / "models" / start).absolute())
+    params = yaml.safe_load((scratch / "params.yaml").read_text(encoding="utf-8"))
+    params["grpo"].update(grpo)
+    (scratch / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return scratch
 
 
 def main() -> None:
@@ -37,18 +55,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=2)
     args = ap.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="grpo-overhead-")) / "repo"
-    shutil.copytree(args.run, scratch, symlinks=True, ignore=shutil.ignore_patterns("models", "mlartifacts", "mlflow.db", "cache", "tmp"))
-    (scratch / "models").mkdir()
-    (scratch / "models" / "sft").symlink_to((args.run / "models" / "sft").absolute())
-    params = yaml.safe_load((scratch / "params.yaml").read_text(encoding="utf-8"))
-    params["grpo"].update(max_steps=args.steps, eval_steps=0, save_steps=0, logging_steps=1)
-    (scratch / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    scratch = scratch_copy(args.run, max_steps=args.steps, eval_steps=0, save_steps=0, logging_steps=1)
     pairs = []
     for _ in range(args.pairs):
-        stage = timed([sys.executable, "-m", "stages.train"], scratch)
-        bare = timed([sys.executable, str(HERE / "bare_grpo.py"), str(scratch / "bare_policy")], scratch)
-        pairs.append({"stage_s": round(stage, 1), "bare_s": round(bare, 1), "ratio": round(stage / bare, 3)})
+        stage, stage_rss = timed([sys.executable, "-m", "stages.train"], scratch)
+        bare, bare_rss = timed([sys.executable, str(HERE / "bare_grpo.py"), str(scratch / "bare_policy")], scratch)
+        pairs.append({"stage_s": round(stage, 1), "bare_s": round(bare, 1), "ratio": round(stage / bare, 3),
+                      "stage_peak_rss_mb": stage_rss, "bare_peak_rss_mb": bare_rss})
         print(pairs[-1], flush=True)
     shutil.rmtree(scratch.parent, ignore_errors=True)
     result = {"steps": args.steps, "pairs": pairs, "median_ratio": round(statistics.median(p["ratio"] for p in pairs), 3)}

@@ -52,8 +52,9 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
             r = json.loads(line)
             keep = {k: v for k, v in r.items() if k.endswith("_grade") or k.endswith("_valid") or k == "grpo_text"}
             f.write(json.dumps({"share_class_id": r["share_class_id"], "fund_id": fund_of[r["share_class_id"]], **keep}) + "\n")
-    if (run / "headroom.json").exists():
-        shutil.copy(run / "headroom.json", out / "headroom.json")
+    for extra in ("headroom.json", "overhead.json", "from_instruct.json"):  # written into the run by the benchmarks above
+        if (run / extra).exists():
+            shutil.copy(run / extra, out / extra)
     return out
 
 
@@ -132,6 +133,20 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         for label, m in h["decisions"].items():
             out.append(f"| {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
         out += ["", f"pass@{h['k']} {h['pass_at_k']:.3f}; the samples disagree on {h['disagree']:.1%} of the funds."]
+    if "from_instruct" in main:
+        f = main["from_instruct"]
+        valid = [r["json_reward"] for r in f["per_step"] if r.get("json_reward") is not None]
+        out += ["", f"**GRPO straight from the instruct model** (no SFT; `grpo_from_instruct.py`, {f['steps']} steps of "
+                f"{p['grpo']['per_device_train_batch_size']} completions, {f['seconds'] / 60:.1f} min): valid-JSON share of its samples "
+                "per step " + ", ".join(f"{v:.2f}" for v in valid) + "; mean reward per step "
+                + ", ".join(f"{r['reward']:.2f}" for r in f["per_step"]) + "; spread within groups (reward_std) "
+                + ", ".join(f"{r['reward_std']:.2f}" for r in f["per_step"]) + "."]
+    if "overhead" in main:
+        o = main["overhead"]
+        out += ["", f"**Pipeline overhead** (`grpo_overhead.py`, {o['steps']} GRPO steps, evaluation and checkpoints off, "
+                "the `train` stage and a bare TRL `GRPOTrainer` script as whole processes, alternately): "
+                + "; ".join(f"stage {q['stage_s']:.0f} s vs bare {q['bare_s']:.0f} s (peak {q.get('stage_peak_rss_mb')} vs {q.get('bare_peak_rss_mb')} MB)" for q in o["pairs"])
+                + f"; median ratio {o['median_ratio']:.3f}."]
     if p["methodology"]["path"].endswith("_ko.yaml"):
         texts = [r.get("grpo_text", "") for r in per_fund if r.get("grpo_valid")]
         reasons = [json.loads(t).get("reasoning", "") for t in texts]
@@ -165,8 +180,9 @@ def report() -> str:
         for folder in sorted((RESULTS / dataset).iterdir()):
             run = {"summary": json.loads((folder / "summary.json").read_text()),
                    "per_fund": [json.loads(line) for line in (folder / "per_fund.jsonl").read_text().splitlines()]}
-            if (folder / "headroom.json").exists():
-                run["headroom"] = json.loads((folder / "headroom.json").read_text())
+            for extra in ("headroom", "overhead", "from_instruct"):
+                if (folder / f"{extra}.json").exists():
+                    run[extra] = json.loads((folder / f"{extra}.json").read_text())
             runs[folder.name] = run
         lines += dataset_section(dataset, runs)
     notes = HERE / "pretrained_notes.md"
