@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Callable
 
 # No hub, no telemetry: nothing here may download or phone home (see README).
@@ -29,11 +30,33 @@ class StageError(Exception):
     """A stage cannot go on; the message is meant for the user as it is."""
 
 
+def stage_help(name: str, argv: list[str] | None = None) -> None:
+    """`python -m stages.<name> --help`: the stage's docstring and what it reads and writes
+    (its entry in dvc.yaml, the one place that says so); exits 0 without running anything."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not {"-h", "--help"} & set(argv):
+        return
+    import yaml
+
+    import importlib
+
+    print(f"python -m stages.{name}\n\n{(importlib.import_module(f'stages.{name}').__doc__ or '').strip()}\n")
+    dvc_yaml = Path("dvc.yaml") if Path("dvc.yaml").exists() else Path(__file__).resolve().parents[1] / "dvc.yaml"
+    entry = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {}).get(name, {})
+    for key, label in (("params", "params.yaml sections"), ("deps", "reads"), ("outs", "writes"), ("metrics", "metrics"), ("plots", "plots")):
+        items = [next(iter(i)) if isinstance(i, dict) else i for i in entry.get(key, [])]
+        if items:
+            print(f"{label}: {', '.join(map(str, items))}")
+    print("\nParameters come from params.yaml (apply a profile with `python -m fundgrpo.profiles apply NAME`); run the DAG with `dvc repro`.")
+    sys.exit(0)
+
+
 def run_stage(name: str, body: Callable[[], object]) -> None:
     """Run a stage body; expected failures print one clear message and exit 1."""
     from fundgrpo.methodology import MethodologyError
     from fundgrpo.params import ParamsError
 
+    stage_help(name)
     offline()
     try:
         body()

@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 
 from fundgrpo import synthetic
+from fundgrpo.cli import stage_help
 from fundgrpo.params import SyntheticParams, load_params
 
 
@@ -27,6 +28,7 @@ def run(params: SyntheticParams) -> dict[str, pd.DataFrame]:
 def main(argv: list[str] | None = None) -> int:
     """Optional arguments are profile files overlaid on params.yaml."""
     argv = sys.argv[1:] if argv is None else argv
+    stage_help("generate", argv)
     params = load_params("params.yaml", *argv).synthetic
     frames = run(params)
     out_dir = synthetic.write(params, (frames["funds"], frames["returns"]))

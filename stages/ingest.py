@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo import navmetrics
+from fundgrpo.cli import stage_help
 from fundgrpo.canonical import BY_NAME, COLUMNS
 from fundgrpo.io import write_parquet
 from fundgrpo.params import IngestParams, load_params
@@ -366,6 +367,7 @@ def summary(table: pd.DataFrame) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Optional arguments are profile files overlaid on params.yaml."""
     argv = sys.argv[1:] if argv is None else argv
+    stage_help("ingest", argv)
     params = load_params("params.yaml", *argv).ingest
     try:
         table = run(params)
