@@ -159,9 +159,10 @@ def counts(df: pd.DataFrame) -> dict[str, Any]:
     """Row counts the report must show, so no row is lost without a number."""
     n = len(df)
     labelled = int(df["expert_grade"].notna().sum()) if "expert_grade" in df else 0
-    # An absent history column means every row lacks that history.
-    missing = {c: int(df[c].isna().sum()) if c in df else n for c in HISTORY}
-    any_missing = n if any(c not in df for c in HISTORY) else int(df[list(HISTORY)].isna().any(axis=1).sum())
+    # Only columns the source has: an export without 10-year returns is not "missing" them row by row.
+    present = [c for c in HISTORY if c in df]
+    missing = {c: int(df[c].isna().sum()) for c in present}
+    any_missing = int(df[present].isna().any(axis=1).sum()) if present else 0
     return {
         "rows": n,
         "columns": len(df.columns),
@@ -172,6 +173,7 @@ def counts(df: pd.DataFrame) -> dict[str, Any]:
         "unlabelled_rows": n - labelled,
         "rows_missing_history": missing,
         "rows_missing_any_history": any_missing,
+        "history_columns_absent": [c for c in HISTORY if c not in df],
         "nulls": {str(c): int(v) for c, v in df.isna().sum().items()},
     }
 
@@ -255,7 +257,8 @@ def summary_html(summary: dict, data_docs: bool = False) -> str:
         ("labelled rows (expert_grade)", c["labelled_rows"]),
         ("unlabelled rows (not trainable, kept in the table)", c["unlabelled_rows"]),
         *((f"rows missing {k}", v) for k, v in c["rows_missing_history"].items()),
-        ("rows missing any of " + ", ".join(c["rows_missing_history"]), c["rows_missing_any_history"]),
+        *([("rows missing any of " + ", ".join(c["rows_missing_history"]), c["rows_missing_any_history"])] if c["rows_missing_history"] else []),
+        *((f"{k}: not in the source (no row counted as missing it)", "–") for k in c.get("history_columns_absent", [])),
     ]
     checks = "".join(
         f"<tr class='{'ok' if ch['success'] else 'bad'}'><td>{'pass' if ch['success'] else 'FAIL'}</td>"
@@ -302,7 +305,8 @@ def main() -> None:
         io.write_parquet(df, p.validate.out)
         print(
             f"validate: {c['rows']} rows, {c['funds']} funds, {c['categories']} categories, "
-            f"{c['unlabelled_rows']} unlabelled, {c['rows_missing_any_history']} missing 5y/10y history; "
+            f"{c['unlabelled_rows']} unlabelled, {c['rows_missing_any_history']} missing {'/'.join(c['rows_missing_history']) or 'no'} history"
+            + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "") + "; "
             f"{result.summary['expectations']['evaluated']} expectations passed; report {result.report}"
         )
 

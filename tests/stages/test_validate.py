@@ -167,3 +167,14 @@ def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
     assert counts["rows"] == len(df) > 2000
     # young share classes lack 5y/10y history: counted in the report, not dropped
     assert 0 < counts["rows_missing_history"]["return_5y"] < counts["rows_missing_history"]["return_10y"] < len(df)
+
+
+def test_a_history_column_the_source_lacks_is_named_not_counted_as_missing(tmp_path: Path) -> None:
+    """An export without 10-year returns: its rows are not 'missing 10y history' one by one."""
+    df = frame().drop(columns=["return_10y"])
+    result = run(df, PARAMS, tmp_path / "report")
+    counts = json.loads((tmp_path / "report" / "summary.json").read_text())["counts"]
+    assert counts["rows_missing_history"] == {"return_5y": 3}
+    assert counts["rows_missing_any_history"] == 3 and counts["history_columns_absent"] == ["return_10y"]
+    page = (tmp_path / "report" / "summary.html").read_text()
+    assert "return_10y: not in the source" in page and "rows missing return_10y" not in page
