@@ -31,12 +31,13 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from fundgrpo import profiles
 from fundgrpo import baselines  # noqa: E402
 from fundgrpo import methodology as meth  # noqa: E402
 from fundgrpo.evaluation import grade_metrics  # noqa: E402
 from fundgrpo.params import PrepareParams, load_params  # noqa: E402
-from stages import ingest  # noqa: E402
-from stages.prepare import split_of  # noqa: E402
+from fundgrpo import ingestion as ingest  # noqa: E402
+from fundgrpo.preparation import split_of  # noqa: E402
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
 COMMAND = ".venv/bin/python benchmarks/real_experts.py"
@@ -44,7 +45,7 @@ COMMAND = ".venv/bin/python benchmarks/real_experts.py"
 
 def load(csv: str | None):
     """(params, canonical table, methodology) with the morningstar profile over params.yaml."""
-    p = load_params(REPO / "params.yaml", REPO / "profiles" / "morningstar.yaml")
+    p = profiles.load("morningstar", REPO / "params.yaml", REPO / "profiles")
     ing = dataclasses.replace(p.ingest, batches_dir="")  # synthetic monitoring batches must not be laid over
     if csv:
         ing = dataclasses.replace(ing, path=str(Path(csv).resolve()))

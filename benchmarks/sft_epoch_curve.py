@@ -16,7 +16,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-import stages.sft as sft
+from fundgrpo import sft
 from fundgrpo import io, modelling
 from fundgrpo.backtesting import metrics, predictions_from_texts
 from fundgrpo.methodology import load_compiled

@@ -74,7 +74,7 @@ def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
 def stage_order(root: Path) -> list[str]:
     """The pipeline's stages in DVC's dependency order, read from DVC itself (`dvc dag --dot`)."""
     done = subprocess.run(
-        [sys.executable, "-m", "dvc", "dag", "--dot"], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "dvc", "dag", "--dot", "dvc.yaml"], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=120
     )
     if done.returncode != 0:
         raise RuntimeError(f"dvc dag failed in {root}: {done.stderr.strip() or done.stdout.strip()}")

@@ -58,7 +58,7 @@ def load_batch(path: str, name: str, params: Params) -> pd.DataFrame:
 
 @task(name="validate-batch", task_run_name="validate {name}", cache_policy=NO_CACHE)
 def validate_batch(table: pd.DataFrame, name: str, params: Params, report_dir: str):
-    from stages.validate import validate_frame
+    from fundgrpo.validation import validate_frame
 
     return validate_frame(table, params.validate, Path(report_dir))
 
@@ -185,7 +185,7 @@ def _drift_figures(data: drift.DataDrift, pred: drift.PredictionDrift) -> dict[s
 
 def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool, retries: int, retry_delay_s: float, day: str) -> dict[str, Any]:
     """One batch from the watched folder to its verdict (and relearning); returns its summary."""
-    from stages.ingest import IngestError
+    from fundgrpo.ingestion import IngestError
 
     logger = get_run_logger()
     name = batches.name_of(path)

@@ -41,8 +41,11 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
     import importlib
 
     print(f"python -m stages.{name}\n\n{(importlib.import_module(f'stages.{name}').__doc__ or '').strip()}\n")
-    dvc_yaml = Path("dvc.yaml") if Path("dvc.yaml").exists() else Path(__file__).resolve().parents[1] / "dvc.yaml"
-    entry = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {}).get(name, {})
+    root = Path(".") if Path("dvc.yaml").exists() else Path(__file__).resolve().parents[1]
+    entry = {}
+    for dvc_yaml in (root / "dvc.yaml", root / "synthetic" / "dvc.yaml"):  # generate lives in the second
+        if dvc_yaml.exists():
+            entry = entry or yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {}).get(name, {})
     for key, label in (("params", "params.yaml sections"), ("deps", "reads"), ("outs", "writes"), ("metrics", "metrics"), ("plots", "plots")):
         items = [next(iter(i)) if isinstance(i, dict) else i for i in entry.get(key, [])]
         if items:
@@ -57,6 +60,11 @@ def run_stage(name: str, body: Callable[[], object]) -> None:
     from fundgrpo.params import ParamsError
 
     stage_help(name)
+    if sys.argv[1:]:
+        # One way to choose parameters: params.yaml, as DVC sees it.
+        print(f"{name}: unexpected argument(s) {sys.argv[1:]}: stages read params.yaml only; apply a profile "
+              "with `python -m fundgrpo.profiles apply NAME` or set a value with `dvc exp run -S key=value`", file=sys.stderr)
+        sys.exit(2)
     offline()
     try:
         body()

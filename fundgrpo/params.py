@@ -1,7 +1,9 @@
 """One frozen dataclass per `params.yaml` section, and a strict loader.
 
-Unknown keys are an error (a typo in params.yaml must not be silently ignored),
-missing keys take the defaults shown here, so the defaults are visible in one place.
+This file is the one home of the default values: params.yaml is generated from it
+(`python -m fundgrpo.params > params.yaml`, comments included) and a test keeps the
+committed params.yaml equal to it. Unknown keys are an error (a typo in params.yaml must
+not be silently ignored); enumerated settings are checked at load.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ class SyntheticParams:
     """The embedded synthetic fund universe (documented as synthetic in the README)."""
 
     seed: int = 7
-    n_funds: int = 240
-    max_share_classes: int = 3
+    n_funds: int = 1000
+    max_share_classes: int = 2
     n_months: int = 72  # monthly history; funds launched later have less
     start: str = "2019-01"
     categories: tuple[str, ...] = (
@@ -52,27 +54,40 @@ class SyntheticParams:
 
 @dataclass(frozen=True)
 class ReturnsSourceParams:
-    """Monthly NAV or return series (long format) plus a fund attributes table."""
+    """Monthly NAV or return series (long format) plus a fund attributes table, in `ingest.path`."""
 
-    series_path: str = "data/raw/synthetic/returns.csv"
-    attributes_path: str = "data/raw/synthetic/funds.csv"
+    series_file: str = "returns.csv"
+    attributes_file: str = "funds.csv"
     id_column: str = "share_class_id"
     date_column: str = "month"
     value_column: str = "return"  # a monthly return (decimal) or a NAV level
-    value_kind: str = "return"  # "return" | "nav"
+    value_kind: str = "return"  # return | nav
     benchmark_column: str = "benchmark_return"  # same kind as value_kind
     risk_free_rate: float = 0.02  # annual, decimal
+
+    def __post_init__(self) -> None:
+        _choice("ingest.returns.value_kind", self.value_kind, ("return", "nav"))
 
 
 @dataclass(frozen=True)
 class IngestParams:
-    """Where the fund data comes from and how its columns map to the canonical table."""
+    """Where the fund data comes from and how its columns map to the canonical table.
+    `ingest.path` is a DVC dependency of the stage: editing the file reruns ingest."""
 
-    source: str = "returns"  # "returns" (NAV/return series) | "table" (screener CSV/Parquet)
-    path: str = ""  # for source=table
-    encoding: str = "auto"  # "auto" tries utf-8-sig, then cp949, then latin-1
+    source: str = "returns"  # returns (a folder of NAV/return series) | table (a screener CSV/Parquet)
+    path: str = "data/raw/synthetic"  # table: the export file; returns: the folder (the synthetic universe)
+    encoding: str = "auto"  # auto tries utf-8-sig, then cp949, then latin-1
+    delimiter: str = "auto"  # CSV: auto (sniffed among , ; tab |) or the character
+    decimal: str = "."  # . | , (a decimal comma: "1.234,5")
+    na_values: tuple[str, ...] = ()  # cells meaning missing besides blanks, e.g. ["-", "n/a", "--"]
+    unrated: tuple[str, ...] = ()  # expert_grade codes meaning "not rated" (e.g. ["0"]): unlabelled, never a grade
     column_map: dict[str, str] = field(default_factory=dict)  # canonical name -> source column
+    # No id column in the source: build share_class_id from these columns (joined with " | "),
+    # or generate "row-<n>" by data row (stable only while the file keeps its row order).
+    share_class_id_from: tuple[str, ...] = ()
+    share_class_id_generate: bool = False
     fund_id_from: tuple[str, ...] = ()  # derive fund_id from these source columns when absent
+    fund_id_strip: tuple[str, ...] = ()  # regexes removed from those values first (plan suffixes: Direct, Regular, Acc, Inc)
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
     drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
     returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
@@ -80,6 +95,13 @@ class IngestParams:
     # the source; the newest snapshot of a share class wins. Absent or empty: the source alone.
     batches_dir: str = "data/batches"
     out: str = "data/canonical/funds.parquet"
+
+    def __post_init__(self) -> None:
+        _choice("ingest.source", self.source, ("returns", "table"))
+        _choice("ingest.delimiter", self.delimiter, ("auto", ",", ";", "\t", "|"))
+        _choice("ingest.decimal", self.decimal, (".", ","))
+        if self.share_class_id_from and self.share_class_id_generate:
+            raise ParamsError("ingest: set share_class_id_from or share_class_id_generate, not both")
 
 
 @dataclass(frozen=True)
@@ -176,7 +198,7 @@ class LoraParams:
 @dataclass(frozen=True)
 class SftParams:
     enabled: bool = True
-    epochs: float = 3.0
+    epochs: float = 10.0
     learning_rate: float = 1e-3
     batch_size: int = 16
     max_length: int = 512
@@ -189,9 +211,9 @@ class SftParams:
 @dataclass(frozen=True)
 class RewardWeights:
     json: float = 1.0
-    grade: float = 1.0
-    score: float = 0.5
-    evidence: float = 0.5
+    grade: float = 2.0
+    score: float = 0.25
+    evidence: float = 0.25
     length: float = 0.25
     judge: float = 0.0  # used only when grpo.judge.enabled
 
@@ -217,7 +239,7 @@ class JudgeParams:
 @dataclass(frozen=True)
 class GrpoParams:
     max_steps: int = 100
-    learning_rate: float = 3e-4
+    learning_rate: float = 1e-4  # 3e-4 drifted a well-trained SFT policy; 1e-3 collapses the format
     warmup_steps: int = 10
     lr_scheduler_type: str = "constant_with_warmup"
     per_device_train_batch_size: int = 64  # completions, not prompts
@@ -232,12 +254,12 @@ class GrpoParams:
     scale_rewards: str = "group"
     reward_weights: RewardWeights = field(default_factory=RewardWeights)
     score_tolerance: float = 25.0  # score reward falls to 0 at this distance
-    grade_step_penalty: float = 0.5  # grade reward lost per grade off (1.0 = exact match only)
-    reasoning_chars: tuple[int, int] = (20, 200)  # length reward's target band
+    grade_step_penalty: float = 1.0  # grade reward lost per grade off (1.0 = exact match only; 0.5 half credit one off)
+    reasoning_chars: tuple[int, int] = (20, 160)  # length reward's target band
     logging_steps: int = 5
-    eval_steps: int = 0  # >0: mean reward on validation prompts every N steps; the best is kept
+    eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
     eval_prompts: int = 32  # validation prompts per evaluation
-    save_steps: int = 0  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
+    save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
     # What picks the kept model among the start and the checkpoints: `reward` (TRL's mean reward
     # of sampled answers to `eval_prompts` validation prompts) or the agreement of greedy answers
     # with the experts on every validation prompt: exact | within_one | qwk | spearman.
@@ -436,12 +458,9 @@ def read_yaml(path: str | Path) -> dict:
     return data
 
 
-def load_params(path: str | Path = "params.yaml", *profiles: str | Path) -> Params:
-    """Read params.yaml, optionally overlaid by profile files, into `Params`."""
-    data = read_yaml(path) if Path(path).exists() else {}
-    for profile in profiles:
-        data = deep_merge(data, read_yaml(profile))
-    return from_dict(Params, data)
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read params.yaml into `Params` (profiles are applied into params.yaml, see fundgrpo.profiles)."""
+    return from_dict(Params, read_yaml(path) if Path(path).exists() else {})
 
 
 def to_dict(params: Any) -> dict:
@@ -455,3 +474,73 @@ def to_dict(params: Any) -> dict:
         return v
 
     return plain(dataclasses.asdict(params))
+
+
+# -------------------------------------------------------------------- rendering
+
+HEADER = """\
+# fund-grpo parameters: one section per stage. GENERATED from fundgrpo/params.py, the one
+# home of the defaults (`python -m fundgrpo.params > params.yaml`); a test keeps the two equal.
+# Choose values without editing this by hand: `python -m fundgrpo.profiles apply <name>`
+# (profiles/), or `dvc exp run -S section.key=value`.
+"""
+
+
+def _comments(cls: type) -> dict[str, tuple[list[str], str]]:
+    """Field name -> (comment lines just above it, its trailing comment), from the class source."""
+    import inspect
+    import re
+
+    out: dict[str, tuple[list[str], str]] = {}
+    above: list[str] = []
+    for line in inspect.getsource(cls).splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            above.append(stripped[1:].strip())
+            continue
+        m = re.match(r"\s{4}(\w+): [^#]*?(?:#\s?(.*))?$", line)
+        if m and m.group(1) in {f.name for f in dataclasses.fields(cls)}:
+            out[m.group(1)] = (above, (m.group(2) or "").strip())
+        above = []
+    return out
+
+
+def _scalar(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1000).strip()
+    return text[: -len("...")].strip() if text.endswith("...") else text
+
+
+def _render(obj: Any, indent: int) -> list[str]:
+    lines: list[str] = []
+    notes = _comments(type(obj))
+    pad = " " * indent
+    for f in dataclasses.fields(obj):
+        above, trailing = notes.get(f.name, ([], ""))
+        lines += [f"{pad}# {c}" for c in above]
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            lines.append(f"{pad}{f.name}:" + (f"  # {trailing}" if trailing else ""))
+            lines += _render(value, indent + 2)
+        else:
+            plain = to_dict(value) if dataclasses.is_dataclass(value) else (list(value) if isinstance(value, tuple) else value)
+            lines.append(f"{pad}{f.name}: {_scalar(plain)}" + (f"  # {trailing}" if trailing else ""))
+    return lines
+
+
+def render(params: Params | None = None) -> str:
+    """params.yaml for `params` (the defaults): every key, with the comments of this file."""
+    params = params or Params()
+    lines = [HEADER]
+    for f in dataclasses.fields(params):
+        section = getattr(params, f.name)
+        doc = (type(section).__doc__ or "").strip()
+        if doc and not doc.startswith(type(section).__name__ + "("):
+            lines += [f"# {line.strip()}".rstrip() for line in doc.splitlines()]
+        lines.append(f"{f.name}:")
+        lines += _render(section, 2)
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

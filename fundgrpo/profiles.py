@@ -36,6 +36,11 @@ def merged(names: str | list[str], params_path: Path = Path("params.yaml"), prof
     return data
 
 
+def load(names: str | list[str], params_path: Path = Path("params.yaml"), profiles_dir: Path = Path("profiles")) -> Params:
+    """The typed params that `apply` would write (for tests and benchmarks that must not write)."""
+    return from_dict(Params, merged(names, params_path, profiles_dir))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["apply", "show"])

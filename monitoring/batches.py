@@ -47,9 +47,9 @@ def name_of(path: Path) -> str:
 
 def load(path: Path, params: IngestParams) -> pd.DataFrame:
     """The batch as a canonical table (the ingest stage's table reader and mapping); `as_of` is kept."""
-    from stages import ingest
+    from fundgrpo import ingestion as ingest
 
-    raw = ingest.read_source(path, params.encoding)
+    raw = ingest.read_source(path, params.encoding, params.delimiter)
     table = ingest.to_canonical(raw, replace(params, source="table"), str(path))
     if "as_of" in raw.columns:
         table["as_of"] = raw["as_of"].map(lambda v: None if pd.isna(v) else str(v).strip()).to_numpy()

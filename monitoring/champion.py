@@ -17,7 +17,7 @@ from fundgrpo.params import BacktestParams, PrepareParams
 
 def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams) -> list[dict]:
     """One record per row (labelled or not), with `labelled` and the fund's `split` added."""
-    from stages.prepare import build_records, split_of
+    from fundgrpo.preparation import build_records, split_of
 
     funds = funds.reset_index(drop=True)
     grades = funds["expert_grade"] if "expert_grade" in funds else pd.Series(pd.NA, index=funds.index, dtype="Int64")

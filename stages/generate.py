@@ -1,44 +1,30 @@
-"""Stage `generate`: write the SYNTHETIC fund universe (funds.csv, returns.csv).
+"""Stage `generate`: write the SYNTHETIC fund universe (funds.csv, returns.csv) to `synthetic.out_dir`.
 
     python -m stages.generate            # reads params.yaml, section `synthetic`
+
+Declared in synthetic/dvc.yaml, not in the main dvc.yaml: DVC runs it only when the
+configured source (`ingest.path`) is its output, i.e. for the embedded default.
 """
 
 from __future__ import annotations
 
-import sys
-
-import pandas as pd
-
 from fundgrpo import synthetic
-from fundgrpo.cli import stage_help
-from fundgrpo.params import SyntheticParams, load_params
+from fundgrpo.cli import run_stage
+from fundgrpo.params import load_params
 
 
-def run(params: SyntheticParams) -> dict[str, pd.DataFrame]:
-    """The generated frames: {"funds": attributes + grades, "returns": long monthly series}.
+def main() -> None:
+    def body() -> None:
+        params = load_params().synthetic
+        funds, returns = synthetic.generate(params)
+        out_dir = synthetic.write(params, (funds, returns))
+        print(
+            f"generate: {len(funds)} share classes, {funds['fund_id'].nunique()} funds, "
+            f"{len(returns)} monthly returns -> {out_dir} (synthetic)"
+        )
 
-    >>> frames = run(SyntheticParams(n_funds=6, n_months=40))
-    >>> sorted(frames)
-    ['funds', 'returns']
-    """
-    funds, returns = synthetic.generate(params)
-    return {"funds": funds, "returns": returns}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Optional arguments are profile files overlaid on params.yaml."""
-    argv = sys.argv[1:] if argv is None else argv
-    stage_help("generate", argv)
-    params = load_params("params.yaml", *argv).synthetic
-    frames = run(params)
-    out_dir = synthetic.write(params, (frames["funds"], frames["returns"]))
-    funds = frames["funds"]
-    print(
-        f"generate: {len(funds)} share classes, {funds['fund_id'].nunique()} funds, "
-        f"{len(frames['returns'])} monthly returns -> {out_dir} (synthetic)"
-    )
-    return 0
+    run_stage("generate", body)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

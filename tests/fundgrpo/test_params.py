@@ -1,13 +1,30 @@
 import pytest
 
-from fundgrpo.params import Params, ParamsError, from_dict, load_params
+from fundgrpo import profiles
+from fundgrpo.params import Params, ParamsError, from_dict, load_params, render
 
 
 def test_repo_params_and_profiles_load(repo_root):
     base = load_params(repo_root / "params.yaml")
     assert base.grpo.loss_type == "dapo"
     for profile in sorted((repo_root / "profiles").glob("*.yaml")):
-        load_params(repo_root / "params.yaml", profile)
+        profiles.load(profile.stem, repo_root / "params.yaml", repo_root / "profiles")
+
+
+def test_params_yaml_is_the_defaults_of_params_py(repo_root):
+    """One home for each default: the committed params.yaml is rendered from fundgrpo/params.py."""
+    text = (repo_root / "params.yaml").read_text(encoding="utf-8")
+    if text.startswith("# params.yaml with profile(s)"):
+        pytest.skip("a profile is applied to params.yaml here (`git checkout params.yaml` to compare)")
+    assert text == render(), "params.yaml and fundgrpo/params.py disagree: run `python -m fundgrpo.params > params.yaml`"
+
+
+def test_every_key_of_every_section_is_in_params_yaml():
+    import yaml
+
+    data = yaml.safe_load(render())
+    assert from_dict(Params, data) == Params()
+    assert data["grpo"]["lr_scheduler_type"] == "constant_with_warmup" and data["sft"]["seed"] == 0
 
 
 def test_unknown_key_is_an_error():

@@ -8,7 +8,7 @@ from fundgrpo import methodology as meth
 from fundgrpo import synthetic
 from fundgrpo.params import PrepareParams, SyntheticParams
 from monitoring import champion
-from stages import prepare
+from fundgrpo import preparation as prepare
 from tests.support import REPO
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from fundgrpo import profiles
 from fundgrpo import synthetic
 from fundgrpo.params import load_params
 from monitoring import simulate
 from tests import support
 
-TINY = load_params(support.REPO / "params.yaml", support.REPO / "profiles/tiny.yaml").synthetic
+TINY = profiles.load("tiny", support.REPO / "params.yaml", support.REPO / "profiles").synthetic
 
 
 def drop(root: Path, name: str, table: pd.DataFrame) -> Path:

@@ -11,7 +11,7 @@ import pytest
 from fundgrpo import navmetrics, synthetic
 from fundgrpo.params import IngestParams, MonitorParams, SyntheticParams
 from monitoring import drift, simulate
-from stages import ingest
+from fundgrpo import ingestion as ingest
 
 TINY = SyntheticParams(n_funds=60, max_share_classes=2, n_months=48)  # profiles/tiny.yaml
 DEFAULT = SyntheticParams(n_funds=1000, max_share_classes=2, n_months=72)  # params.yaml

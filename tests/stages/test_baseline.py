@@ -78,7 +78,12 @@ def test_main_writes_metrics_and_predictions(tmp_path):
     train_ids, test_ids = split(df)
     io.write_parquet(df, tmp_path / "validated.parquet")
     io.write_jsonl([{"share_class_id": i} for i in train_ids], tmp_path / "prepared/train.jsonl")
-    io.write_jsonl([{"share_class_id": i} for i in test_ids], tmp_path / "prepared/test.jsonl")
+    by_id = df.set_index("share_class_id")
+    # the rule scorer is right on every test fund but the first, which it puts a grade off
+    test_rows = [{"share_class_id": i, "expert_grade": int(by_id.loc[i, "expert_grade"]), "expert_score": float(by_id.loc[i, "expert_score"]),
+                  "rule_grade": int(by_id.loc[i, "expert_grade"]) % 5 + 1 if n == 0 else int(by_id.loc[i, "expert_grade"]),
+                  "rule_score": float(by_id.loc[i, "expert_score"])} for n, i in enumerate(test_ids)]
+    io.write_jsonl(test_rows, tmp_path / "prepared/test.jsonl")
     io.write_json(RUBRIC, tmp_path / "schema/rubric.json")
     (tmp_path / "params.yaml").write_text(
         "validate: {out: validated.parquet}\nprepare: {out_dir: prepared}\nmethodology: {out_dir: schema}\n"
@@ -88,6 +93,8 @@ def test_main_writes_metrics_and_predictions(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "stages.baseline"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "baseline gbm:" in done.stdout
-    assert json.loads((tmp_path / "out/baseline.json").read_text())["n_test"] == len(test_ids)
+    assert "baseline gbm:" in done.stdout and "baseline rule:" in done.stdout
+    written = json.loads((tmp_path / "out/baseline.json").read_text())
+    assert written["n_test"] == len(test_ids)
+    assert written["rule"]["exact"] == round(1 - 1 / len(test_ids), 4)  # the rule-only evaluation
     assert len(io.read_jsonl(tmp_path / "out/predictions.jsonl")) == len(test_ids)

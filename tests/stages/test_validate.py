@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from fundgrpo import profiles
 from fundgrpo.params import ValidateParams, load_params
 from stages.validate import run, validate_frame
 
@@ -155,11 +156,9 @@ def test_main_writes_validated_table_on_success(tmp_path: Path) -> None:
 
 def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
     profile = REPO / "profiles" / "morningstar.yaml"
-    if not (REPO / "stages" / "ingest.py").exists() or not profile.exists():
-        pytest.skip("stages/ingest.py or profiles/morningstar.yaml not there yet")
-    from stages.ingest import run as ingest_run
+    from fundgrpo.ingestion import run as ingest_run
 
-    params = load_params(REPO / "params.yaml", profile)
+    params = profiles.load("morningstar", REPO / "params.yaml", REPO / "profiles")
     df = ingest_run(dataclasses.replace(params.ingest, path=str(morningstar_csv)), REPO)
     result = run(df, params.validate, tmp_path / "report")
     assert result.success, "\n".join(result.failures)

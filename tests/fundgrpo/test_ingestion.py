@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fundgrpo import profiles
 from fundgrpo import navmetrics, synthetic
 from fundgrpo.canonical import COLUMNS
-from fundgrpo.params import IngestParams, ReturnsSourceParams, SyntheticParams, load_params
-from stages.ingest import IngestError, run
+from fundgrpo.params import IngestParams, ParamsError, ReturnsSourceParams, SyntheticParams, load_params
+from fundgrpo.ingestion import IngestError, run
 
 SCREENER_MAP = {
     "share_class_id": "SecId",
@@ -85,7 +86,7 @@ def test_returns_source_nav_and_attribute_mapping(tmp_path: Path) -> None:
     write(tmp_path / "attrs.csv", attrs)
     params = IngestParams(
         column_map={"share_class_id": "code", "name": "title", "category": "peer", "ongoing_cost": "fee"},
-        returns=ReturnsSourceParams(series_path="nav.csv", attributes_path="attrs.csv", id_column="code",
+        path=".", returns=ReturnsSourceParams(series_file="nav.csv", attributes_file="attrs.csv", id_column="code",
                                     date_column="date", value_column="nav", value_kind="nav",
                                     benchmark_column=""),
     )
@@ -203,9 +204,8 @@ def test_config_mistakes(tmp_path: Path) -> None:
         run(table_params(path, scale={"ongoing_cost": 100.0}), tmp_path)
     with pytest.raises(IngestError, match="'Umbrela' not found; did you mean 'Umbrella'"):
         run(table_params(path, fund_id_from=("Umbrela",)), tmp_path)
-    with pytest.raises(IngestError, match="source must be"):
-        run(IngestParams(source="sql"), tmp_path)
-
+    with pytest.raises(ParamsError, match=r"ingest.source must be one of \[.returns., .table.\], got .sql."):
+        IngestParams(source="sql")
 
 def test_text_in_numeric_column(tmp_path: Path) -> None:
     text = SCREENER_CSV.replace("10.5,", "n/a%,").replace("-2.25,", "abc,")
@@ -232,7 +232,7 @@ def test_expert_grade_text_is_an_error_but_odd_numbers_pass(tmp_path: Path) -> N
 
 
 def test_morningstar_profile(morningstar_csv: Path, repo_root: Path) -> None:
-    params = load_params(repo_root / "params.yaml", repo_root / "profiles/morningstar.yaml").ingest
+    params = profiles.load("morningstar", repo_root / "params.yaml", repo_root / "profiles").ingest
     table = run(params, repo_root)
     raw = pd.read_csv(morningstar_csv, encoding="utf-8-sig", dtype=str)
     assert len(table) == 2761
@@ -291,3 +291,35 @@ def test_generate_then_ingest_end_to_end(tmp_path: Path) -> None:
     assert table["fund_id"].nunique() == 12
     assert table["expert_grade"].dtype == "Int64"
     assert table["name"].str.contains("코리아").any()
+
+
+# --------------------------------------------------- settings for real exports (issue 12)
+
+
+def test_semicolon_decimal_comma_markers_and_unrated(tmp_path: Path) -> None:
+    write(tmp_path / "eu.csv", "Code;Peer;Ret1Y;Stars\nA;x;1,5;0\nB;x;-;4\nC;x;1.234,25;NR\n")
+    params = IngestParams(source="table", path="eu.csv", decimal=",", na_values=("-",), unrated=("0", "NR"),
+                          column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y", "expert_grade": "Stars"})
+    table = run(params, tmp_path)
+    assert table["return_1y"].tolist()[0] == 1.5 and np.isnan(table["return_1y"][1]) and table["return_1y"][2] == 1234.25
+    assert table["expert_grade"].isna().tolist() == [True, False, True] and table.attrs["unrated"] == 2
+
+
+def test_a_marker_not_configured_is_named_with_the_fix(tmp_path: Path) -> None:
+    write(tmp_path / "m.csv", "Code,Peer,Ret1Y\nA,x,1\nB,x,-\nC,x,--\n")
+    params = IngestParams(source="table", path="m.csv", column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"})
+    with pytest.raises(IngestError, match=r"column 'Ret1Y' \(return_1y\) has 2 non-numeric value\(s\): data row 2: '-', data row 3: '--' \(a marker for missing goes in ingest.na_values"):
+        run(params, tmp_path)
+
+
+def test_ids_built_from_columns_generated_or_refused(tmp_path: Path) -> None:
+    write(tmp_path / "i.csv", "Scheme,Plan,Peer\nAlpha Fund - Direct Plan,Growth,x\nAlpha Fund - Regular Plan,Growth,x\nBeta Fund,Growth,x\nBeta Fund,Growth,x\n")
+    base = IngestParams(source="table", path="i.csv", column_map={"name": "Scheme", "category": "Peer"},
+                        fund_id_from=("Scheme",), fund_id_strip=(r"\s*-\s*(direct|regular)\b.*$",))
+    with pytest.raises(IngestError, match=r"share_class_id_from \['Scheme', 'Plan'\] gives 1 id\(s\) to more than one row: 'Beta Fund \| Growth' \(data rows 3, 4\)"):
+        run(dataclasses.replace(base, share_class_id_from=("Scheme", "Plan")), tmp_path)
+    table = run(dataclasses.replace(base, share_class_id_generate=True), tmp_path)
+    assert table["share_class_id"].tolist() == ["row-1", "row-2", "row-3", "row-4"]
+    assert table["fund_id"].nunique() == 2 and table["fund_id"][0] == table["fund_id"][1]  # plans of Alpha are one fund
+    with pytest.raises(IngestError, match="required column 'share_class_id' is absent: map it in column_map or build it"):
+        run(base, tmp_path)
