@@ -1,6 +1,6 @@
 """A bare TRL GRPO script, as a user would write it by hand: the yardstick for the `train`
 stage's overhead (benchmarks/grpo_overhead.py). Same model, data, rewards and GRPO settings
-as `python -m stages.train` in the same folder; no params loader, checkpoint management,
+as `python -m stages.grpo` in the same folder; no params loader, checkpoint management,
 curves, plots or metrics files.
 
     python benchmarks/bare_grpo.py OUT_DIR      # in a repo folder after `dvc repro sft`

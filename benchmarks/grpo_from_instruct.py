@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     scratch = scratch_copy(args.run, start="base", max_steps=args.steps, eval_steps=0, save_steps=0, logging_steps=1)
     env = {**os.environ, "PYTHONPATH": str(scratch)}
-    subprocess.run([sys.executable, "-m", "stages.train"], cwd=scratch, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "stages.grpo"], cwd=scratch, env=env, check=True)
     train = json.loads((scratch / "metrics" / "train.json").read_text())
     steps = json.loads((scratch / "plots" / "train_rewards.json").read_text())
     shutil.rmtree(scratch.parent, ignore_errors=True)

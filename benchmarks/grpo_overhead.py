@@ -58,7 +58,7 @@ def main() -> None:
     scratch = scratch_copy(args.run, max_steps=args.steps, eval_steps=0, save_steps=0, logging_steps=1)
     pairs = []
     for _ in range(args.pairs):
-        stage, stage_rss = timed([sys.executable, "-m", "stages.train"], scratch)
+        stage, stage_rss = timed([sys.executable, "-m", "stages.grpo"], scratch)
         bare, bare_rss = timed([sys.executable, str(HERE / "bare_grpo.py"), str(scratch / "bare_policy")], scratch)
         pairs.append({"stage_s": round(stage, 1), "bare_s": round(bare, 1), "ratio": round(stage / bare, 3),
                       "stage_peak_rss_mb": stage_rss, "bare_peak_rss_mb": bare_rss})

@@ -50,7 +50,7 @@ def main() -> None:
     log = []
     for line in proc.stdout:
         log.append(line)
-        m = re.match(r"Running stage '(\w+)'", line)
+        m = re.match(r"Running stage '([^']+)'", line)
         if m:
             now = time.perf_counter()
             if current:
@@ -72,7 +72,7 @@ def main() -> None:
         "profiles": args.profile, "stage_seconds": {k: round(v, 1) for k, v in stage_times.items()}, "total_seconds": round(total, 1),
         "noop_seconds": round(noop, 1), "peak_rss_mb": round(rss / 1024) if rss else None, "nproc": os.cpu_count(),
     }, indent=2) + "\n")
-    train = json.loads((root / "metrics/train.json").read_text())
+    train = json.loads((root / "metrics/grpo.json").read_text())
     backtest = json.loads((root / "metrics/backtest.json").read_text())
     print(f"| stage | seconds |\n|---|---|")
     for name, secs in stage_times.items():

@@ -36,7 +36,11 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
     out = RESULTS / dataset / variant
     out.mkdir(parents=True, exist_ok=True)
     params = yaml.safe_load((run / "params.yaml").read_text(encoding="utf-8"))
-    metrics = {name: json.loads((run / "metrics" / f"{name}.json").read_text()) for name in ("backtest", "train", "sft", "baseline", "prepare")}
+    metrics = {name: json.loads((run / "metrics" / f"{name}.json").read_text()) for name in ("backtest", "sft", "baseline", "prepare")}
+    # the grpo stage's metrics, kept under "train" in the collected summaries (runs before the
+    # stage was renamed wrote metrics/train.json)
+    grpo = run / "metrics" / "grpo.json"
+    metrics["train"] = json.loads((grpo if grpo.exists() else run / "metrics" / "train.json").read_text())
     for key in ("curves", "eval_curve"):
         metrics["train"].pop(key, None)
     summary = {
@@ -112,7 +116,7 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     if s["train"].get("kept") == "start":
         out += ["", f"**GRPO − SFT** is zero by construction: no GRPO evaluation beat the SFT start on greedy validation "
                 f"{s['train'].get('best_metric')} ({s['train'].get('start_value')} at the start, best {s['train'].get('best_value')}), "
-                "so the stage kept the start (`\"kept\": \"start\"` in `metrics/train.json`)."]
+                "so the stage kept the start (`\"kept\": \"start\"` in `metrics/grpo.json`)."]
     else:
         out += ["", "**GRPO − SFT**, paired bootstrap by fund (2,000 resamples of the test funds, 95 % interval):", ""]
         out += ["| metric | GRPO − SFT | 95 % interval |", "|---|---|---|"]

@@ -3,7 +3,7 @@ the numbers the Morningstar prompt shows, fitted on the training and validation 
 the test funds (benchmarks/real_experts.md, "Where the LLM stands").
 
     python -m fundgrpo.profiles apply morningstar
-    python -m stages.ingest && python -m stages.validate && python -m stages.schema && python -m stages.prepare
+    python -m stages.ingest && python -m stages.validate && python -m stages.methodology && python -m stages.prepare
     python benchmarks/prompt_evidence_gbm.py
 """
 import json, numpy as np, pandas as pd, yaml

@@ -187,15 +187,13 @@ def fit_predict(
     grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Tune, refit on all training rows, predict the test rows: (grades, the chosen setting)."""
-    from threadpoolctl import threadpool_limits
+    from fundgrpo.threads import small_data
 
     y = np.asarray(y_train, dtype=int)
     groups = np.asarray(groups_train)
     if len(np.unique(y)) < 2:  # one class only: nothing to learn, predict it
         return np.full(len(X_test), y[0] if len(y) else grades[len(grades) // 2], dtype=int), {"constant": True}
-    # One OpenMP thread: on a few-thousand-row table more threads gain little, and on a
-    # shared machine they spin against other work (measured: 10 s -> 50 s on 2 busy cores).
-    with threadpool_limits(limits=1, user_api="openmp"):
+    with small_data():  # one OpenMP thread (fundgrpo/threads.py says why)
         chosen = tune(X_train, y, groups, params)
         model = _model(params, chosen["learning_rate"], chosen["max_leaf_nodes"], chosen["max_iter"])
         cols = _present(X_train)

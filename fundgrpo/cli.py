@@ -12,7 +12,6 @@ OFFLINE = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "DO_NOT_TRACK": "true",
     "GX_ANALYTICS_ENABLED": "false",
@@ -22,8 +21,13 @@ OFFLINE = {
 
 
 def offline() -> None:
+    """No hub, no telemetry; and the thread settings (fundgrpo/threads.py), which must also be
+    in place before torch or scikit-learn load."""
+    from fundgrpo import threads
+
     for key, value in OFFLINE.items():
         os.environ.setdefault(key, value)
+    threads.configure()
 
 
 class StageError(Exception):

@@ -232,7 +232,7 @@ class JudgeParams:
     max_concurrency: int = 4
     timeout_s: float = 30.0
     retries: int = 2
-    log_path: str = "reports/train/judge.jsonl"
+    log_path: str = "reports/grpo/judge.jsonl"
     cache_path: str = ".judge_cache/judge.jsonl"  # kept across runs; not in git
 
 

@@ -132,8 +132,8 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         backtest = json.loads(Path(p.backtest.metrics).read_text())
-        train = json.loads(Path("metrics/train.json").read_text())
-        curves = json.loads(Path("plots/train_rewards.json").read_text())
+        train = json.loads(Path("metrics/grpo.json").read_text())
+        curves = json.loads(Path("plots/grpo_rewards.json").read_text())
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)

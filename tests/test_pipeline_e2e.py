@@ -56,7 +56,7 @@ def first_repro(workspace) -> str:
 def test_repro_produces_every_output(workspace, first_repro):
     root, _ = workspace
     ran = stages_run(first_repro)
-    assert sorted(ran) == sorted(["generate", "batches", "ingest", "validate", "schema", "prepare", "base", "sft", "train", "baseline", "backtest", "register"])
+    assert sorted(ran) == sorted(["synthetic/dvc.yaml:generate", "batches", "ingest", "validate", "methodology", "prepare", "model", "sft", "grpo", "baseline", "backtest", "register"])
     assert ran[-4:] == ["sft", "train", "backtest", "register"]
     for path in [
         "data/canonical/funds.parquet",
@@ -66,9 +66,9 @@ def test_repro_produces_every_output(workspace, first_repro):
         "models/policy/model.safetensors",
         "reports/validation/index.html",
         "reports/backtest/confusion.png",
-        "reports/train/rewards.png",
+        "reports/grpo/rewards.png",
         "plots/confusion_grpo.json",
-        "plots/train_rewards.json",
+        "plots/grpo_rewards.json",
         "metrics/baseline.json",
         "plots/confusion_gbm.json",
     ]:

@@ -1,9 +1,9 @@
 """Fit the ScaleRL compute curve to a training run and predict its end from its first part.
 
-    python tools/scaling_fit.py [--curve plots/train_rewards.json] [--train metrics/train.json]
+    python tools/scaling_fit.py [--curve plots/grpo_rewards.json] [--train metrics/grpo.json]
                                 [--key reward] [--fit-share 0.5] [--smooth 3]
 
-Compute C of a logged step = step x seconds per step (device-seconds, from metrics/train.json).
+Compute C of a logged step = step x seconds per step (device-seconds, from metrics/grpo.json).
 Writes reports/scaling/fit.png (fitted points, held-out points, the curve) and fit.json.
 """
 
@@ -21,8 +21,8 @@ from fundgrpo.scaling import fit
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--curve", default="plots/train_rewards.json")
-    ap.add_argument("--train", default="metrics/train.json")
+    ap.add_argument("--curve", default="plots/grpo_rewards.json")
+    ap.add_argument("--train", default="metrics/grpo.json")
     ap.add_argument("--key", default="reward")
     ap.add_argument("--fit-share", type=float, default=0.5)
     ap.add_argument("--smooth", type=int, default=3, help="moving average over logged points (training reward is noisy)")

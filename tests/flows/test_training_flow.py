@@ -19,7 +19,7 @@ from flows import common
 from fundgrpo.params import ParamsError
 from tests import support
 
-STAGES = ["generate", "batches", "ingest", "validate", "schema", "prepare", "baseline", "base", "sft", "train", "backtest", "register"]
+STAGES = ["synthetic/dvc.yaml:generate", "batches", "ingest", "validate", "methodology", "prepare", "baseline", "model", "sft", "grpo", "backtest", "register"]
 
 
 def digest(root: Path, *paths: str) -> dict[str, str]:
@@ -102,7 +102,7 @@ def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
     params_text = (root / "params.yaml").read_text()
     try:
         # A config the GRPO trainer refuses: the train stage fails after the earlier stages.
-        with pytest.raises(RuntimeError, match=r"stage 'train' failed[\s\S]*divisible by (num_generations|the number of generations)"):
+        with pytest.raises(RuntimeError, match=r"stage 'grpo' failed[\s\S]*divisible by (num_generations|the number of generations)"):
             training(root=str(root), overrides={"grpo.num_generations": "3"}, retries=0)
     finally:
         (root / "params.yaml").write_text(params_text)  # undo the override (`dvc exp run` would too)

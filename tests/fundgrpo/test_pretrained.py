@@ -116,7 +116,7 @@ def test_base_stage_fails_clearly_and_keeps_the_last_good_model(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
     (tmp_path / "params.yaml").write_text(f"model:\n  pretrained: {bad}\n")
-    result = subprocess.run([sys.executable, "-m", "stages.base"], cwd=tmp_path, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "stages.model"], cwd=tmp_path, capture_output=True, text=True,
                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 1
     assert "base failed: model.pretrained:" in result.stderr and "corrupt or truncated" in result.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-STAGES = ["generate", "ingest", "validate", "schema", "prepare", "baseline", "base", "sft", "train", "backtest", "register"]
+STAGES = ["generate", "ingest", "validate", "methodology", "prepare", "baseline", "model", "sft", "grpo", "backtest", "register"]
 
 
 @pytest.mark.parametrize("name", STAGES)
@@ -21,7 +21,7 @@ def test_help_prints_reads_and_writes_and_runs_nothing(name, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing ran: no params read, no output written
 
 
-@pytest.mark.parametrize("name", ["ingest", "validate", "schema", "prepare"])
+@pytest.mark.parametrize("name", ["ingest", "validate", "methodology", "prepare"])
 def test_a_params_file_argument_is_refused(name, tmp_path):
     """One way to choose parameters: params.yaml. A profile path on the command line used to be
     read by some stages and silently ignored by others."""

@@ -25,7 +25,7 @@ def main() -> None:
         r = compiled["rubric"]
         print(f"schema: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}")
 
-    run_stage("schema", body)
+    run_stage("methodology", body)
 
 
 if __name__ == "__main__":

@@ -263,12 +263,12 @@ def main() -> None:
         curve_rows = summary.pop("curves")
         io.write_json(summary.pop("eval_curve"), "plots/eval_rewards.json")
         flat = [{k.replace("rewards/", "").replace("/mean", ""): v for k, v in r.items()} for r in curve_rows]
-        io.write_json(flat, "plots/train_rewards.json")
-        plot_curves(curve_rows, Path("reports/train/rewards.png"))
-        io.write_json(summary, "metrics/train.json")
+        io.write_json(flat, "plots/grpo_rewards.json")
+        plot_curves(curve_rows, Path("reports/grpo/rewards.png"))
+        io.write_json(summary, "metrics/grpo.json")
         print(f"train: {summary}")
 
-    run_stage("train", body)
+    run_stage("grpo", body)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def main() -> None:
             info = run(p.model, rows, tmp)
         print(f"base: {info}")
 
-    run_stage("base", body)
+    run_stage("model", body)
 
 
 if __name__ == "__main__":
