@@ -257,7 +257,7 @@ def rubric(m: Methodology) -> dict[str, Any]:
 
 
 def load_compiled(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(rubric, output_schema) as the `schema` stage wrote them into `out_dir`."""
+    """(rubric, output_schema) as the `methodology` stage wrote them into `out_dir`."""
     import json
 
     folder = Path(out_dir)

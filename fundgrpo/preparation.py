@@ -168,7 +168,7 @@ def lengths(rows: list[dict], tokenizer=None) -> dict:
 
 def configured_tokenizer(model: ModelParams):
     """The pretrained model's tokenizer, or None for the embedded model (whose tokenizer
-    `base` trains on these very prompts, after this stage)."""
+    the `model` stage trains on these very prompts, after this stage)."""
     if not model.pretrained:
         return None
     from fundgrpo.pretrained import load_tokenizer

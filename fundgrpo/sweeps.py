@@ -130,7 +130,7 @@ def dump(value: Any) -> str:
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
-def uncached_untracked_outputs(root: Path, skip: tuple[str, ...] = ("train", "backtest", "register")) -> list[str]:
+def uncached_untracked_outputs(root: Path, skip: tuple[str, ...] = ("grpo", "backtest", "register")) -> list[str]:
     """Outputs in dvc.yaml with `cache: false` that git ignores and that exist here.
 
     A queued experiment runs in a fresh git copy, where these are missing, so DVC would rerun
@@ -190,8 +190,8 @@ COLUMNS = {  # table column -> dotted path in a row's params/metrics
     "num_generations": "params.grpo.num_generations",
     "beta": "params.grpo.beta",
     "max_steps": "params.grpo.max_steps",
-    "train_reward": "train.reward_last",
-    "eval_reward": "train.best_eval_reward",
+    "train_reward": "grpo.reward_last",
+    "eval_reward": "grpo.best_eval_reward",
     "exact": "backtest.models.grpo.exact",
     "within_one": "backtest.models.grpo.within_one",
     "qwk": "backtest.models.grpo.qwk",
@@ -200,7 +200,7 @@ COLUMNS = {  # table column -> dotted path in a row's params/metrics
 }
 WEIGHTS = ("json", "grade", "score", "evidence", "length", "judge")
 MLFLOW_METRICS = {  # table column -> MLflow metric of the register stage's run (fills gaps)
-    "train_reward": "train.reward_last",
+    "train_reward": "grpo.reward_last",
     **{m: f"backtest.grpo.{m}" for m in ("exact", "within_one", "qwk", "spearman", "valid_json")},
 }
 
@@ -276,7 +276,7 @@ def compare(root: Path, names: list[str] | None = None, tracking_uri: str | None
     table = []
     for r in rows:
         out = {"exp": r["exp"], "rev": r["rev"], "state": r["state"]}
-        flat = {"params": r["params"], "train": r.get("train", {}), "backtest": r.get("backtest", {})}
+        flat = {"params": r["params"], "grpo": r.get("grpo", {}), "backtest": r.get("backtest", {})}
         out.update({col: get(flat, path) for col, path in COLUMNS.items()})
         out["reward_weights"] = weights_text(r["params"])
         decision = r.get("register") or {}

@@ -1,4 +1,4 @@
-"""Stage `train`: GRPO with TRL's `GRPOTrainer`, starting from the SFT model.
+"""Stage `grpo`: GRPO with TRL's `GRPOTrainer`, starting from the SFT model.
 
 Rewards: JSON-schema validity, grade agreement (ordinal), score closeness,
 reasoning that cites the evidence, and length, weighted by `grpo.reward_weights`.

@@ -1,4 +1,4 @@
-"""Stage `schema`: compile the analysts' methodology file into an output JSON Schema and a rubric."""
+"""Stage `methodology`: compile the analysts' methodology file into an output JSON Schema and a rubric."""
 
 from __future__ import annotations
 

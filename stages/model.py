@@ -1,4 +1,4 @@
-"""Stage `base`: the starting model, in `models/base/`.
+"""Stage `model`: the starting model, in `models/base/`.
 
 - `model.pretrained` empty (the embedded default): train a tokenizer on the training
   prompts and answers and build a compact Qwen3, saved with `save_pretrained`.
