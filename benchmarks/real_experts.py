@@ -35,7 +35,7 @@ from fundgrpo import profiles
 from fundgrpo import baselines  # noqa: E402
 from fundgrpo import methodology as meth  # noqa: E402
 from fundgrpo.evaluation import grade_metrics  # noqa: E402
-from fundgrpo.params import PrepareParams, load_params  # noqa: E402
+from fundgrpo.params import PrepareParams  # noqa: E402
 from fundgrpo import ingestion as ingest  # noqa: E402
 from fundgrpo.preparation import split_of  # noqa: E402
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from fundgrpo import io
 from fundgrpo import methodology as meth
 from fundgrpo import prompts
 from fundgrpo.cli import StageError

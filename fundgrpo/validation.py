@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.canonical import BY_NAME, COLUMNS
+from fundgrpo.canonical import COLUMNS
 from fundgrpo.cli import offline
 from fundgrpo.params import ValidateParams
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from fundgrpo.params import MethodologyParams
-from stages import schema
+from stages import methodology as schema
 
 REPO = Path(__file__).resolve().parents[2]
 

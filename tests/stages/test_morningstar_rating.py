@@ -16,7 +16,8 @@ from fundgrpo.evaluation import grade_metrics
 from fundgrpo.params import Params, from_dict
 from fundgrpo.profiles import merged
 from fundgrpo.riskadjusted import mrar
-from stages import baseline, ingest, prepare, schema
+from fundgrpo import ingestion as ingest, preparation as prepare
+from stages import baseline, methodology as schema
 
 REPO = Path(__file__).resolve().parents[2]
 

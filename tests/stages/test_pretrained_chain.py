@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def setup():
-    from stages import prepare
+    from fundgrpo import preparation as prepare
 
     m = meth.load(REPO / "methodology/default.yaml")
     rubric, schema = meth.rubric(m), meth.output_schema(m)
@@ -37,7 +37,7 @@ def setup():
 
 @pytest.fixture(scope="module")
 def trained(smollm2_dir, setup, tmp_path_factory):
-    from stages import sft, train
+    from fundgrpo import grpo as train, sft
 
     rubric, schema, data = setup
     root = tmp_path_factory.mktemp("pretrained")
@@ -91,7 +91,7 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
 
 def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     """metrics/prepare.json's token figures come from the configured pretrained tokenizer (read from the GGUF)."""
-    from stages import prepare
+    from fundgrpo import preparation as prepare
 
     rubric, _, data = setup
     tokenizer = prepare.configured_tokenizer(MODEL)

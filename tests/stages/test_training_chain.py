@@ -56,7 +56,7 @@ def repo_root_module():
 
 @pytest.fixture(scope="module")
 def datasets(rubric):
-    from stages import prepare
+    from fundgrpo import preparation as prepare
 
     funds = tiny_funds()
     m = meth.from_rubric(rubric)
@@ -71,7 +71,8 @@ def datasets(rubric):
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, datasets):
-    from stages import base, sft
+    from fundgrpo import sft
+    from stages import model as base
 
     root = tmp_path_factory.mktemp("chain")
     model_params = ModelParams(arch=TINY_ARCH)
@@ -106,7 +107,7 @@ def test_base_model_loads_by_path(chain):
 
 def test_base_with_a_pretrained_name_writes_a_pointer(tmp_path):
     from fundgrpo import modelling
-    from stages import base
+    from stages import model as base
 
     base.run(ModelParams(pretrained="Qwen/Qwen3-0.6B"), [], tmp_path)
     assert modelling.resolve(tmp_path) == "Qwen/Qwen3-0.6B"
@@ -122,7 +123,7 @@ def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
     """What benchmarks/sft_epoch_curve.py relies on: its callback sees the model after every epoch."""
     from transformers import TrainerCallback
 
-    from stages import sft
+    from fundgrpo import sft
 
     root, _ = chain
     seen = []
@@ -137,7 +138,7 @@ def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
 
 @pytest.fixture(scope="module")
 def policy(chain, datasets, rubric, schema):
-    from stages import train
+    from fundgrpo import grpo as train
 
     root, _ = chain
     params = GrpoParams(max_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1, warmup_steps=0)
@@ -236,7 +237,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
     from safetensors.torch import load_file
     from transformers import TrainerCallback
 
-    from stages import train
+    from fundgrpo import grpo as train
 
     root, _ = chain
     params = GrpoParams(max_steps=4, save_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=16,
@@ -263,7 +264,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
 
 
 def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, tmp_path):
-    from stages import train
+    from fundgrpo import grpo as train
 
     root, _ = chain
     params = GrpoParams(max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
@@ -283,7 +284,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     import torch
     from safetensors.torch import load_file
 
-    from stages import train
+    from fundgrpo import grpo as train
 
     root, _ = chain
     # lr 0.05 wrecks the tiny policy: no trained step can beat the SFT start, which must come back unchanged
@@ -314,7 +315,7 @@ def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, 
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from fundgrpo.params import JudgeParams, RewardWeights
-    from stages import train
+    from fundgrpo import grpo as train
 
     requests: list[str] = []
 

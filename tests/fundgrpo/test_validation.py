@@ -16,7 +16,7 @@ import yaml
 
 from fundgrpo import profiles
 from fundgrpo.params import ValidateParams, load_params
-from stages.validate import run, validate_frame
+from fundgrpo.validation import run, validate_frame
 
 REPO = Path(__file__).resolve().parents[2]
 PARAMS = ValidateParams(null_budget={"return_5y": 0.3, "return_10y": 0.6}, min_labelled_share=0.5)
