@@ -43,7 +43,8 @@ from flows.training import mlflow_check, training
 from fundgrpo import io
 from fundgrpo.methodology import load_compiled
 from fundgrpo.params import Params, load_params
-from monitoring import batches, champion, drift
+from fundgrpo import champion
+from monitoring import batches, drift
 
 
 # ---------------------------------------------------------------------- tasks

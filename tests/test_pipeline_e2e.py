@@ -57,7 +57,7 @@ def test_repro_produces_every_output(workspace, first_repro):
     root, _ = workspace
     ran = stages_run(first_repro)
     assert sorted(ran) == sorted(["synthetic/dvc.yaml:generate", "batches", "ingest", "validate", "methodology", "prepare", "model", "sft", "grpo", "baseline", "backtest", "register"])
-    assert ran[-4:] == ["sft", "train", "backtest", "register"]
+    assert ran[-4:] == ["sft", "grpo", "backtest", "register"]
     for path in [
         "data/canonical/funds.parquet",
         "data/validated/funds.parquet",
@@ -99,6 +99,6 @@ def test_second_repro_is_a_no_op_and_a_grpo_param_reruns_only_downstream(workspa
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
     changed = run(["dvc", "repro"], root, env).stdout
     ran = stages_run(changed)
-    # train reruns; backtest only if the weights changed (two tiny steps may leave them
-    # identical, and DVC then skips it by hash); nothing upstream of train reruns.
-    assert ran[0] == "train" and set(ran) <= {"train", "backtest", "register"}, ran
+    # grpo reruns; backtest only if the weights changed (two tiny steps may leave them
+    # identical, and DVC then skips it by hash); nothing upstream of grpo reruns.
+    assert ran[0] == "grpo" and set(ran) <= {"grpo", "backtest", "register"}, ran

@@ -1,6 +1,6 @@
 """The registered champion's grades on a frame of funds: prediction drift and batch backtests.
 
-Prompts are built exactly as for training (`stages.prepare.build_records`), with the
+Prompts are built exactly as for training (`fundgrpo.preparation.build_records`), with the
 peer context computed over the frame itself (a batch is a snapshot of the market).
 Rows without an expert grade are graded too; they only drop out of the metrics.
 """

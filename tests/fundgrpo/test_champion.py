@@ -7,7 +7,7 @@ import pandas as pd
 from fundgrpo import methodology as meth
 from fundgrpo import synthetic
 from fundgrpo.params import PrepareParams, SyntheticParams
-from monitoring import champion
+from fundgrpo import champion
 from fundgrpo import preparation as prepare
 from tests.support import REPO
 
