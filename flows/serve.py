@@ -1,4 +1,4 @@
-"""The `serve` alternative to prefect.yaml + a worker: one process that runs both schedules.
+"""The `serve` alternative to prefect.yaml + a worker: one process that runs every schedule.
 
     prefect server start --host 127.0.0.1             # in another shell (docs/operations.md)
     PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.serve
@@ -12,10 +12,12 @@ from typing import Any
 
 MONITORING_CRON = "0 6 * * *"  # daily, 06:00 UTC
 TRAINING_CRON = "0 3 * * 0"  # weekly, Sunday 03:00 UTC
+EVALUATION_CRON = "0 5 1 * *"  # monthly, the 1st at 05:00 UTC
 
 
 def deployments(root: str = ".") -> list[Any]:
-    """The two deployments, ready for `prefect.serve`."""
+    """The three deployments, ready for `prefect.serve`."""
+    from flows.evaluation import evaluation
     from flows.monitoring import monitoring
     from flows.training import training
 
@@ -25,6 +27,8 @@ def deployments(root: str = ".") -> list[Any]:
         training.to_deployment(name="training-weekly", cron=TRAINING_CRON, parameters={"root": root},
                                tags=["fund-grpo", "training"], concurrency_limit=1,
                                description="dvc repro stage by stage, register, champion gate"),
+        evaluation.to_deployment(name="evaluation-monthly", cron=EVALUATION_CRON, parameters={"root": root},
+                                 tags=["fund-grpo", "evaluation"], description="The configured universe scored by the champion"),
     ]
 
 

@@ -10,8 +10,9 @@ was trained with (`validate.out`, the validated table), so even a single fund is
 its peers as in training. Beside the model's grade, score, reasoning and valid flag, each row
 carries the methodology's rule grade and a gradient-boosting grade (fitted on the reference
 universe's training split, as the `baseline` stage does). When the file carries expert grades,
-the same agreement metrics as the backtest are printed and written next to the output
-(`<out>.metrics.json`). Output: .parquet, .csv or .jsonl, by the extension of `--out`.
+the same agreement metrics as the backtest, over the share classes no model learnt from
+(`seen_in_training` false), are printed and written next to the output (`<out>.metrics.json`).
+Output: .parquet, .csv or .jsonl, by the extension of `--out`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from fundgrpo.params import Params
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = ("share_class_id", "fund_id", "name", "category", "grade", "score", "reasoning", "valid",
-                  "rule_grade", "rule_score", "gbm_grade", "expert_grade", "model")
+                  "rule_grade", "rule_score", "gbm_grade", "expert_grade", "seen_in_training", "model")
 
 
 class EvaluateError(ValueError):
@@ -60,21 +61,32 @@ def with_reference(funds: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame
     return pd.concat([kept, funds], ignore_index=True)
 
 
-def gbm_grades(universe: pd.DataFrame, new_ids: list[str], params: Params, grades: list[int]) -> list[int]:
-    """Gradient boosting fitted on the labelled reference funds of the training split (the
-    `baseline` stage's recipe), predicting the new share classes."""
-    from fundgrpo import baselines
+def training_mask(reference: pd.DataFrame, params: Params) -> pd.Series:
+    """Reference rows the models learnt from: labelled, in prepare's train split."""
     from fundgrpo.preparation import split_of
 
+    in_train = reference["fund_id"].astype(str).map(lambda f: split_of(f, params.prepare) == "train")
+    return (reference["expert_grade"].notna() & in_train).astype(bool)
+
+
+def gbm_grades(universe: pd.DataFrame, reference: pd.DataFrame, new_ids: list[str], params: Params, grades: list[int]) -> list[int]:
+    """Gradient boosting fitted on the reference's training funds (the `baseline` stage's
+    recipe), predicting the new share classes with features taken over the whole universe."""
+    from fundgrpo import baselines
+
+    reference = reference.reset_index(drop=True)
     universe = universe.reset_index(drop=True)
-    ids = universe["share_class_id"].astype(str)
-    new = ids.isin(new_ids)
-    train = ~new & universe["expert_grade"].notna() & universe["fund_id"].astype(str).map(lambda f: split_of(f, params.prepare) == "train")
-    if train.sum() == 0:
+    train = training_mask(reference, params).to_numpy()
+    if not train.any():
         raise EvaluateError("the reference universe has no labelled training funds for the gradient-boosting grade")
-    X = baselines.features(universe, params.baseline.features or None, category=params.baseline.category)
+    X_ref = baselines.features(reference, params.baseline.features or None, category=params.baseline.category)
+    X_all = baselines.features(universe, params.baseline.features or None, category=params.baseline.category)
+    columns = [c for c in X_ref.columns if c in X_all.columns]
+    ids = universe["share_class_id"].astype(str)
+    new = ids.isin(new_ids).to_numpy()
     predicted, _ = baselines.fit_predict(
-        X[train.to_numpy()], universe.loc[train, "expert_grade"].astype(int), universe.loc[train, "fund_id"], X[new.to_numpy()], params.baseline, grades
+        X_ref.loc[train, columns], reference.loc[train, "expert_grade"].astype(int), reference.loc[train, "fund_id"],
+        X_all.loc[new, columns], params.baseline, grades,
     )
     by_id = dict(zip(ids[new], predicted.tolist()))
     return [int(by_id[i]) for i in new_ids]
@@ -119,7 +131,8 @@ def evaluate(funds: pd.DataFrame, reference: pd.DataFrame, folder: Path, rubric:
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
     predictions = grade(folder, mine, rubric, schema, params.backtest, desc="evaluate")
-    gbm = gbm_grades(universe, new_ids, params, rubric["grades"])
+    gbm = gbm_grades(universe, reference, new_ids, params, rubric["grades"])
+    seen = set(reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str))
     rows = []
     for (_, fund), record, p, g in zip(funds.iterrows(), mine, predictions, gbm):
         expert = fund.get("expert_grade")
@@ -127,17 +140,18 @@ def evaluate(funds: pd.DataFrame, reference: pd.DataFrame, folder: Path, rubric:
             "share_class_id": record["share_class_id"], "fund_id": record["fund_id"], "name": fund.get("name"),
             "category": record["category"], "grade": p["grade"], "score": p["score"], "reasoning": p["reasoning"],
             "valid": p["valid"], "rule_grade": record["rule_grade"], "rule_score": round(record["rule_score"], 2), "gbm_grade": g,
-            "expert_grade": None if pd.isna(expert) else int(expert), "model": model_name,
+            "expert_grade": None if pd.isna(expert) else int(expert), "seen_in_training": record["share_class_id"] in seen,
+            "model": model_name,
         })
     return pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS)).astype({"expert_grade": "Int64"})
 
 
 def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
     """The backtest's metrics for the model, the rule scorer and gradient boosting on the rows
-    with an expert grade, or None when there are none."""
+    with an expert grade that no model learnt from, or None when there are none."""
     from fundgrpo.evaluation import grade_metrics
 
-    labelled = evaluations[evaluations["expert_grade"].notna()]
+    labelled = evaluations[evaluations["expert_grade"].notna() & ~evaluations["seen_in_training"].astype(bool)]
     if labelled.empty:
         return None
     expert = labelled["expert_grade"].astype(int).tolist()

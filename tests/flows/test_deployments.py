@@ -10,7 +10,8 @@ import yaml
 from flows import serve
 from tests.support import REPO, run
 
-EXPECTED = {"monitoring/monitoring-daily": serve.MONITORING_CRON, "training/training-weekly": serve.TRAINING_CRON}
+EXPECTED = {"monitoring/monitoring-daily": serve.MONITORING_CRON, "training/training-weekly": serve.TRAINING_CRON,
+            "evaluation/evaluation-monthly": serve.EVALUATION_CRON}
 
 
 def test_prefect_yaml_deploys_both_flows_on_their_schedules(prefect_api):
@@ -39,5 +40,6 @@ def test_serve_builds_the_same_deployments_as_prefect_yaml():
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
     in_yaml = {d["name"]: d["schedules"][0]["cron"] for d in spec["deployments"]}
     built = {d.name: d.schedules[0].schedule.cron for d in serve.deployments()}
-    assert built == in_yaml == {"monitoring-daily": serve.MONITORING_CRON, "training-weekly": serve.TRAINING_CRON}
+    assert built == in_yaml == {"monitoring-daily": serve.MONITORING_CRON, "training-weekly": serve.TRAINING_CRON,
+                                "evaluation-monthly": serve.EVALUATION_CRON}
     assert os.environ.get("PREFECT_SERVER_ANALYTICS_ENABLED") == "false"  # telemetry off (tests/conftest.py)

@@ -25,13 +25,15 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
     root, _ = trained
     alias = json.loads((root / "metrics/register.json").read_text())["alias"]
     batch = synthetic.later_batch(profiles.load("tiny", REPO / "params.yaml", REPO / "profiles").synthetic, 2).head(12)
+    batch = batch.assign(share_class_id="N-" + batch["share_class_id"], fund_id="NF-" + batch["fund_id"])  # funds never trained on
     batch.drop(columns=["as_of"]).to_csv(tmp_path / "funds.csv", index=False)  # an export with canonical column names
 
     done = evaluate(root, str(tmp_path / "funds.csv"), "--model", f"models:/fund-evaluator@{alias}", "--out", str(tmp_path / "out/evaluations.csv"))
     assert done.returncode == 0, done.stderr
     out = pd.read_csv(tmp_path / "out/evaluations.csv")
     assert out["share_class_id"].tolist() == batch["share_class_id"].tolist()
-    assert {"grade", "score", "reasoning", "valid", "rule_grade", "gbm_grade", "expert_grade", "model"} <= set(out.columns)
+    assert {"grade", "score", "reasoning", "valid", "rule_grade", "gbm_grade", "expert_grade", "seen_in_training", "model"} <= set(out.columns)
+    assert not out["seen_in_training"].any()
     assert out["grade"].between(1, 5).all() and out["rule_grade"].between(1, 5).all() and out["gbm_grade"].between(1, 5).all()
     assert out["model"].str.fullmatch(r"models:/fund-evaluator/\d+").all()  # the alias resolved to the version that answered
     metrics = json.loads((tmp_path / "out/evaluations.csv.metrics.json").read_text())  # the file carries expert grades
