@@ -1,0 +1,119 @@
+"""The REST API against the session's trained tiny repo: real FastAPI app (lifespan, middleware),
+real SQLite store, real model generation; keys created by the CLI and stored hashed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fastapi.testclient import TestClient
+
+from fundgrpo import api
+from tests.support import REPO
+
+
+def fund(reference: pd.DataFrame, i: int, **change) -> dict:
+    """A new fund shaped like reference row i (canonical metrics only)."""
+    row = reference.iloc[i]
+    out = {c.name: (None if pd.isna(row.get(c.name)) else row.get(c.name)) for c in api.COLUMNS if c.name in reference}
+    out = {k: (int(v) if k == "expert_grade" and v is not None else (float(v) if isinstance(v, (int, float)) and k not in ("share_class_id", "fund_id", "name", "category") else v)) for k, v in out.items()}
+    return {**out, "share_class_id": f"API-{i}", "fund_id": f"APIF-{i}", **change}
+
+
+@pytest.fixture
+def setup(trained, tmp_path):
+    root, _ = trained
+    keys = tmp_path / "keys.json"
+    env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
+    made = {}
+    for name, scopes in (("analyst", "read,evaluate"), ("reader", "read")):
+        done = subprocess.run([sys.executable, "-m", "fundgrpo.api", "add-key", name, "--scopes", scopes], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        made[name] = done.stdout.strip()
+    assert made["analyst"] not in keys.read_text()  # only the hash is stored
+    settings = api.ApiSettings(keys_file=keys, db_url=f"sqlite:///{tmp_path}/evaluations.db", model=str(root / "models/policy"),
+                               max_funds=4, rate_per_min=1000, max_bytes=64 * 1024, alias_check_s=0.0)
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    return root, settings, made, reference
+
+
+def test_evaluate_store_and_read_back(setup):
+    root, settings, keys, reference = setup
+    with TestClient(api.create_app(root, settings)) as client:
+        assert client.get("/healthz").status_code == 200 and client.get("/readyz").json()["ready"]
+        h = {"X-API-Key": keys["analyst"]}
+        done = client.post("/v1/evaluations", json={"funds": [fund(reference, 0), fund(reference, 1)]}, headers=h)
+        assert done.status_code == 200, done.text
+        body = done.json()
+        assert body["model_version"] == str(root / "models/policy")
+        assert [e["share_class_id"] for e in body["evaluations"]] == ["API-0", "API-1"]
+        assert all(1 <= e["grade"] <= 5 and isinstance(e["valid"], bool) for e in body["evaluations"])
+        stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
+        assert stored["grade"] == body["evaluations"][1]["grade"] and stored["model_version"] == body["model_version"]
+        assert client.get("/v1/evaluations/NOPE", headers=h).status_code == 404
+        assert client.get("/v1/model", headers=h).json()["model_version"] == body["model_version"]
+        # concurrent requests are batched for generation and all answered
+        with ThreadPoolExecutor(4) as pool:
+            codes = list(pool.map(lambda i: client.post("/v1/evaluations", json={"funds": [fund(reference, i)]}, headers=h).status_code, range(2, 6)))
+        assert codes == [200] * 4
+
+
+def test_keys_scopes_limits_and_bad_input(setup):
+    root, settings, keys, reference = setup
+    with TestClient(api.create_app(root, replace(settings, rate_per_min=12, max_bytes=4000))) as client:
+        good = {"funds": [fund(reference, 0)]}
+        assert client.post("/v1/evaluations", json=good).status_code == 401  # no key
+        assert client.post("/v1/evaluations", json=good, headers={"X-API-Key": "fg_wrong"}).status_code == 401
+        assert client.post("/v1/evaluations", json=good, headers={"X-API-Key": keys["reader"]}).status_code == 403
+        h = {"X-API-Key": keys["analyst"]}
+
+        def detail(body) -> str:
+            r = client.post("/v1/evaluations", json=body, headers=h)
+            assert r.status_code == 422, r.text
+            return json.dumps(r.json())
+
+        no_category = {k: v for k, v in fund(reference, 0).items() if k != "category"}
+        assert "category" in detail({"funds": [no_category]})
+        assert "return_1y" in detail({"funds": [fund(reference, 0, return_1y="a lot")]})
+        assert "volatility_3y" in detail({"funds": [fund(reference, 0, volatility_3y=-5.0)]})  # absurd: below 0
+        assert "colour" in detail({"funds": [fund(reference, 0, colour="red")]})
+        assert "at most 4" in detail({"funds": [fund(reference, i) for i in range(5)]})
+        assert "funds" in detail({"funds": []})
+        malformed = client.post("/v1/evaluations", content=b'{"funds": [', headers={**h, "Content-Type": "application/json"})
+        assert malformed.status_code == 422
+        big = client.post("/v1/evaluations", content=b"x" * 5000, headers={**h, "Content-Type": "application/json"})
+        assert big.status_code == 413
+        codes = [client.get("/v1/model", headers=h).status_code for _ in range(12)]
+        assert codes[-1] == 429 and 200 in codes  # 12 a minute, some already spent above
+
+
+def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
+    """Copy the trained repo's registry, point an alias at v1, then at a second version: the
+    running app answers with the new version on the next request."""
+    root, settings, keys, reference = setup
+    from mlflow import MlflowClient
+
+    shutil.copy(root / "mlflow.db", tmp_path / "registry.db")
+    uri = f"sqlite:///{tmp_path}/registry.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    client = MlflowClient(tracking_uri=uri)
+    v1 = client.get_model_version("fund-evaluator", "1")
+    v2 = client.create_model_version("fund-evaluator", v1.source, v1.run_id)
+    client.set_registered_model_alias("fund-evaluator", "api-test", "1")
+    with TestClient(api.create_app(root, replace(settings, model="models:/fund-evaluator@api-test"))) as app:
+        h = {"X-API-Key": keys["analyst"]}
+        first = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).json()
+        assert first["model_version"] == "models:/fund-evaluator/1"
+        card = app.get("/v1/model", headers=h).json()
+        assert "qwk" in json.dumps(card["backtest"]) and card["gate"]
+        client.set_registered_model_alias("fund-evaluator", "api-test", v2.version)
+        second = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).json()
+        assert second["model_version"] == f"models:/fund-evaluator/{v2.version}"
