@@ -1,0 +1,117 @@
+"""Load test of the REST API on loopback: p50/p95 latency and throughput, single and batched.
+
+    python benchmarks/api_load.py ROOT [--model FOLDER] [--requests 40] [--concurrency 4] [--label tiny] [--out benchmarks/api_load.md]
+
+ROOT is a workspace after `dvc repro` (params.yaml, data/validated, data/schema, models/policy).
+A real uvicorn server is started on a free loopback port with a fresh key and a SQLite store in a
+temporary folder; a fixed number of requests is sent (bounded: it stops by itself), first one fund
+per request, then `--batch` funds per request. Every response must be 200 and every evaluation
+stored; the figures are appended to --out as a Markdown table row per mode, with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def funds_like(reference, n: int, offset: int) -> list[dict]:
+    import pandas as pd
+
+    from fundgrpo.canonical import COLUMNS
+
+    out = []
+    for i in range(n):
+        row = reference.iloc[(offset + i) % len(reference)]
+        f = {c.name: (None if pd.isna(row.get(c.name)) else row.get(c.name)) for c in COLUMNS if c.name in reference}
+        f = {k: (v if k in ("share_class_id", "fund_id", "name", "category") or v is None else (int(v) if k == "expert_grade" else float(v))) for k, v in f.items()}
+        out.append({**f, "share_class_id": f"LOAD-{offset + i}", "fund_id": f"LOADF-{offset + i}"})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--model", default=None, help="a model folder (default: ROOT/models/policy)")
+    ap.add_argument("--requests", type=int, default=40)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--label", default="tiny")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "api_load.md")
+    args = ap.parse_args()
+
+    import httpx
+    import pandas as pd
+    import uvicorn
+
+    from fundgrpo import api
+
+    root = args.root.resolve()
+    scratch = Path(tempfile.mkdtemp(prefix="api-load-"))
+    key = api.add_key(scratch / "keys.json", "load", ["read", "evaluate"])
+    settings = api.ApiSettings(keys_file=scratch / "keys.json", db_url=f"sqlite:///{scratch}/evaluations.db",
+                               model=str(args.model or root / "models/policy"), max_funds=max(args.batch, 1), rate_per_min=100000,
+                               max_bytes=4 * 1024 * 1024, timeout_s=600)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(api.create_app(root, settings), host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.1)
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    url = f"http://127.0.0.1:{port}/v1/evaluations"
+    rows = []
+    try:
+        with httpx.Client(timeout=600, headers={"X-API-Key": key}) as client:
+            client.post(url, json={"funds": funds_like(reference, 1, 10**6)})  # warm-up, not timed
+            for base, (mode, per) in enumerate((("single", 1), (f"batch of {args.batch}", args.batch))):
+                base *= 100000  # each mode its own share-class ids
+                latencies, statuses = [], []
+
+                def one(i: int) -> None:
+                    started = time.perf_counter()
+                    r = client.post(url, json={"funds": funds_like(reference, per, base + i * per)})
+                    latencies.append(time.perf_counter() - started)
+                    statuses.append(r.status_code)
+
+                started = time.perf_counter()
+                with ThreadPoolExecutor(args.concurrency) as pool:
+                    list(pool.map(one, range(args.requests)))
+                wall = time.perf_counter() - started
+                stored = sum(1 for i in range(args.requests * per)
+                             if client.get(f"http://127.0.0.1:{port}/v1/evaluations/LOAD-{base + i}").status_code == 200)
+                q = statistics.quantiles(latencies, n=20)
+                rows.append({"model": args.label, "mode": mode, "requests": args.requests, "concurrency": args.concurrency,
+                             "p50_s": round(statistics.median(latencies), 3), "p95_s": round(q[18], 3),
+                             "funds_per_s": round(args.requests * per / wall, 2), "non_200": sum(s != 200 for s in statuses),
+                             "stored": f"{stored}/{args.requests * per}"})
+                print(json.dumps(rows[-1]), flush=True)
+    finally:
+        server.should_exit = True
+    command = f"python benchmarks/api_load.py ROOT --requests {args.requests} --concurrency {args.concurrency} --batch {args.batch} --label {args.label}"
+    new = not args.out.exists()
+    with args.out.open("a", encoding="utf-8") as f:
+        if new:
+            f.write("# REST API load test (loopback, 2 CPU cores)\n\nGenerated by `benchmarks/api_load.py`; one row per run and mode.\n\n"
+                    "| model | mode | requests | concurrency | p50 s | p95 s | funds/s | non-200 | stored | command |\n|---|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['model']} | {r['mode']} | {r['requests']} | {r['concurrency']} | {r['p50_s']} | {r['p95_s']} | {r['funds_per_s']} | {r['non_200']} | {r['stored']} | `{command}` |\n")
+    return 0 if all(r["non_200"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())
