@@ -28,9 +28,19 @@ def fund(reference: pd.DataFrame, i: int, **change) -> dict:
     return {**out, "share_class_id": f"API-{i}", "fund_id": f"APIF-{i}", **change}
 
 
-@pytest.fixture
-def setup(trained, tmp_path):
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory):
+    """A PostgreSQL server started from the `pgserver` wheel (local socket), for the whole session."""
+    pgserver = pytest.importorskip("pgserver")
+    server = pgserver.get_server(str(tmp_path_factory.mktemp("pg")), cleanup_mode="stop")
+    yield server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
+    server.cleanup()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def setup(request, trained, tmp_path):
     root, _ = trained
+    db_url = f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     keys = tmp_path / "keys.json"
     env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
     made = {}
@@ -39,7 +49,7 @@ def setup(trained, tmp_path):
         assert done.returncode == 0, done.stderr
         made[name] = done.stdout.strip()
     assert made["analyst"] not in keys.read_text()  # only the hash is stored
-    settings = api.ApiSettings(keys_file=keys, db_url=f"sqlite:///{tmp_path}/evaluations.db", model=str(root / "models/policy"),
+    settings = api.ApiSettings(keys_file=keys, db_url=db_url, model=str(root / "models/policy"),
                                max_funds=4, rate_per_min=1000, max_bytes=64 * 1024, alias_check_s=0.0)
     reference = pd.read_parquet(root / "data/validated/funds.parquet")
     return root, settings, made, reference
