@@ -284,7 +284,13 @@ class Evaluator:
         from fundgrpo.champion import prompt_records
         from fundgrpo.evaluate import with_reference
 
+        from fundgrpo.canonical import NUMERIC
+
         frame = pd.DataFrame(funds)
+        for column in NUMERIC:  # None from JSON -> NaN, so peer percentiles see numbers
+            if column in frame:
+                frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        frame["expert_grade"] = frame["expert_grade"].astype("Int64") if "expert_grade" in frame else pd.NA
         if "fund_id" not in frame or frame["fund_id"].isna().any():
             frame["fund_id"] = frame.get("fund_id", pd.Series(index=frame.index, dtype=object)).fillna(frame["share_class_id"])
         by_id = {r["share_class_id"]: r for r in prompt_records(with_reference(frame, self.reference), self.rubric, self.params.prepare)}
