@@ -104,10 +104,13 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             other = runs[variant]["summary"]
             if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
                 raise SystemExit(f"{name}/{variant}: another test set than sft-grpo")
-            m = other["backtest"]["models"]["grpo"]
-            trained = (other["sft"].get("seconds") or 0) + (other["train"].get("seconds") or 0)
-            out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
-                       f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
+            rows = [("grpo", label, (other["sft"].get("seconds") or 0) + (other["train"].get("seconds") or 0))]
+            if variant == "reasoning-first":  # its own SFT start too: the answer style changes SFT as well
+                rows = [("sft", "reasoning-first SFT (LoRA)", other["sft"].get("seconds")), ("grpo", "reasoning-first GRPO from that SFT", other["train"].get("seconds"))]
+            for key, row_label, trained in rows:
+                m = other["backtest"]["models"][key]
+                out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+                           f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
     for key, label in (("rule", "rule scorer (the methodology)"), ("gbm", "gradient boosting (`baseline`)")):
         m = bt["models"][key]
         secs = s["baseline"].get("seconds") if key == "gbm" else None
@@ -125,6 +128,28 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         for metric in ("exact", "qwk"):
             b = paired_bootstrap(expert, [r["grpo_grade"] for r in per_fund], [r["sft_grade"] for r in per_fund], groups, grades, metric)
             out.append(f"| {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
+    if "reasoning-first" in runs:
+        rf = runs["reasoning-first"]
+        rf_fund = {r["share_class_id"]: r for r in rf["per_fund"]}
+        paired = [(r, rf_fund[r["share_class_id"]]) for r in per_fund]
+        expert = [r["expert_grade"] for r, _ in paired]
+        groups = [r["fund_id"] for r, _ in paired]
+        rs = rf["summary"]["train"]
+        out += ["", f"**Reasoning-first** (`profiles/reasoning-first.yaml`, answers {rf['summary']['prepare'].get('answer_tokens_mean', '?')} tokens): "
+                f"GRPO kept {rs.get('kept')} (greedy validation {rs.get('best_metric')} {rs.get('start_value')} at the start, best {rs.get('best_value')}). "
+                "Paired bootstrap by fund, as above:", "", "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
+        for title, a_key, b_key, a_src, b_src in (
+            ("reasoning-first GRPO − its SFT", "grpo_grade", "sft_grade", 1, 1),
+            ("reasoning-first SFT − brief SFT", "sft_grade", "sft_grade", 1, 0),
+            ("reasoning-first GRPO − brief SFT", "grpo_grade", "sft_grade", 1, 0),
+        ):
+            for metric in ("exact", "qwk"):
+                b = paired_bootstrap(expert, [pair[a_src][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
+                out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
+        rf_curve = [r for r in rf["summary"].get("eval_curve", []) if "eval_greedy_qwk" in r]
+        if rf_curve:
+            out += ["", "Its greedy validation agreement at each evaluation: "
+                    + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in rf_curve) + "."]
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
         out += ["", "GRPO's greedy validation agreement at each evaluation (step 0 is its SFT start): "

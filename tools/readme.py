@@ -38,8 +38,9 @@ def default_table(root: Path) -> list[str]:
 def pretrained_table(root: Path) -> list[str]:
     out = ["Pretrained models on 2 CPU cores (`benchmarks/pretrained.md`; exact / QWK on the same test funds):", "",
            "| data | model | SFT (LoRA) | GRPO from SFT | kept | rule scorer | gradient boosting |", "|---|---|---|---|---|---|---|"]
-    for name, label in DATASETS.items():
-        path = root / "benchmarks/results/pretrained" / name / "sft-grpo" / "summary.json"
+    runs = [(name, "sft-grpo", label) for name, label in DATASETS.items()] + [("synthetic", "reasoning-first", "synthetic default, reasoning-first answers")]
+    for name, variant, label in runs:
+        path = root / "benchmarks/results/pretrained" / name / variant / "summary.json"
         if not path.exists():
             continue
         s = json.loads(path.read_text(encoding="utf-8"))
