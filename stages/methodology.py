@@ -23,7 +23,7 @@ def main() -> None:
         for name, obj in compiled.items():
             io.write_json(obj, Path(params.out_dir) / f"{name}.json")
         r = compiled["rubric"]
-        print(f"schema: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}")
+        print(f"methodology: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}")
 
     run_stage("methodology", body)
 

@@ -51,7 +51,7 @@ def main() -> None:
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
         with io.atomic_path(p.model.out_dir) as tmp:
             info = run(p.model, rows, tmp)
-        print(f"base: {info}")
+        print(f"model: {info}")
 
     run_stage("model", body)
 

@@ -119,6 +119,6 @@ def test_base_stage_fails_clearly_and_keeps_the_last_good_model(tmp_path):
     result = subprocess.run([sys.executable, "-m", "stages.model"], cwd=tmp_path, capture_output=True, text=True,
                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 1
-    assert "base failed: model.pretrained:" in result.stderr and "corrupt or truncated" in result.stderr
+    assert "model failed: model.pretrained:" in result.stderr and "corrupt or truncated" in result.stderr
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in good.iterdir()) == ["config.json"]  # untouched

@@ -32,6 +32,6 @@ def test_bad_methodology_fails_clearly_and_keeps_the_last_good_schema(tmp_path, 
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     bad = subprocess.run([sys.executable, "-m", "stages.methodology"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert bad.returncode == 1
-    assert "schema failed" in bad.stderr and "overlap" in bad.stderr
+    assert "methodology failed" in bad.stderr and "overlap" in bad.stderr
     assert (tmp_path / "schema/rubric.json").read_text() == good
     assert json.loads(good)["name"] == "Fund Quality Rating"
