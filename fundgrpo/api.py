@@ -44,6 +44,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from fundgrpo.canonical import COLUMNS
@@ -357,10 +360,6 @@ class Evaluator:
 
 def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     from contextlib import asynccontextmanager
-
-    from fastapi import Depends, FastAPI, HTTPException, Request
-    from fastapi.responses import JSONResponse
-    from fastapi.security import APIKeyHeader
 
     settings = settings or ApiSettings.from_env()
     root = Path(root).resolve()

@@ -79,10 +79,17 @@ class Data:
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             return []
         client = MlflowClient(tracking_uri=uri)
+        name = self.params.register.model_name
+        versions = client.search_model_versions(f"name='{name}'")
+        if not versions:
+            return []
+        # search results leave aliases empty: the registered model holds alias -> version
+        aliases = client.get_registered_model(name).aliases or {}
         out = []
-        for v in client.search_model_versions(f"name='{self.params.register.model_name}'"):
+        for v in versions:
             tags = client.get_run(v.run_id).data.tags if v.run_id else {}
-            out.append({"version": int(v.version), "aliases": list(v.aliases), "created": v.creation_timestamp,
+            held = sorted(a for a, number in aliases.items() if str(number) == str(v.version))
+            out.append({"version": int(v.version), "aliases": held, "created": v.creation_timestamp,
                         "passed": tags.get("gate.passed"), "promote": tags.get("gate.promote"), "reason": tags.get("gate.reason", "")})
         return sorted(out, key=lambda r: r["version"], reverse=True)
 
