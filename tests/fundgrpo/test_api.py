@@ -76,8 +76,9 @@ def test_evaluate_store_and_read_back(setup):
         assert codes == [200] * 4
 
 
-def test_keys_scopes_limits_and_bad_input(setup):
+def test_keys_scopes_limits_and_bad_input(setup, caplog):
     root, settings, keys, reference = setup
+    caplog.set_level("INFO", logger="fundgrpo.api.access")
     with TestClient(api.create_app(root, replace(settings, rate_per_min=12, max_bytes=4000))) as client:
         good = {"funds": [fund(reference, 0)]}
         assert client.post("/v1/evaluations", json=good).status_code == 401  # no key
@@ -103,6 +104,11 @@ def test_keys_scopes_limits_and_bad_input(setup):
         assert big.status_code == 413
         codes = [client.get("/v1/model", headers=h).status_code for _ in range(12)]
         assert codes[-1] == 429 and 200 in codes  # 12 a minute, some already spent above
+    # the access log: one JSON line per request, naming the key's owner, never the key
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "fundgrpo.api.access"]
+    assert {"method", "path", "status", "ms", "key"} <= set(lines[-1]) and lines[-1]["key"] == "analyst"
+    assert {401, 403, 413, 422, 429} <= {line["status"] for line in lines}
+    assert not any(keys["analyst"] in r.getMessage() or keys["reader"] in r.getMessage() for r in caplog.records)
 
 
 def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
