@@ -120,6 +120,10 @@ def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
     shutil.copy(root / "mlflow.db", tmp_path / "registry.db")
     uri = f"sqlite:///{tmp_path}/registry.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    import mlflow
+
+    # a model version's source resolves through MLflow's global URI, which an earlier test may have set
+    monkeypatch.setattr(mlflow.tracking._tracking_service.utils, "_tracking_uri", None)
     client = MlflowClient(tracking_uri=uri)
     v1 = client.get_model_version("fund-evaluator", "1")
     v2 = client.create_model_version("fund-evaluator", v1.source, v1.run_id)

@@ -43,7 +43,7 @@ def trained(smollm2_dir, setup, tmp_path_factory):
     root = tmp_path_factory.mktemp("pretrained")
     torch.manual_seed(0)
     sft_info = sft.run(SftParams(epochs=1, batch_size=2, learning_rate=5e-4, max_length=256, lora=LORA), MODEL, smollm2_dir, data["train"][:4], root / "sft")
-    grpo = GrpoParams(max_steps=1, per_device_train_batch_size=4, num_generations=2, max_completion_length=16, logging_steps=1, warmup_steps=0, lora=LORA)
+    grpo = GrpoParams(max_steps=1, eval_steps=0, save_steps=0, per_device_train_batch_size=4, num_generations=2, max_completion_length=16, logging_steps=1, warmup_steps=0, lora=LORA)
     summary = train.run(grpo, MODEL, root / "sft", data["train"], rubric, schema, root / "policy")
     return root, sft_info, summary
 

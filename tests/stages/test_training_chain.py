@@ -141,7 +141,7 @@ def policy(chain, datasets, rubric, schema):
     from fundgrpo import grpo as train
 
     root, _ = chain
-    params = GrpoParams(max_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1, warmup_steps=0)
+    params = GrpoParams(max_steps=2, eval_steps=0, save_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1, warmup_steps=0)
     summary = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, root / "policy")
     return root / "policy", summary
 
@@ -240,7 +240,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
     from fundgrpo import grpo as train
 
     root, _ = chain
-    params = GrpoParams(max_steps=4, save_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=16,
+    params = GrpoParams(max_steps=4, save_steps=2, eval_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=16,
                         logging_steps=1, warmup_steps=0, lr_scheduler_type="constant", temperature=1.0)
     args = (params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema)
 
@@ -339,7 +339,7 @@ def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, 
     root, _ = chain
     judge = JudgeParams(enabled=True, backend="http", model="judge", url=f"http://127.0.0.1:{server.server_address[1]}/v1",
                         api_key_env="TEST_JUDGE_KEY", log_path=str(tmp_path / "judge.jsonl"), cache_path=str(tmp_path / "cache.jsonl"))
-    params = GrpoParams(max_steps=2, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1,
+    params = GrpoParams(max_steps=2, eval_steps=0, save_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1,
                         warmup_steps=0, judge=judge, reward_weights=replace(RewardWeights(), judge=1.0))
     try:
         out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p")
