@@ -296,7 +296,8 @@ class Evaluator:
         frame["expert_grade"] = frame["expert_grade"].astype("Int64") if "expert_grade" in frame else pd.NA
         if "fund_id" not in frame or frame["fund_id"].isna().any():
             frame["fund_id"] = frame.get("fund_id", pd.Series(index=frame.index, dtype=object)).fillna(frame["share_class_id"])
-        by_id = {r["share_class_id"]: r for r in prompt_records(with_reference(frame, self.reference), self.rubric, self.params.prepare)}
+        by_id = {r["share_class_id"]: r for r in prompt_records(with_reference(frame, self.reference), self.rubric, self.params.prepare,
+                                                            only=[str(f["share_class_id"]) for f in funds])}
         return [by_id[str(f["share_class_id"])] for f in funds]
 
     def generate(self, loaded: Loaded, records: list[dict]) -> list[dict]:

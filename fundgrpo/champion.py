@@ -8,6 +8,7 @@ Rows without an expert grade are graded too; they only drop out of the metrics.
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
@@ -15,8 +16,9 @@ import pandas as pd
 from fundgrpo.params import BacktestParams, PrepareParams
 
 
-def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams) -> list[dict]:
-    """One record per row (labelled or not), with `labelled` and the fund's `split` added."""
+def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams, only: Collection[str] | None = None) -> list[dict]:
+    """One record per row (labelled or not; with `only`, per listed share class), with `labelled`
+    and the fund's `split` added. Peer percentiles come from every row either way."""
     from fundgrpo.preparation import build_records, split_of
 
     funds = funds.reset_index(drop=True)
@@ -24,7 +26,9 @@ def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams) ->
     labelled = grades.notna()
     # build_records skips unrated rows; the prompt does not depend on the grade, so a placeholder will do.
     placeholder = rubric["grades"][len(rubric["grades"]) // 2]
-    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric, prepare)
+    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric, prepare, only)
+    if only is not None:
+        labelled = labelled[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
     for record, is_labelled in zip(records, labelled):
         record["labelled"] = bool(is_labelled)
         record["split"] = split_of(record["fund_id"], prepare)

@@ -127,7 +127,7 @@ def evaluate(funds: pd.DataFrame, reference: pd.DataFrame, folder: Path, rubric:
         raise EvaluateError(f"share_class_id repeats: {duplicated[:3]}")
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
-    records = prompt_records(universe, rubric, params.prepare)
+    records = prompt_records(universe, rubric, params.prepare, only=new_ids)
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
     predictions = grade(folder, mine, rubric, schema, params.backtest, desc="evaluate")

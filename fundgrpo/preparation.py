@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
@@ -57,8 +58,11 @@ def _clean(v: float) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
 
 
-def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams()) -> list[dict]:
+def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams(), only: Collection[str] | None = None) -> list[dict]:
     """One record per labelled share class: prompt, reference answer and the columns rewards read.
+
+    `only` (share class ids) limits the records built; percentiles and medians still come from
+    every row, so scoring one fund against a universe costs one prompt, not thousands.
 
     `params` decides what the prompt shows (`universe_percentile`, `prompt_style`): monitoring
     re-scores new funds with the same params, so the champion sees prompts as it was trained.
@@ -73,7 +77,8 @@ def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = Pre
     peers = funds.groupby("category")["share_class_id"].transform("count")
 
     records = []
-    for i, row in funds.iterrows():
+    rows = funds if only is None else funds[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
+    for i, row in rows.iterrows():
         evidence = {
             c.id: {
                 "value": _clean(row.get(c.metric, np.nan)),

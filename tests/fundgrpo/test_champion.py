@@ -25,6 +25,11 @@ def test_prompt_records_cover_unrated_rows_with_the_training_prompts():
     assert all(r["split"] == prepare.split_of(r["fund_id"], PrepareParams()) for r in records)
     assert records[5]["prompt"][0] == rated[2]["prompt"][0]  # the system prompt (methodology)
 
+    # a few share classes only: the same records as the whole batch gives them (peers are still the whole batch)
+    wanted = [records[1]["share_class_id"], records[7]["share_class_id"]]
+    few = champion.prompt_records(batch, rubric, PrepareParams(), only=wanted)
+    assert few == [r for r in records if r["share_class_id"] in wanted]
+
     predictions = [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": True} for r in records]
     scored = champion.scored(records, predictions, rubric)
     used = [r for r in records if r["labelled"] and r["split"] == "test"]
