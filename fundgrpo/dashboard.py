@@ -34,7 +34,7 @@ LABELS = {
            "batch": "배치", "date": "날짜", "verdict": "판정", "retrain": "재학습", "report": "리포트", "none": "아직 없음",
            "predicted": "예측", "title": "fund-grpo: 펀드 평가"},
 }
-STYLE = """body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}nav a{margin-right:1rem}
+STYLE = """body{font-family:system-ui,'Noto Sans KR','Nanum Gothic','Apple SD Gothic Neo','Malgun Gothic',sans-serif;margin:1.5rem;color:#222}nav a{margin-right:1rem}
 table{border-collapse:collapse;margin:.8rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.off{background:#fde8e8}.cm td{text-align:center;min-width:2.5rem}"""
 EVALUATORS = {"grpo": "GRPO", "sft": "SFT", "base": "base", "rule": "rule", "gbm": "GBM"}

@@ -69,3 +69,32 @@ def smollm2_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("smollm2") / "base"
     pretrained.convert(SMOLLM2, out)
     return out
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A PostgreSQL server on loopback TCP for the whole session, started and stopped by the
+    documented command (`tools/postgres.py`, binaries from the `pgserver` wheel); yields the
+    URLs of its `fundgrpo` and `mlflow` databases."""
+    import socket
+    import subprocess
+    import sys
+
+    pytest.importorskip("pgserver")
+    from tests.support import REPO
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = tmp_path_factory.mktemp("pg") / "data"
+    tool = [sys.executable, str(REPO / "tools/postgres.py")]
+    done = subprocess.run([*tool, "start", str(data), "--port", str(port)], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    urls = dict(zip(("fundgrpo", "mlflow"), done.stdout.split()))
+    yield urls
+    subprocess.run([*tool, "stop", str(data)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server) -> str:
+    return postgres_server["fundgrpo"]

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -28,19 +29,11 @@ def fund(reference: pd.DataFrame, i: int, **change) -> dict:
     return {**out, "share_class_id": f"API-{i}", "fund_id": f"APIF-{i}", **change}
 
 
-@pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory):
-    """A PostgreSQL server started from the `pgserver` wheel (local socket), for the whole session."""
-    pgserver = pytest.importorskip("pgserver")
-    server = pgserver.get_server(str(tmp_path_factory.mktemp("pg")), cleanup_mode="stop")
-    yield server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
-    server.cleanup()
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def setup(request, trained, tmp_path):
     root, _ = trained
     db_url = f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    assert request.param == "sqlite" or "@127.0.0.1:" in db_url  # PostgreSQL over loopback TCP
     keys = tmp_path / "keys.json"
     env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
     made = {}
@@ -137,3 +130,19 @@ def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
         client.set_registered_model_alias("fund-evaluator", "api-test", v2.version)
         second = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).json()
         assert second["model_version"] == f"models:/fund-evaluator/{v2.version}"
+
+    # a request in flight when the alias moves is answered by the version it started with
+    client.set_registered_model_alias("fund-evaluator", "api-test", "1")
+    slow = replace(settings, model="models:/fund-evaluator@api-test", batch_wait_ms=3000)
+    with TestClient(api.create_app(root, slow)) as app, ThreadPoolExecutor(2) as pool:
+        h = {"X-API-Key": keys["analyst"]}
+        started = time.monotonic()
+        held = pool.submit(lambda: (app.post("/v1/evaluations", json={"funds": [fund(reference, 1)]}, headers=h), time.monotonic()))
+        time.sleep(1.0)  # the held request is waiting in the 3-s batch window
+        client.set_registered_model_alias("fund-evaluator", "api-test", v2.version)
+        moved = time.monotonic()
+        after = app.post("/v1/evaluations", json={"funds": [fund(reference, 2)]}, headers=h)
+        answer, answered = held.result(timeout=120)
+        assert moved - started < 3.0 < answered - started  # it was still in flight when the alias moved
+        assert answer.status_code == 200 and answer.json()["model_version"] == "models:/fund-evaluator/1"
+        assert after.status_code == 200 and after.json()["model_version"] == f"models:/fund-evaluator/{v2.version}"
