@@ -247,7 +247,7 @@ class Evaluator:
 
         uri = registry.local_uri(registry.tracking_uri(self.params.register), self.root)
         name, _, alias = self.target[len("models:/"):].partition("@")
-        version = MlflowClient(tracking_uri=uri).get_model_version_by_alias(name, alias).version
+        version = registry.version_by_alias(MlflowClient(tracking_uri=uri), name, alias)  # AliasError says what to serve instead
         return f"models:/{name}/{version}"
 
     def _load(self, version: str) -> Loaded:
@@ -431,8 +431,13 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         if len(set(ids)) != len(ids):
             raise HTTPException(422, "funds: share_class_id repeats within the request")
         evaluator: Evaluator = state["evaluator"]
-        if evaluator.current is None and "load_error" in state:
-            raise HTTPException(503, f"no model to serve: {state['load_error']}")
+        if evaluator.current is None:  # none at start-up: try again, the alias may have been set since
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, lambda: evaluator.serving(force=True))
+                state.pop("load_error", None)
+            except Exception as err:  # noqa: BLE001 - the reason goes to the client
+                state["load_error"] = str(err)
+                raise HTTPException(503, f"no model to serve: {err}") from None
         try:
             version, rows = await evaluator.evaluate([f.model_dump() for f in body.funds])
         except asyncio.TimeoutError:

@@ -109,9 +109,9 @@ def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]
     name, _, alias = model[len("models:/"):].partition("@")
     client = MlflowClient(tracking_uri=uri)
     try:
-        version = client.get_model_version_by_alias(name, alias).version if alias else None
-    except mlflow.exceptions.MlflowException as err:
-        raise EvaluateError(f"--model {model}: not in the registry at {uri} (run `dvc repro` first, or name a folder)") from err
+        version = registry.version_by_alias(client, name, alias) if alias else None
+    except registry.AliasError as err:
+        raise EvaluateError(f"--model: {err} (registry: {uri})") from err
     pinned = f"models:/{name}/{version}" if version else model
     return registry.load_components(pinned, scratch), pinned
 

@@ -124,6 +124,30 @@ def champion_version(client, name: str):
         return None
 
 
+class AliasError(LookupError):
+    """A models:/NAME@ALIAS that points at nothing, with what to do instead."""
+
+
+def version_by_alias(client, name: str, alias: str) -> str:
+    """The version `alias` points at; an AliasError naming what to serve instead when none does
+    (on a fresh run no version is `champion` until the gate promotes one)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException as err:
+        try:
+            versions = client.search_model_versions(f"name = '{name}'")
+        except MlflowException:
+            versions = []
+        if not versions:
+            raise AliasError(f"models:/{name}@{alias}: no model {name!r} is registered yet (run `dvc repro`)") from err
+        latest = max(int(v.version) for v in versions)
+        why = " (the gate has not promoted any version; metrics/register.json says why)" if alias == CHAMPION else ""
+        raise AliasError(f"models:/{name}@{alias}: no version carries the alias {alias!r}{why}; serve one explicitly, "
+                         f"e.g. models:/{name}/{latest}, or a model folder such as models/policy") from err
+
+
 def load_components(model_uri: str, dst: Path) -> Path:
     """Download a registered model into `dst`; return one folder `from_pretrained` loads.
 

@@ -120,7 +120,15 @@ def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
     client = MlflowClient(tracking_uri=uri)
     v1 = client.get_model_version("fund-evaluator", "1")
     v2 = client.create_model_version("fund-evaluator", v1.source, v1.run_id)
-    client.set_registered_model_alias("fund-evaluator", "api-test", "1")
+    # no version carries the alias yet: not ready, 503 naming what to serve instead; set, it serves without a restart
+    with TestClient(api.create_app(root, replace(settings, model="models:/fund-evaluator@api-test"))) as app:
+        h = {"X-API-Key": keys["analyst"]}
+        ready = app.get("/readyz")
+        assert ready.status_code == 503 and "no version carries the alias 'api-test'" in ready.json()["error"]
+        refused = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h)
+        assert refused.status_code == 503 and "models:/fund-evaluator/" in refused.json()["detail"]
+        client.set_registered_model_alias("fund-evaluator", "api-test", "1")
+        assert app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).status_code == 200
     with TestClient(api.create_app(root, replace(settings, model="models:/fund-evaluator@api-test"))) as app:
         h = {"X-API-Key": keys["analyst"]}
         first = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).json()

@@ -68,3 +68,6 @@ def test_bad_model_and_output_are_named(trained, tmp_path):
     wrong = evaluate(root, str(tmp_path / "f.csv"), "--model", str(root / "models/policy"), "--out", str(tmp_path / "e.txt"))
     assert wrong.returncode == 1 and "use .parquet, .csv or .jsonl" in wrong.stderr
     assert not (tmp_path / "e.csv").exists() and not (tmp_path / "e.txt").exists()
+    # an alias no version carries (a fresh run has no champion until the gate promotes one): what to use instead
+    unset = evaluate(root, str(tmp_path / "f.csv"), "--model", "models:/fund-evaluator@nobody", "--out", str(tmp_path / "e.csv"))
+    assert unset.returncode == 1 and "no version carries the alias 'nobody'" in unset.stderr and "models:/fund-evaluator/1" in unset.stderr
