@@ -9,7 +9,9 @@ None, which TRL leaves out of the mean.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import math
 import re
 from typing import Any, Callable
@@ -28,10 +30,12 @@ def completion_text(completion: Any) -> str:
     'hi'
     >>> completion_text("hi")
     'hi'
+    >>> completion_text([{"role": "assistant", "content": None}, "stray"])
+    ''
     """
     if isinstance(completion, list):
-        return "".join(m.get("content", "") for m in completion if isinstance(m, dict))
-    return str(completion)
+        return "".join(m["content"] for m in completion if isinstance(m, dict) and isinstance(m.get("content"), str))
+    return completion if isinstance(completion, str) else ""
 
 
 def parse_answer(text: str) -> dict | None:
@@ -41,12 +45,18 @@ def parse_answer(text: str) -> dict | None:
     {'grade': 3, 'score': 50, 'reasoning': 'ok'}
     >>> parse_answer('grade 3') is None, parse_answer('[1]') is None
     (True, True)
+    >>> parse_answer('{"score": NaN}') is None, parse_answer('[' * 100000) is None  # not JSON; nesting too deep
+    (True, True)
     """
     try:
-        obj = json.loads(text.strip())
-    except (json.JSONDecodeError, ValueError):
+        obj = json.loads(text.strip(), parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # Python's json accepts NaN and Infinity; the schema's bounds would not catch them
 
 
 def valid_answer(text: str, schema: dict) -> dict | None:
@@ -56,9 +66,33 @@ def valid_answer(text: str, schema: dict) -> dict | None:
         return None
     try:
         jsonschema.validate(obj, schema)
-    except jsonschema.ValidationError:
+    except (jsonschema.ValidationError, RecursionError):
         return None
     return obj
+
+
+def never_raises(fn: RewardFn) -> RewardFn:
+    """A reward that must not stop a GRPO step: an item whose reward raises gets 0 (logged).
+
+    >>> def shaky(completions, **kw): return [1.0 / len(c) for c in completions]
+    >>> never_raises(shaky)(["ab", ""])
+    [0.5, 0.0]
+    """
+    @functools.wraps(fn)
+    def guarded(completions: list, **columns: Any) -> list:
+        try:
+            return fn(completions, **columns)
+        except Exception:  # noqa: BLE001 - retried item by item below, so one bad item costs only itself
+            out = []
+            for i in range(len(completions)):
+                one = {k: (v[i:i + 1] if isinstance(v, (list, tuple)) and len(v) == len(completions) else v) for k, v in columns.items()}
+                try:
+                    out.extend(fn(completions[i:i + 1], **one))
+                except Exception as err:  # noqa: BLE001
+                    logging.getLogger(__name__).warning("%s: item %d scored 0 (%s: %s)", fn.__name__, i, type(err).__name__, err)
+                    out.append(0.0)
+            return out
+    return guarded
 
 
 def _missing(v: Any) -> bool:
@@ -190,4 +224,4 @@ def make_rewards(
     }
     for name, fn in funcs.items():
         fn.__name__ = f"{name}_reward"  # TRL logs rewards/<__name__>
-    return funcs
+    return {name: never_raises(fn) for name, fn in funcs.items()}

@@ -70,3 +70,35 @@ def test_length_reward_band(setup):
     _, rewards = setup
     got = rewards["length"]([answer(3, 50, "x" * n) for n in (5, 40, 120, 400)])
     assert got == [0.5, 1.0, 0.5, 0.0]
+
+
+HOSTILE = [
+    [{"role": "assistant", "content": None}],  # a message without text
+    [{"role": "assistant"}, "stray", None, 7],  # not messages at all
+    None,
+    b'{"grade": 3}',
+    "[" * 100_000,  # nesting deeper than the parser's recursion limit
+    '{"a": ' * 5000 + "1" + "}" * 5000,
+    '{"grade": 3, "score": NaN, "reasoning": "Sharpe ratio top 10%"}',  # not JSON, though Python's json reads it
+    '{"grade": 3, "score": Infinity, "reasoning": "Sharpe ratio top 10%"}',
+    '{"grade": 3, "score": 1e999, "reasoning": "Sharpe ratio top 10%"}',
+    '{"grade": 3, "score": 50, "reasoning": "\\u0000\\ud800"}',  # NUL and a lone surrogate
+    "\x00" * 64,
+]
+
+
+def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
+    """A reward that raises would stop the GRPO step; each item gets a number (0 when malformed)."""
+    _, rewards = setup
+    n = len(HOSTILE)
+    columns = dict(expert_grade=[3] * n, expert_score=[50.0] * n, evidence=['{"sharpe_3y": 80}'] * n)
+    for name, fn in rewards.items():
+        got = fn(HOSTILE, **columns)
+        assert len(got) == n and all(isinstance(x, float) for x in got), name
+        assert all(x == 0.0 for x in got[:-2]), (name, got)  # all but the NUL-reasoning answer are malformed
+    # bad columns cost only their own item: a label that is no grade, evidence that is not JSON
+    good = answer(3, 50, "Sharpe ratio top 10%")
+    odd = dict(expert_grade=[3, "three", 3], expert_score=[50.0, 50.0, "x"], evidence=['{"sharpe_3y": 80}', "{", '{"sharpe_3y": 80}'])
+    for name, fn in rewards.items():
+        got = fn([good] * 3, **odd)
+        assert len(got) == 3 and got[0] == fn([good], **{k: v[:1] for k, v in odd.items()})[0], name
