@@ -68,8 +68,12 @@ def main() -> int:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(api.create_app(root, settings), host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 600
+    while not server.started:  # bounded: a server that fails to start ends the run
+        if not thread.is_alive() or time.monotonic() > deadline:
+            sys.exit("the API did not start (its error is above)")
         time.sleep(0.1)
     reference = pd.read_parquet(root / "data/validated/funds.parquet")
     url = f"http://127.0.0.1:{port}/v1/evaluations"

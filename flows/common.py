@@ -142,6 +142,21 @@ def _float(representer, value: float):
     return representer.represent_scalar("tag:yaml.org,2002:float", text)
 
 
+@contextmanager
+def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
+    """Put `path` back as it was when the block ends, however it ends (flow overrides are for one run)."""
+    before = path.read_bytes()
+    try:
+        yield
+    finally:
+        if path.read_bytes() != before:
+            from fundgrpo import io
+
+            with io.atomic_path(path) as tmp:
+                tmp.write_bytes(before)
+            log(f"{path.name} restored: the overrides applied to this run only")
+
+
 def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     """Set `section.key=value` pairs in params.yaml (comments kept), like `dvc exp run -S`.
 

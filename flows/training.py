@@ -7,7 +7,9 @@ The last stage, register, logs the candidate to MLflow and moves `champion` only
 the gate; the flow returns (and logs) that decision from metrics/register.json.
 
 Overrides are `dvc exp run -S` pairs: the flow parameter {"grpo.beta": "0.04"} is the
-CLI's `dvc exp run -S grpo.beta=0.04`; they are written to params.yaml before the stages run.
+CLI's `dvc exp run -S grpo.beta=0.04`; they are written to params.yaml for this run only and the
+file is restored when the run ends, however it ends, so the next scheduled run trains with the
+committed parameters again (DVC then sees them differ from dvc.lock and reruns what they touch).
 
 A whole run holds a file lock on the workspace, so two runs queue instead of colliding
 (DVC's own lock would fail the second at once) and alias moves happen one at a time.
@@ -87,7 +89,7 @@ def training(
 
     logger = get_run_logger()
     workspace = Path(root).resolve()
-    with common.workspace_lock(workspace, lock_timeout_s, logger.info):
+    with common.workspace_lock(workspace, lock_timeout_s, logger.info), common.restored(workspace / "params.yaml", logger.info):
         if overrides:
             apply_params(str(workspace), overrides)
         params = load_params(workspace / "params.yaml")

@@ -105,8 +105,10 @@ def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
         # A config the GRPO trainer refuses: the train stage fails after the earlier stages.
         with pytest.raises(RuntimeError, match=r"stage 'grpo' failed[\s\S]*divisible by (num_generations|the number of generations)"):
             training(root=str(root), overrides={"grpo.num_generations": "3"}, retries=0)
+        # the override applied to that run only: the next scheduled run starts from the committed params
+        assert (root / "params.yaml").read_text() == params_text
     finally:
-        (root / "params.yaml").write_text(params_text)  # undo the override (`dvc exp run` would too)
+        (root / "params.yaml").write_text(params_text)  # keep the shared repo usable whatever happened
     assert digest(root, *GUARDED) == before
     assert support.versions(root) == count
     assert client.get_model_version_by_alias("fund-evaluator", "champion").version == champion
