@@ -9,7 +9,8 @@ source, validation and methodology; model profiles (smollm2, gemma3-ko, gpu-qwen
 model, prompt style and training, so apply the data profile first.
 
 params.yaml stays the one file DVC tracks, so `dvc repro` and `dvc exp` see a
-profile as ordinary parameter changes. Comments in params.yaml are not kept.
+profile as ordinary parameter changes. The file is written as `python -m fundgrpo.params`
+writes the defaults: every key, with its comment.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from fundgrpo.params import Params, deep_merge, from_dict, read_yaml
+from fundgrpo.params import Params, deep_merge, from_dict, read_yaml, render
 
 
 def merged(names: str | list[str], params_path: Path = Path("params.yaml"), profiles_dir: Path = Path("profiles")) -> dict:
@@ -48,12 +49,13 @@ def main() -> None:
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args()
     data = merged(args.names, args.params, args.params.parent / "profiles")
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     if args.action == "show":
-        print(text)
+        print(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     else:
         names = " + ".join(args.names)
-        args.params.write_text(f"# params.yaml with profile(s) {names} applied\n" + text, encoding="utf-8")
+        text = f"# params.yaml with profile(s) {names} applied (comments: the defaults')\n" + render(from_dict(Params, data))
+        assert from_dict(Params, yaml.safe_load(text)) == from_dict(Params, data)  # what the stages will read
+        args.params.write_text(text, encoding="utf-8")
         print(f"applied profile(s) {names} to {args.params}")
 
 

