@@ -53,7 +53,7 @@ def main() -> None:
         print(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     else:
         names = " + ".join(args.names)
-        text = f"# params.yaml with profile(s) {names} applied (comments: the defaults')\n" + render(from_dict(Params, data))
+        text = f"# params.yaml with profile(s) {names} applied\n" + render(from_dict(Params, data))
         assert from_dict(Params, yaml.safe_load(text)) == from_dict(Params, data)  # what the stages will read
         args.params.write_text(text, encoding="utf-8")
         print(f"applied profile(s) {names} to {args.params}")
