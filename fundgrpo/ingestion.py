@@ -80,6 +80,54 @@ def sniff_delimiter(text: str) -> str:
         return ","
 
 
+MAGIC = {b"\x1f\x8b": "a gzip file (decompress it first)", b"PK\x03\x04": "a zip archive or an .xlsx workbook (extract or save as CSV)",
+         b"PAR1": "a Parquet file (give it the .parquet suffix)", b"\xd0\xcf\x11\xe0": "an old Excel .xls workbook (save as CSV)"}
+
+
+def not_text(data: bytes, path: Path) -> None:
+    """Refuse what is not a text table, naming what it is instead.
+
+    >>> not_text(b"\\x1f\\x8b\\x08rest", Path("f.csv"))
+    Traceback (most recent call last):
+    ...
+    fundgrpo.ingestion.IngestError: f.csv: is a gzip file (decompress it first), not a CSV text file
+    >>> not_text("a,b".encode("utf-16-le"), Path("f.csv"))
+    Traceback (most recent call last):
+    ...
+    fundgrpo.ingestion.IngestError: f.csv: looks like UTF-16 without a byte-order mark (a NUL byte after most characters); set ingest.encoding: utf-16-le
+    """
+    for magic, what in MAGIC.items():
+        if data.startswith(magic):
+            raise IngestError(f"{path}: is {what}, not a CSV text file")
+    head = data[:4096]
+    if head.count(0) > len(head) // 4 and data[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+        odd_nuls = head[1::2].count(0) > len(head) // 4
+        raise IngestError(f"{path}: looks like UTF-16 without a byte-order mark (a NUL byte after most characters); "
+                          f"set ingest.encoding: {'utf-16-le' if odd_nuls else 'utf-16-be'}")
+
+
+def check_rows(text: str, sep: str, path: Path) -> None:
+    """Every data row has the header's number of fields and no NUL character: a row cut short
+    (or a delimiter inside an unquoted cell) would otherwise shift or blank its values silently.
+
+    >>> check_rows("a,b,c\\n1,2,3\\n4,5\\n", ",", Path("f.csv"))
+    Traceback (most recent call last):
+    ...
+    fundgrpo.ingestion.IngestError: f.csv: 1 row(s) do not have the header's 3 fields: data row 2 has 2 (a row cut short, or the delimiter inside an unquoted cell)
+    """
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n")
+        where = f"data row {line} (line {line + 1})" if line else "the header (line 1)"
+        raise IngestError(f"{path}: a NUL byte in {where}: the file is damaged or not text")
+    rows = csv.reader(io.StringIO(text), delimiter=sep, skipinitialspace=True)
+    header = next(rows, [])
+    bad = [(n, len(r)) for n, r in enumerate(rows, start=1) if r and len(r) != len(header)]
+    if bad:
+        examples = ", ".join(f"data row {n} has {k}" for n, k in bad[:MAX_EXAMPLES])
+        raise IngestError(f"{path}: {len(bad)} row(s) do not have the header's {len(header)} fields: {examples} "
+                          "(a row cut short, or the delimiter inside an unquoted cell)")
+
+
 def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> pd.DataFrame:
     """Read a CSV (every cell as text, blanks NaN) or Parquet file; the encoding is in `attrs`."""
     if path.is_dir():
@@ -92,8 +140,13 @@ def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> 
     if suffix not in (".csv", ".parquet", ".pq"):
         raise IngestError(f"{path}: unsupported format {suffix!r} (use .csv or .parquet)")
     if suffix == ".csv":
-        text, used = decode(path.read_bytes(), encoding)
+        data = path.read_bytes()
+        not_text(data, path)
+        if encoding == "auto" and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            encoding = "utf-16"  # a byte-order mark says so for certain (Excel's "Unicode text")
+        text, used = decode(data, encoding)
         sep = sniff_delimiter(text) if delimiter == "auto" else delimiter
+        check_rows(text, sep, path)
     try:
         if suffix == ".csv":
             # Text cells: ids keep leading zeros, and bad numbers are reported, not guessed.

@@ -38,6 +38,19 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def move_dir(src: str | Path, dst: str | Path) -> None:
+    """Put folder `src` in the place of `dst` (replacing it; the old one is removed only after)."""
+    src, dst = Path(src), Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        dst.rename(old)
+        src.rename(dst)
+        shutil.rmtree(old)
+    else:
+        src.rename(dst)
+
+
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
     with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)

@@ -106,6 +106,11 @@ def load(path: str | Path) -> Methodology:
 
 
 def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
+    def number(value: Any, field: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise MethodologyError(f"{where}: {field} must be a number, got {value!r}")
+        return float(value)
+
     def need(d: dict, key: str, ctx: str) -> Any:
         if key not in d:
             raise MethodologyError(f"{where}: {ctx} is missing '{key}'")
@@ -122,6 +127,9 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
     for i, c in enumerate(need(raw, "criteria", "the file") or []):
         ctx = f"criterion {i + 1}"
         metric = need(c, "metric", ctx)
+        if metric in canonical.LABELS:
+            raise MethodologyError(f"{where}: {ctx} reads {metric!r}, the analysts' label the model learns to predict; "
+                                   "a criterion must be a fund metric, or the label leaks into the prompt")
         if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
             raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
         weight = need(c, "weight", ctx)
@@ -168,11 +176,16 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         ctx = f"grade band {i + 1}"
         label = b.get("label", {})
         label = {"en": label} if isinstance(label, str) else dict(label)
-        bands.append(Band(int(need(b, "grade", ctx)), float(need(b, "min", ctx)), float(need(b, "max", ctx)), label))
+        bands.append(Band(int(number(need(b, "grade", ctx), f"{ctx} grade")), number(need(b, "min", ctx), f"{ctx} min"),
+                          number(need(b, "max", ctx), f"{ctx} max"), label))
     bands = _check_bands(bands, where)
 
     output = raw.get("output", {}) or {}
     reasoning = output.get("reasoning", {}) or {}
+    low = int(number(reasoning.get("min_chars", 20), "output.reasoning.min_chars"))
+    high = int(number(reasoning.get("max_chars", 200), "output.reasoning.max_chars"))
+    if not 0 < low < high:
+        raise MethodologyError(f"{where}: output.reasoning needs 0 < min_chars < max_chars, got min_chars {low} and max_chars {high}")
     return Methodology(
         name=str(raw.get("name", "methodology")),
         version=str(raw.get("version", "1")),
@@ -180,8 +193,8 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         scoring=scoring,
         criteria=tuple(criteria),
         bands=tuple(bands),
-        reasoning_min_chars=int(reasoning.get("min_chars", 20)),
-        reasoning_max_chars=int(reasoning.get("max_chars", 200)),
+        reasoning_min_chars=low,
+        reasoning_max_chars=high,
         cite_top=int(output.get("cite_top", 3)),
         context=tuple(context),
     )

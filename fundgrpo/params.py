@@ -148,6 +148,9 @@ class PrepareParams:
 
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
+        if not (0 < self.train_share < 1 and 0 <= self.validation_share and self.train_share + self.validation_share < 1):
+            raise ParamsError(f"prepare.train_share ({self.train_share}) and prepare.validation_share ({self.validation_share}) "
+                              "must be shares with train_share > 0 and room left for the test split (their sum below 1)")
 
 
 @dataclass(frozen=True)
@@ -451,8 +454,13 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 
 def read_yaml(path: str | Path) -> dict:
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f) or {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except yaml.YAMLError as err:
+        raise ParamsError(f"{path}: not valid YAML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ParamsError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level")
     return data
@@ -460,7 +468,10 @@ def read_yaml(path: str | Path) -> dict:
 
 def load_params(path: str | Path = "params.yaml") -> Params:
     """Read params.yaml into `Params` (profiles are applied into params.yaml, see fundgrpo.profiles)."""
-    return from_dict(Params, read_yaml(path) if Path(path).exists() else {})
+    if not Path(path).is_file():
+        raise ParamsError(f"{path}: not found in {Path.cwd()}; stages run from the repository root "
+                          "(`python -m fundgrpo.params > params.yaml` writes the defaults)")
+    return from_dict(Params, read_yaml(path))
 
 
 def to_dict(params: Any) -> dict:

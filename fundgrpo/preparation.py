@@ -126,6 +126,11 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
     labelled = funds["expert_grade"].notna()
     if labelled.sum() == 0:
         raise StageError("prepare: no row has an expert grade; nothing to train or test on")
+    unknown = sorted(set(funds.loc[labelled, "expert_grade"].astype(int)) - set(rubric["grades"]))
+    if unknown:
+        rows = [i + 1 for i in funds.index[funds["expert_grade"].isin(unknown)][:3]]
+        raise StageError(f"prepare: expert_grade {', '.join(map(str, unknown))} (data rows {', '.join(map(str, rows))}, ...) is not a grade "
+                         f"of the methodology, whose grades are {rubric['grades']}; the methodology's bands must cover every grade the analysts give")
     records = build_records(funds, rubric, params)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}

@@ -5,6 +5,7 @@ The stage reads params.yaml and calls `fundgrpo.validation`; the logic, and its 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -20,14 +21,19 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         df = pd.read_parquet(p.ingest.out)
-        result = run(df, p.validate, Path(p.validate.report_dir))
+        # The report is written beside the last good one first: a failing run's report must not
+        # replace the good run's (a DVC output), and the user still gets to read it.
+        good_dir, failed_dir = Path(p.validate.report_dir), Path(f"{p.validate.report_dir}-failed")
+        result = run(df, p.validate, failed_dir)
         c = result.summary["counts"]
         if not result.success:
             print(f"validation failed: {len(result.failures)} expectation(s):", file=sys.stderr)
             for line in result.failures:
                 print(f"  {line}", file=sys.stderr)
-            print(f"report: {result.report}", file=sys.stderr)
+            print(f"report: {result.report} (the last good report stays in {good_dir})", file=sys.stderr)
             sys.exit(1)  # validate.out is not touched: a previous good table stays
+        io.move_dir(failed_dir, good_dir)
+        result = dataclasses.replace(result, report=good_dir / result.report.name)
         io.write_parquet(df, p.validate.out)
         print(
             f"validate: {c['rows']} rows, {c['funds']} funds, {c['categories']} categories, "

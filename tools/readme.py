@@ -51,8 +51,19 @@ def pretrained_table(root: Path) -> list[str]:
     return out
 
 
+def robustness_line(root: Path) -> list[str]:
+    path = root / "benchmarks/results/robustness.json"
+    if not path.exists():
+        return []
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    total = next(r for r in rows if r["area"] == "all")
+    areas = ", ".join(f"{r['area']} {r['cases']}" for r in rows if r["area"] != "all")
+    return ["", f"Bad input ([benchmarks/robustness.md](benchmarks/robustness.md), `python tools/robustness.py`): {total['cases']} cases "
+                f"({areas}); {total['clear']} clear errors; outputs of the last good run lost: {total['lost']}."]
+
+
 def block(root: Path = REPO) -> str:
-    return "\n".join([BEGIN, *default_table(root), "", *pretrained_table(root), END])
+    return "\n".join([BEGIN, *default_table(root), "", *pretrained_table(root), *robustness_line(root), END])
 
 
 def render(readme: str, root: Path = REPO) -> str:

@@ -145,6 +145,14 @@ def test_utf8_bom(tmp_path: Path) -> None:
     assert table["name"].iloc[0] == "Café Fund A"
 
 
+def test_utf16_with_byte_order_mark_tab_separated(tmp_path: Path) -> None:
+    """Excel's "Unicode text" export: UTF-16 with a BOM, tab-separated; the BOM makes it certain."""
+    path = write(tmp_path / "excel.csv", SCREENER_CSV.replace(",", "\t").replace("Alpha Fund A", "한국 Fund A"), "utf-16")
+    table = run(table_params(path), tmp_path)
+    assert table.attrs["encoding"] == "utf-16" and table["name"].iloc[0] == "한국 Fund A"
+    assert table["return_1y"].iloc[0] == 10.5
+
+
 def test_cp949_korean(tmp_path: Path) -> None:
     text = "종목코드,펀드명,유형,수익률\nK001,한빛 코리아 성장 주식 A,국내주식,12.5\nK002,미래로 배당 주식 C,국내주식,-3.1\n"
     path = write(tmp_path / "korea.csv", text, "cp949")

@@ -142,9 +142,9 @@ def test_main_fails_and_keeps_previous_output(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "validation failed: 1 expectation(s):" in proc.stderr
     assert "expect_column_values_to_be_between(volatility_3y)" in proc.stderr
-    assert "report/index.html" in proc.stderr
+    assert "report-failed/index.html" in proc.stderr  # beside the last good report, which it does not replace
     assert good.read_bytes() == b"previous good table"
-    assert (tmp_path / "report" / "summary.json").is_file()
+    assert (tmp_path / "report-failed" / "summary.json").is_file() and not (tmp_path / "report").exists()
 
 
 def test_main_writes_validated_table_on_success(tmp_path: Path) -> None:
@@ -152,6 +152,7 @@ def test_main_writes_validated_table_on_success(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = pd.read_parquet(tmp_path / "validated.parquet")
     assert len(out) == 30 and "5 unlabelled" in proc.stdout
+    assert (tmp_path / "report" / "index.html").is_file() and not (tmp_path / "report-failed").exists()
 
 
 def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
