@@ -20,13 +20,15 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def count() -> int:
-    """FUNDGRPO_THREADS, else the CPUs this process may run on."""
+    """FUNDGRPO_THREADS, else the CPUs this process may run on, shared among the processes
+    `accelerate launch` (torchrun) starts on this machine (LOCAL_WORLD_SIZE)."""
     if os.environ.get("FUNDGRPO_THREADS"):
         return max(1, int(os.environ["FUNDGRPO_THREADS"]))
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
 
 
 def configure() -> int:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
 from fundgrpo.params import LoraParams, ModelParams
+
+
+def is_main_process() -> bool:
+    """Rank 0, or the only process. Under `accelerate launch` every process runs the stage and
+    trains its share of each batch; only rank 0 writes the stage's outputs (the trainer itself
+    saves checkpoints on rank 0 only)."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def use_cpu() -> bool:

@@ -5,6 +5,7 @@ The stage reads params.yaml and calls `fundgrpo.grpo`; the logic, and its docume
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from fundgrpo import io
@@ -12,6 +13,7 @@ from fundgrpo.cli import run_stage
 from fundgrpo.grpo import plot_curves, run
 from fundgrpo.methodology import load_compiled
 from fundgrpo.params import load_params
+from fundgrpo.training import is_main_process
 
 
 def main() -> None:
@@ -20,8 +22,12 @@ def main() -> None:
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)
+        eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
+        if not is_main_process():  # another rank of `accelerate launch`: trains alongside rank 0, writes nothing
+            with tempfile.TemporaryDirectory() as scratch:
+                run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, Path(scratch), eval_rows, Path(p.grpo.checkpoint_dir))
+            return
         with io.atomic_path(p.grpo.out_dir) as tmp:
-            eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
             summary = run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, tmp, eval_rows, Path(p.grpo.checkpoint_dir))
         import shutil
 

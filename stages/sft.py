@@ -5,18 +5,24 @@ The stage reads params.yaml and calls `fundgrpo.sft`; the logic, and its documen
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.params import load_params
 from fundgrpo.sft import run
+from fundgrpo.training import is_main_process
 
 
 def main() -> None:
     def body() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
+        if not is_main_process():  # another rank of `accelerate launch`: trains alongside rank 0, writes nothing
+            with tempfile.TemporaryDirectory() as scratch:
+                run(p.sft, p.model, Path(p.model.out_dir), rows, Path(scratch))
+            return
         with io.atomic_path(p.sft.out_dir) as tmp:
             info = run(p.sft, p.model, Path(p.model.out_dir), rows, tmp)
             import shutil
