@@ -9,6 +9,8 @@ gets the `challenger` alias; `champion` never moves on a failed or worse run.
 from __future__ import annotations
 
 import os
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,53 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+LOCK_SUFFIX = ".promotion-lock"
+
+
+@contextmanager
+def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float = 3600.0, poll_s: float = 0.5, log=print):
+    """One gate decision at a time for `name`, across processes and machines sharing a registry.
+
+    Reading the champion, deciding and moving the alias must not interleave: two candidates that
+    both read "no champion" would both be promoted, and the worse one could end up `champion`.
+    The lock is a registered model named `<name>.promotion-lock`: the registry creates a name
+    atomically (a second create fails), on SQLite and on a tracking server's database alike.
+    A lock older than `stale_s` (its holder died) is taken over, saying so.
+    """
+    import socket
+
+    from mlflow.exceptions import MlflowException
+
+    lock = f"{name}{LOCK_SUFFIX}"
+    deadline = time.monotonic() + timeout_s
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    while True:
+        try:
+            client.create_registered_model(lock, tags={"holder": me, "since": f"{time.time():.3f}"},
+                                           description="held while a candidate passes the promotion gate; see fundgrpo/registry.py")
+            break
+        except MlflowException as err:
+            if err.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        try:
+            held = client.get_registered_model(lock)
+        except MlflowException:
+            continue  # released in between
+        holder, since = held.tags.get("holder", "?"), float(held.tags.get("since", "0") or 0)
+        if time.time() - since > stale_s:
+            log(f"taking over the promotion lock {lock!r} of {holder}, held {time.time() - since:.0f} s (its holder is gone)")
+            client.delete_registered_model(lock)
+            continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{holder} still holds the promotion lock {lock!r} after {timeout_s:g} s; if no registration "
+                               f"is running, remove it: MlflowClient().delete_registered_model({lock!r})")
+        time.sleep(poll_s)
+    try:
+        yield
+    finally:
+        client.delete_registered_model(lock)
 
 
 def champion_version(client, name: str):

@@ -96,27 +96,13 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
                 mlflow.log_artifact(str(path))
         mlflow.set_tags({"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"})
         info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens)
-
-        baseline = champion_baseline(client, params, backtest, rows, rubric, schema)
-        if baseline is None:
-            baseline = (backtest["models"]["rule"], "rule scorer")
-        decision = registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
-        gate_passed = decision.promote
-        if gate_passed and not params.register.promote:
-            decision = replace(decision, promote=False, reason=f"{decision.reason}; not promoted: register.promote is false")
-        mlflow.set_tags({"gate.promote": str(decision.promote), "gate.passed": str(gate_passed), "gate.reason": decision.reason})
-
-        # Register last: everything above succeeded, so the version is complete.
-        version = mlflow.register_model(info.model_uri, name)
-        tags = {"test_fingerprint": backtest["test_fingerprint"], "gate.reason": decision.reason, "run_id": active.info.run_id}
-        for k, v in tags.items():
-            client.set_model_version_tag(name, version.version, k, v)
-        alias = registry.CHAMPION if decision.promote else registry.CHALLENGER
-        client.set_registered_model_alias(name, alias, version.version)
+        # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
+        with registry.promotion_lock(client, name):
+            version, decision, gate_passed = gate_and_register(client, params, backtest, rows, rubric, schema, info, active.info.run_id)
     return {
         "model_name": name,
         "version": int(version.version),
-        "alias": alias,
+        "alias": registry.CHAMPION if decision.promote else registry.CHALLENGER,
         "promoted": decision.promote,
         "gate_passed": gate_passed,
         "reason": decision.reason,
@@ -126,6 +112,28 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
         "baseline_name": decision.baseline_name,
         "run_id": active.info.run_id,
     }
+
+
+def gate_and_register(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict, info, run_id: str):
+    """Compare with the champion (or, without one, the rule scorer), register the version last
+    (everything before it succeeded, so it is complete), move its alias; (version, decision, gate passed)."""
+    import mlflow
+
+    name = params.register.model_name
+    baseline = champion_baseline(client, params, backtest, rows, rubric, schema)
+    if baseline is None:
+        baseline = (backtest["models"]["rule"], "rule scorer")
+    decision = registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
+    gate_passed = decision.promote
+    if gate_passed and not params.register.promote:
+        decision = replace(decision, promote=False, reason=f"{decision.reason}; not promoted: register.promote is false")
+    mlflow.set_tags({"gate.promote": str(decision.promote), "gate.passed": str(gate_passed), "gate.reason": decision.reason})
+    version = mlflow.register_model(info.model_uri, name)
+    tags = {"test_fingerprint": backtest["test_fingerprint"], "gate.reason": decision.reason, "run_id": run_id}
+    for k, v in tags.items():
+        client.set_model_version_tag(name, version.version, k, v)
+    client.set_registered_model_alias(name, registry.CHAMPION if decision.promote else registry.CHALLENGER, version.version)
+    return version, decision, gate_passed
 
 
 def main() -> None:
