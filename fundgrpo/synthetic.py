@@ -81,13 +81,24 @@ EN_MANAGERS = ("Alice Hart", "Ben Okafor", "Clara Moss", "David Reyes", "Emma Li
                "Farid Nasser", "Grace Chen", "Hugo Baptiste", "Isla Murray", "James Patel")
 KR_MANAGERS = ("김지훈", "이서연", "박민준", "최유진", "정하늘", "강도윤")
 
-# The HIDDEN grading rule: within-category percentile, weight, higher is better.
+# The PUBLISHED rule (methodology/default.yaml): within-category percentile, weight, higher is better.
 GRADE_RULE: dict[str, tuple[float, bool]] = {
     "sharpe_3y": (0.35, True),
     "return_3y": (0.20, True),
     "max_drawdown_3y": (0.15, True),  # closer to 0 is better
     "ongoing_cost": (0.20, False),
     "information_ratio_3y": (0.10, True),
+}
+# The analysts' HIDDEN judgement, which the published rule only approximates (as with real
+# analysts: Morningstar's stars agree with a rule proxy 63 % of the time on the shared export).
+# They also weigh the manager's tenure (a "people" pillar); the methodology shows tenure in the
+# prompt as context but does not score it, so a model can learn what the rule scorer cannot.
+# Measured on the default universe (1,444 rated share classes, noise included): the rule scorer
+# agrees with these grades on 44 % exactly, QWK 0.725.
+TENURE_WEIGHT = 0.35
+JUDGEMENT: dict[str, tuple[float, bool]] = {
+    **{col: (w * (1 - TENURE_WEIGHT), higher) for col, (w, higher) in GRADE_RULE.items()},
+    "manager_tenure": (TENURE_WEIGHT, True),
 }
 GRADE_CUTS = (10.0, 32.5, 67.5, 90.0)  # score cut-offs: 10/22.5/35/22.5/10 % of funds
 
@@ -285,14 +296,15 @@ def grade_from_score(score: pd.Series) -> pd.Series:
 
 
 def hidden_grades(table: pd.DataFrame, analyst_noise: float, rng: np.random.Generator) -> pd.DataFrame:
-    """expert_score and expert_grade from the hidden rule, then analyst noise on the grade.
+    """expert_score and expert_grade from the analysts' hidden `JUDGEMENT`, then analyst noise
+    on the grade.
 
-    `table` needs `category` and the `GRADE_RULE` columns. Rows without a 3-year
+    `table` needs `category` and the `JUDGEMENT` columns. Rows without a 3-year
     history (return_3y NaN) stay unrated.
     """
     rated = table["return_3y"].notna()
-    pct = pd.DataFrame({col: percentile_within(table[rated], col, higher) for col, (_, higher) in GRADE_RULE.items()})
-    weights = pd.Series({col: w for col, (w, _) in GRADE_RULE.items()})
+    pct = pd.DataFrame({col: percentile_within(table[rated], col, higher) for col, (_, higher) in JUDGEMENT.items()})
+    weights = pd.Series({col: w for col, (w, _) in JUDGEMENT.items()})
     # Weighted mean over the components a row has (renormalised weights).
     composite = (pct * weights).sum(axis=1, min_count=1) / pct.notna().mul(weights).sum(axis=1)
     frame = pd.DataFrame({"category": table.loc[rated, "category"], "composite": composite})

@@ -133,3 +133,21 @@ def test_write_utf8_csvs(tmp_path) -> None:
 def test_generate_small_universe() -> None:
     funds, returns = synthetic.generate(SyntheticParams(n_funds=12, n_months=40))
     assert len(returns) > 0 and funds["fund_id"].nunique() == 12
+
+
+def test_the_published_rule_only_approximates_the_analysts() -> None:
+    """The experts also weigh manager tenure, which the methodology shows but does not score."""
+    from fundgrpo import methodology as meth
+    from fundgrpo import navmetrics
+    from tests.support import REPO
+
+    params = dataclasses.replace(SMALL, n_funds=200, analyst_noise=0.0)
+    funds, returns = synthetic.generate(params)
+    table = funds.join(navmetrics.compute_long(returns, risk_free_rate=synthetic.RISK_FREE_RATE), on="share_class_id")
+    rated = table[table["expert_grade"].notna()].reset_index(drop=True)
+    methodology = meth.load(REPO / "methodology/default.yaml")
+    rule = meth.rule_score(methodology, rated)["rule_grade"].astype(int)
+    agreement = (rule == rated["expert_grade"].astype(int)).mean()
+    assert 0.3 < agreement < 0.8  # an approximation, not the rule itself
+    assert "manager_tenure" in {c.metric for c in methodology.context}  # what the model can see and the rule ignores
+    assert rated["expert_score"].corr(rated["manager_tenure"], method="spearman") > 0.2
