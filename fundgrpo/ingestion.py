@@ -147,6 +147,7 @@ def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> 
         text, used = decode(data, encoding)
         sep = sniff_delimiter(text) if delimiter == "auto" else delimiter
         check_rows(text, sep, path)
+        notes = doubts(text, used, encoding)
     try:
         if suffix == ".csv":
             # Text cells: ids keep leading zeros, and bad numbers are reported, not guessed.
@@ -160,7 +161,40 @@ def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> 
     if df.empty:
         raise IngestError(f"{path}: has no rows")
     df.attrs["encoding"] = used
+    if suffix == ".csv" and notes:  # only when there are some: an unchanged source gives an unchanged table
+        df.attrs["notes"] = [f"{path}: {n}" for n in notes]
     return df
+
+
+MIXED = re.compile(r"[a-z][\uac00-\ud7a3\u4e00-\u9fff]|[\uac00-\ud7a3\u4e00-\u9fff][a-z]")  # "Soci걀": a letter glued to Hangul/Hanja
+C1 = re.compile(r"[\x80-\x9f]")  # control characters; in Windows-1252 these bytes are € ‘ ’ “ ” – …
+
+
+def doubts(text: str, used: str, asked: str) -> list[str]:
+    """What may be wrong with a file that read without error, and cannot be decided for certain:
+    reported (ingest's line, the validation report), never refused.
+
+    >>> doubts("name\\nSoci걀 G\\n", "cp949", "auto")
+    ['encoding guessed as cp949 (the file is not UTF-8) and 1 row(s) glue Latin letters to Hangul/Hanja, as a Western (Windows-1252) file read as cp949 would (data rows 1); if the export is Western, set ingest.encoding: cp1252']
+    >>> doubts("a,b\\n1,2", "utf-8-sig", "auto")
+    ['the last line has no line end (data row 1): check that it is complete']
+    """
+    out = []
+    rows = text.splitlines()[1:]
+    if asked == "auto" and used == "cp949":
+        hits = [i for i, line in enumerate(rows, start=1) if MIXED.search(line)]
+        if hits:
+            out.append(f"encoding guessed as cp949 (the file is not UTF-8) and {len(hits)} row(s) glue Latin letters to Hangul/Hanja, "
+                       f"as a Western (Windows-1252) file read as cp949 would (data rows {', '.join(map(str, hits[:MAX_EXAMPLES]))}); "
+                       "if the export is Western, set ingest.encoding: cp1252")
+    if asked in ("auto", "latin-1"):
+        hits = [i for i, line in enumerate(rows, start=1) if C1.search(line)]
+        if hits and used == "latin-1":
+            out.append(f"{len(hits)} row(s) hold control characters U+0080-U+009F (data rows {', '.join(map(str, hits[:MAX_EXAMPLES]))}), "
+                       "which a Windows-1252 file read as latin-1 gives for € ‘ ’ “ ”; set ingest.encoding: cp1252")
+    if rows and text and not text.endswith(("\n", "\r")):
+        out.append(f"the last line has no line end (data row {len(rows)}): check that it is complete")
+    return out
 
 
 def blank_markers(raw: pd.DataFrame, markers: tuple[str, ...]) -> pd.DataFrame:

@@ -140,6 +140,7 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> Validatio
             "expectations": {"evaluated": len(checks), "failed": len(failures)},
             "failures": failures,
             "checks": checks,
+            "ingest_notes": list(df.attrs.get("notes", [])),  # doubts ingest could not decide (encoding guesses, a last row without a line end)
         }
         io.write_json(summary, tmp / "summary.json")
         data_docs = (tmp / "index.html").exists()
@@ -277,6 +278,7 @@ tr.bad td{{background:#fdd}}tr.ok td:first-child{{color:#080}}.status{{font-size
 <body><h1>Fund table validation</h1>
 <p class="status">{e(status)}</p>
 {'<p>Full Great Expectations data docs: <a href="index.html">index.html</a></p>' if data_docs else ''}
+{'<h2>Notes from ingest (not errors: doubts it could not decide)</h2><ul>' + ''.join(f'<li>{e(n)}</li>' for n in summary.get('ingest_notes', [])) + '</ul>' if summary.get('ingest_notes') else ''}
 <h2>Counts</h2>{table(["", "n"], "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in count_rows))}
 <h2>Expectations</h2>{table(["", "expectation", "column", "arguments", "observed", "failure"], checks)}
 <h2>Nulls per column</h2>{table(["column", "nulls", "share"], nulls)}

@@ -23,6 +23,8 @@ def main() -> None:
         write_parquet(table, params.out)
         batches = f" (source + {table.attrs['batches']} accepted batch(es))" if table.attrs.get("batches") else ""
         print(f"ingest: {ingestion.summary(table)}{batches} -> {params.out}")
+        for note in table.attrs.get("notes", []):  # read without error, but doubtful: the validation report repeats them
+            print(f"ingest: note: {note}")
 
     run_stage("ingest", body)
 

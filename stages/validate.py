@@ -41,6 +41,8 @@ def main() -> None:
             + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "") + "; "
             f"{result.summary['expectations']['evaluated']} expectations passed; report {result.report}"
         )
+        if result.summary["ingest_notes"]:
+            print(f"validate: {len(result.summary['ingest_notes'])} note(s) from ingest, in the report: " + "; ".join(result.summary["ingest_notes"]))
 
     run_stage("validate", body)
 
