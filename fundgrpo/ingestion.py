@@ -461,6 +461,8 @@ def ingest_table(params: IngestParams, root: Path) -> pd.DataFrame:
     raw = read_source(path, params.encoding, params.delimiter)
     table = to_canonical(raw, params, str(path))
     table.attrs["encoding"] = raw.attrs["encoding"]
+    if raw.attrs.get("notes"):
+        table.attrs["notes"] = raw.attrs["notes"]
     return table
 
 
@@ -513,6 +515,9 @@ def ingest_returns(params: IngestParams, root: Path) -> pd.DataFrame:
     table = table[[c.name for c in COLUMNS if c.name in table.columns]].copy()
     table["as_of"] = metrics.attrs["as_of"]  # the last month the metrics cover
     table.attrs["unrated"] = attributes.attrs.get("unrated", 0)
+    notes = attributes.attrs.get("notes", []) + series.attrs.get("notes", [])
+    if notes:
+        table.attrs["notes"] = notes
     return table
 
 

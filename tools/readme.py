@@ -36,7 +36,8 @@ def default_table(root: Path) -> list[str]:
 
 
 def pretrained_table(root: Path) -> list[str]:
-    out = ["Pretrained models on 2 CPU cores (`benchmarks/pretrained.md`; exact / QWK on the same test funds):", "",
+    out = ["Pretrained models on 2 CPU cores (`benchmarks/pretrained.md`; exact / QWK, same test funds per row; synthetic rows:",
+           "the universe before its analysts also weighed manager tenure, not rerun on today's default):", "",
            "| data | model | SFT (LoRA) | GRPO from SFT | kept | rule scorer | gradient boosting |", "|---|---|---|---|---|---|---|"]
     runs = [(name, "sft-grpo", label) for name, label in DATASETS.items()] + [("synthetic", "reasoning-first", "synthetic default, reasoning-first answers")]
     for name, variant, label in runs:

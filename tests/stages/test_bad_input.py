@@ -59,7 +59,7 @@ def csv_text(root: Path) -> str:
 
 
 def set_csv(root: Path, text: str, encoding: str = "utf-8") -> None:
-    (root / SOURCE).write_bytes(text.encode(encoding))
+    (root / SOURCE).write_bytes(text.encode(encoding, errors="replace"))  # a Western export has no Hangul: "?" instead
 
 
 def edit_csv(fn: Callable[[list[str]], list[str]]) -> Callable[[Path], None]:
@@ -173,7 +173,7 @@ CASES = [
     Case("decimal commas not configured", "ingest",
          lambda r: set_csv(r, csv_text(r).replace(",", ";").replace(".", ",")), ("decimal",)),
     # -- doubts that cannot be decided for certain: accepted, and named in ingest's line and the validation report
-    Case("Windows-1252 accents read as cp949", "validate", named("Crédit Générale Fund", "cp1252"),
+    Case("Windows-1252 accents read as cp949", "validate", named("Åland £Growth Fund", "cp1252"),
          ("encoding guessed as cp949", "cp1252"), exit=0, after=("ingest",), reported=True),
     Case("Windows-1252 quotes read as latin-1", "validate", named("“Alpha” Société Fund", "cp1252"),
          ("U+0080-U+009F", "cp1252"), exit=0, after=("ingest",), reported=True),
