@@ -95,7 +95,12 @@ def setup(params: RegisterParams) -> str:
     location = None
     if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
         location = (root / params.artifact_location).resolve().as_uri()
-    return mlflow.create_experiment(params.experiment, artifact_location=location)
+    try:
+        return mlflow.create_experiment(params.experiment, artifact_location=location)
+    except mlflow.exceptions.MlflowException as err:  # another process created it in between
+        if err.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        return mlflow.get_experiment_by_name(params.experiment).experiment_id
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -43,3 +43,32 @@ def test_serve_builds_the_same_deployments_as_prefect_yaml():
     assert built == in_yaml == {"monitoring-daily": serve.MONITORING_CRON, "training-weekly": serve.TRAINING_CRON,
                                 "evaluation-monthly": serve.EVALUATION_CRON}
     assert os.environ.get("PREFECT_SERVER_ANALYTICS_ENABLED") == "false"  # telemetry off (tests/conftest.py)
+
+
+def test_container_deployments_match_and_register_on_docker_and_kubernetes_pools(prefect_api):
+    """prefect-containers.yaml: the same flows, schedules and parameters as prefect.yaml, on Docker
+    and Kubernetes pools (registered here; running them needs a Docker daemon or a cluster)."""
+    from prefect.client.orchestration import get_client
+
+    plain = {d["entrypoint"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
+    containers = yaml.safe_load((REPO / "prefect-containers.yaml").read_text())["deployments"]
+    assert {d["entrypoint"] for d in containers} == set(plain)
+    for d in containers:
+        assert d["schedules"] == plain[d["entrypoint"]]["schedules"] and d["parameters"] == plain[d["entrypoint"]]["parameters"]
+
+    env = {"PREFECT_API_URL": prefect_api, "PREFECT_CLI_PROMPT": "false"}
+    prefect = [sys.executable, "-m", "prefect"]
+    run([*prefect, "work-pool", "create", "fund-grpo-docker", "--type", "docker", "--overwrite"], REPO, env)
+    run([*prefect, "work-pool", "create", "fund-grpo-k8s", "--type", "kubernetes", "--overwrite"], REPO, env)
+    run([*prefect, "--no-prompt", "deploy", "--prefect-file", "prefect-containers.yaml", "--all"], REPO, env, timeout=300)
+    with get_client(sync_client=True) as client:
+        deployed = {d.name: d for d in client.read_deployments() if d.name in {c["name"] for c in containers}}
+        try:
+            assert set(deployed) == {c["name"] for c in containers}
+            assert deployed["training-weekly-k8s"].work_pool_name == "fund-grpo-k8s"
+            assert deployed["training-weekly-k8s"].job_variables["image"] == "fund-grpo:latest"
+            assert client.read_work_pool("fund-grpo-k8s").type == "kubernetes"
+            assert client.read_work_pool("fund-grpo-docker").type == "docker"
+        finally:
+            for d in deployed.values():
+                client.delete_deployment(d.id)
