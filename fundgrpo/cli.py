@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno  # noqa: F401  (the doctest below)
 import os
 import sys
 from pathlib import Path
@@ -78,3 +79,22 @@ def run_stage(name: str, body: Callable[[], object]) -> None:
     except ValueError as e:  # e.g. IngestError: bad input named in the message
         print(f"{name} failed: {e}", file=sys.stderr)
         sys.exit(1)
+    except OSError as e:
+        from fundgrpo.io import DISK_FULL
+
+        if e.errno not in DISK_FULL:
+            raise
+        print(f"{name} failed: {disk_full_message(e)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def disk_full_message(e: OSError) -> str:
+    """What a full disk looks like to the user: which file, and that nothing good was replaced
+    (every output is written to a temporary sibling and moved into place only when complete).
+
+    >>> disk_full_message(OSError(errno.ENOSPC, "No space left on device", "data/x.parquet"))
+    'disk full while writing data/x.parquet (No space left on device); free space there and rerun: the outputs of the last good run are unchanged'
+    """
+    where = f" while writing {e.filename}" if e.filename else ""
+    return (f"disk full{where} ({e.strerror}); free space there and rerun: "
+            "the outputs of the last good run are unchanged")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
+
+# No space left, a quota reached, a file-size limit: a write failed part-way through.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 @contextmanager
@@ -24,7 +28,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     target = tmp / path.name
     try:
-        yield target
+        try:
+            yield target
+        except OSError as e:  # name the output (pyarrow, torch and others often do not)
+            if e.errno in DISK_FULL and not e.filename:
+                raise OSError(e.errno, os.strerror(e.errno), str(path)) from e
+            raise
         if not target.exists():
             raise FileNotFoundError(f"nothing was written to {target}")
         if path.is_dir() and not path.is_symlink():

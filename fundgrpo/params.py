@@ -141,6 +141,9 @@ class PrepareParams:
     # brief: the reasoning cites the weightiest criteria; weighted: it also states their weighted
     # mean percentile before the score and grade (reasoning first: a step GRPO can sharpen)
     answer_style: str = "brief"
+    # State the methodology's own score and grade (the rule scorer's) in the prompt: the model
+    # starts from the published rule and learns where the analysts' judgement departs from it.
+    show_rule: bool = False
     out_dir: str = "data/prepared"
 
     def __post_init__(self) -> None:

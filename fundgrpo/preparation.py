@@ -64,7 +64,7 @@ def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = Pre
     `only` (share class ids) limits the records built; percentiles and medians still come from
     every row, so scoring one fund against a universe costs one prompt, not thousands.
 
-    `params` decides what the prompt shows (`universe_percentile`, `prompt_style`): monitoring
+    `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`): monitoring
     re-scores new funds with the same params, so the champion sees prompts as it was trained.
     """
     m = meth.from_rubric(rubric)
@@ -101,6 +101,7 @@ def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = Pre
             {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
             evidence,
             params.prompt_style,
+            (float(rules.at[i, "rule_score"]), int(rules.at[i, "rule_grade"])) if params.show_rule else None,
         )
         reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence, params.answer_style))
         records.append(

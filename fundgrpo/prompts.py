@@ -34,6 +34,7 @@ TEXT = {
         "c_universe": ", all funds {pct}",
         "c_missing": "{label} n/a ({tag})",
         "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
+        "rule": "Methodology score {score} (grade {grade})",
     },
     "ko": {
         "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
@@ -54,6 +55,7 @@ TEXT = {
         "c_universe": ", 전체 {pct}",
         "c_missing": "{label} 자료 없음 ({tag})",
         "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
+        "rule": "방법론 점수 {score} (등급 {grade})",
     },
 }
 PROMPT_STYLES = ("full", "compact")
@@ -69,7 +71,8 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
-def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "full") -> list[dict]:
+def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "full",
+                   rule: tuple[float, int] | None = None) -> list[dict]:
     """Chat messages for one fund.
 
     `style` "full" states each metric's value, peer median and percentile; "compact" states
@@ -80,6 +83,8 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     metric) id to
     {"value", "median", "pct"} (pct NaN when the metric is missing), and optionally
     "pct_all", the percentile among all funds (shown after the peer percentile).
+    `rule` (score, grade), when given, is the methodology's own verdict, stated after the
+    fund line: the model then learns where the analysts depart from it.
 
     >>> r = {"name": "R", "language": "en", "grades": [1, 2, 3],
     ...      "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
@@ -104,9 +109,12 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     Sharpe ratio 71, all funds 40 (100%)
     Ongoing cost n/a (context)
     JSON: {"reasoning": "...", "score": 0-100, "grade": 1-3}
+    >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}}, rule=(71.0, 2))[1]["content"].splitlines()[2]
+    'Methodology score 71 (grade 2)'
     """
     if style == "compact":
-        return _compact_messages(rubric, fund, evidence)
+        return _compact_messages(rubric, fund, evidence, rule)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
     t = TEXT[rubric["language"]]
@@ -115,6 +123,8 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
         t["task"].format(name=rubric["name"], grades=grades),
         t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
     ]
+    if rule is not None:
+        lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     shown = [(c, t["weight"].format(weight=round(c["weight"] * 100))) for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
     shown += [(c, t["context"]) for c in rubric.get("context", [])]  # shown, not weighted
     for c, tag in shown:
@@ -129,7 +139,8 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def _compact_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[dict]:
+def _compact_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]],
+                      rule: tuple[float, int] | None = None) -> list[dict]:
     t = TEXT[rubric["language"]]
     grades = rubric["grades"]
     grade_range = f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
@@ -143,6 +154,8 @@ def _compact_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: di
         else:
             universe = t["c_universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else ""
             lines.append(t["c_line"].format(label=c["label"], pct=f"{round(e['pct'])}{universe}", tag=tag))
+    if rule is not None:
+        lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     lines.append(t["c_answer"].format(grades=grade_range))
     return [{"role": "system", "content": t["c_system"]}, {"role": "user", "content": "\n".join(lines)}]
 

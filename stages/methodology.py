@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo import methodology as meth
@@ -20,8 +19,10 @@ def main() -> None:
     def body() -> None:
         params = load_params().methodology
         compiled = run(params)
-        for name, obj in compiled.items():
-            io.write_json(obj, Path(params.out_dir) / f"{name}.json")
+        with io.atomic_path(params.out_dir) as out:  # schema and rubric replace the old ones together
+            out.mkdir()
+            for name, obj in compiled.items():
+                io.write_json(obj, out / f"{name}.json")
         r = compiled["rubric"]
         print(f"methodology: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}")
 

@@ -25,8 +25,10 @@ def main() -> None:
         tokenizer = configured_tokenizer(p.model)
         summary["tokenizer"] = p.model.pretrained or "embedded (trained by base on these prompts)"
         summary.update(lengths(datasets["train"], tokenizer))
-        for name, rows in datasets.items():
-            io.write_jsonl(rows, Path(p.prepare.out_dir) / f"{name}.jsonl")
+        with io.atomic_path(p.prepare.out_dir) as out:  # the three splits replace the old ones together
+            out.mkdir()
+            for name, rows in datasets.items():
+                io.write_jsonl(rows, out / f"{name}.jsonl")
         io.write_json(summary, "metrics/prepare.json")
         print("prepare: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
 
