@@ -23,13 +23,14 @@ the earlier outputs, the registry and the champion stay as they were.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger, runtime, task
 from prefect.cache_policies import NO_CACHE
 
-from flows import common
+from flows import common, journal
 
 REGISTER = "register"
 
@@ -53,6 +54,11 @@ def dvc_stage(root: str, stage: str) -> bool:
     """One DVC stage; True when DVC ran it, False when it was up to date."""
     logger = get_run_logger()
     return common.repro_stage(Path(root), stage, logger.info)
+
+
+@task(name="reconcile", cache_policy=NO_CACHE)
+def reconcile_task(root: str) -> list[str]:
+    return journal.reconcile(Path(root), get_run_logger().info)
 
 
 @task(name="gate-decision", cache_policy=NO_CACHE)
@@ -89,26 +95,39 @@ def training(
 
     logger = get_run_logger()
     workspace = Path(root).resolve()
-    with common.workspace_lock(workspace, lock_timeout_s, logger.info), common.restored(workspace / "params.yaml", logger.info):
-        if overrides:
-            apply_params(str(workspace), overrides)
-        params = load_params(workspace / "params.yaml")
-        uri = common.tracking_uri(params.register, workspace)
-        check = mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
-        check(uri)  # fail before hours of training, not after
-        stages = common.stage_order(workspace)
-        logger.info("stages in DVC order: %s", " -> ".join(stages))
-        ran = []
-        for stage in stages:
-            if stage == REGISTER:
-                check(uri)  # again: nothing may be half-registered
-            task_ = dvc_stage.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
-            if task_(str(workspace), stage):
-                ran.append(stage)
-        decision = read_decision(str(workspace / params.register.decision))
-    registered = REGISTER in ran
-    message = describe(decision, registered)
-    logger.info(message)
+    reconcile_task(str(workspace))  # earlier runs the server lost track of (flows/journal.py)
+    record = journal.Journal(workspace, runtime.flow_run.id)
+    run_loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.task_runs")]
+    for run_logger in run_loggers:
+        run_logger.addHandler(record)
+    try:
+        with common.workspace_lock(workspace, lock_timeout_s, logger.info), common.restored(workspace / "params.yaml", logger.info):
+            if overrides:
+                record.task(apply_params, str(workspace), overrides)
+            params = load_params(workspace / "params.yaml")
+            uri = common.tracking_uri(params.register, workspace)
+            check = mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
+            record.task(check, uri)  # fail before hours of training, not after
+            stages = common.stage_order(workspace)
+            logger.info("stages in DVC order: %s", " -> ".join(stages))
+            ran = []
+            for stage in stages:
+                if stage == REGISTER:
+                    record.task(check, uri)  # again: nothing may be half-registered
+                task_ = dvc_stage.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
+                if record.task(task_, str(workspace), stage, label=stage):
+                    ran.append(stage)
+            decision = record.task(read_decision, str(workspace / params.register.decision))
+        registered = REGISTER in ran
+        message = describe(decision, registered)
+        logger.info(message)
+        record.finish("COMPLETED", message)
+    except BaseException as e:
+        record.finish("FAILED", f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        for run_logger in run_loggers:
+            run_logger.removeHandler(record)
     return {"stages": stages, "stages_run": ran, "registered": registered, "decision": decision, "message": message}
 
 

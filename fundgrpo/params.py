@@ -143,7 +143,7 @@ class PrepareParams:
     answer_style: str = "brief"
     # State the methodology's own score and grade (the rule scorer's) in the prompt: the model
     # starts from the published rule and learns where the analysts' judgement departs from it.
-    show_rule: bool = False
+    show_rule: bool = True
     out_dir: str = "data/prepared"
 
     def __post_init__(self) -> None:

@@ -26,6 +26,29 @@ REPO = Path(__file__).resolve().parents[1]
 MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.csv"
 
 
+# The fault suite (`python tools/faults.py`): each test marked `fault("what breaks")` is recorded
+# with its outcome into the JSON file this variable names.
+FAULTS_OUT = os.environ.get("FUNDGRPO_FAULTS_OUT")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    marker = item.get_closest_marker("fault")
+    if not FAULTS_OUT or marker is None or not marker.args:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        import json
+
+        path = Path(FAULTS_OUT)
+        rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+        doc = (item.function.__doc__ or "").strip().splitlines()
+        rows.append({"fault": marker.args[0], "test": item.nodeid, "outcome": report.outcome,
+                     "checks": doc[0] if doc else item.name.replace("test_", "").replace("_", " "),
+                     "seconds": round(report.duration, 1)})
+        path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO

@@ -36,6 +36,7 @@ def hold(root: Path, seconds: float) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.fault("two training flows at once")
 def test_a_second_run_waits_for_the_first(tmp_path):
     proc = hold(tmp_path, 2.0)
     messages: list[str] = []
@@ -47,6 +48,7 @@ def test_a_second_run_waits_for_the_first(tmp_path):
     assert messages and "waiting" in messages[0] and common.LOCK_FILE in messages[0]
 
 
+@pytest.mark.fault("two training flows at once")
 def test_a_bounded_wait_fails_with_a_clear_message(tmp_path):
     proc = hold(tmp_path, 3.0)
     try:

@@ -63,6 +63,7 @@ def test_http_judge_scores_caches_and_logs(stub, tmp_path, monkeypatch):
     assert again([PROMPT], [GOOD]) == [0.8] and again.calls == 0 and len(seen) == 2
 
 
+@pytest.mark.fault("judge endpoint down")
 def test_unreachable_endpoint_excludes_samples_after_retries(tmp_path):
     params = JudgeParams(enabled=True, backend="http", model="m", url="http://127.0.0.1:9/v1", retries=1, timeout_s=1,
                          log_path=str(tmp_path / "j.jsonl"), cache_path="")
@@ -89,3 +90,34 @@ def test_local_transformers_judge_runs_a_real_small_model(tmp_path):
 def test_parse_rejects_out_of_range():
     assert parse_scores('{"a": 6}', ("a",)) is None
     assert parse_scores('{"a": true}', ("a",)) is None
+
+
+@pytest.mark.fault("judge endpoint slow")
+def test_a_slow_endpoint_times_out_retries_and_excludes_the_sample(tmp_path):
+    """An endpoint that answers after the timeout: each try is cut at timeout_s, the sample is excluded (None), nothing raises."""
+    import time
+
+    calls: list[float] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            calls.append(time.monotonic())
+            time.sleep(3.0)  # longer than the judge waits
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        params = JudgeParams(enabled=True, backend="http", model="m", url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+                             retries=1, timeout_s=0.5, log_path=str(tmp_path / "j.jsonl"), cache_path="")
+        start = time.monotonic()
+        assert JudgeReward(params)([PROMPT], [GOOD]) == [None]
+        assert time.monotonic() - start < 2.9  # it did not wait for the slow answer
+        assert len(calls) == 2  # the first try and one retry
+        assert "judge error" in json.loads((tmp_path / "j.jsonl").read_text())["raw"]
+    finally:
+        server.shutdown()

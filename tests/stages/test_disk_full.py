@@ -24,7 +24,7 @@ from fundgrpo import profiles, synthetic
 from fundgrpo.params import Params, from_dict, render
 from tests.support import REPO
 
-pytestmark = pytest.mark.fault
+pytestmark = pytest.mark.fault("disk full while a stage writes")
 
 SOURCE = "data/raw/funds.csv"
 STAGES = ("ingest", "validate", "methodology", "prepare")

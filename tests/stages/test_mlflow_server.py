@@ -68,6 +68,7 @@ def register(root: Path, uri: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "stages.register"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+@pytest.mark.fault("two candidates registering at once")
 def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(trained, mlflow_server, tmp_path):
     from mlflow import MlflowClient
 
@@ -107,6 +108,7 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
     assert "| exp " in compared.stdout and "comparison.md" in compared.stdout
 
 
+@pytest.mark.fault("a registration that died holding the promotion lock")
 def test_a_lock_left_by_a_dead_holder_times_out_naming_the_fix(mlflow_server):
     from mlflow import MlflowClient
 
@@ -121,3 +123,35 @@ def test_a_lock_left_by_a_dead_holder_times_out_naming_the_fix(mlflow_server):
     with registry.promotion_lock(client, "stale", stale_s=0.0, log=taken.append):  # old enough: taken over, saying so
         assert client.get_registered_model("stale.promotion-lock").tags["holder"] != "gone:1"
     assert taken and "gone:1" in taken[0]
+
+
+def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(trained, mlflow_server, prefect_api, tmp_path):
+    """Monitoring against the shared server: the champion it downloads grades the batch (prediction
+    drift), and the drift figures land in the server's monitoring experiment."""
+    from mlflow import MlflowClient
+
+    from fundgrpo import profiles, synthetic
+    from monitoring import simulate
+
+    root, _ = trained
+    ws = workspace(root, tmp_path / "monitored", grpo_qwk=0.95)  # beats any champion of the tests above
+    proc = register(ws, mlflow_server)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out[-3000:]
+    version = json.loads((ws / "metrics/register.json").read_text())["version"]
+    client = MlflowClient(tracking_uri=mlflow_server)
+    assert int(client.get_model_version_by_alias("fund-evaluator", "champion").version) == version
+
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["monitor"]["retrain"] = False  # the figures are the point here, not a second training
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    tiny = profiles.load("tiny", REPO / "params.yaml", REPO / "profiles").synthetic
+    simulate.write(synthetic.later_batch(tiny, 6), ws / "data/incoming" / "batch-calm.csv")
+    done = run([sys.executable, "-m", "flows.monitoring"], ws,
+               env={"MLFLOW_TRACKING_URI": mlflow_server, "PREFECT_API_URL": prefect_api, "PYTHONPATH": str(REPO)})
+    assert "batch-calm" in done.stdout
+    summary = json.loads(max((ws / "monitoring/reports").glob("*/batch-calm/summary.json")).read_text())
+    assert summary["champion_version"] in (version, str(version)) and summary["prediction_drift"]["score"] is not None, summary
+    [experiment] = [e for e in client.search_experiments() if e.name == "fund-grpo-monitoring"]
+    [logged] = client.search_runs([experiment.experiment_id], filter_string="tags.batch = 'batch-calm'")
+    assert "drift.share" in logged.data.metrics
