@@ -104,7 +104,14 @@ def test_a_run_the_server_lost_is_recorded_true_after_restart_and_reconcile(trai
                 time.sleep(0.5)
             record = next(iter(new))
             server.stop()
-        output, _ = run.communicate(timeout=600)  # the stages run (DVC finds them up to date) with no server
+        deadline = time.monotonic() + 600  # the stages run (DVC finds them up to date) with no server
+        while not any(r["kind"] == "flow" for r in journal.read(record)):
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0][-3000:]
+            time.sleep(1)
+        # The work is done. The process would now spend minutes retrying to send its buffered
+        # events to the dead server (7 s an event), then exit: end it instead.
+        run.kill()
+        output, _ = run.communicate(timeout=60)
         rows = journal.read(record)
         assert [r["state"] for r in rows if r["kind"] == "flow"] == ["COMPLETED"], output[-3000:]
 
