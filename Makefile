@@ -58,7 +58,7 @@ prefect-deploy: setup
 	prefect work-pool create fund-grpo --type process --overwrite
 	prefect --no-prompt deploy --all
 prefect-worker: setup
-	prefect worker start --pool fund-grpo
+	$(PY) -m flows.worker --pool fund-grpo
 mlflow-ui: setup
 	mlflow ui --host 127.0.0.1 --port 5000 --backend-store-uri sqlite:///mlflow.db
 demo-no-drift: setup

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 import yaml
 
 from flows import serve
@@ -72,3 +73,31 @@ def test_container_deployments_match_and_register_on_docker_and_kubernetes_pools
         finally:
             for d in deployed.values():
                 client.delete_deployment(d.id)
+
+
+@pytest.mark.fault("a worker stopped by SIGTERM")
+def test_the_worker_stops_on_sigterm_even_started_in_the_background(prefect_api):
+    """A worker started as a shell's background job inherits SIGINT ignored; `prefect worker start`
+    relays SIGTERM as SIGINT, so without flows/worker.py it would never stop."""
+    import signal
+    import subprocess
+    import time
+
+    def background_job() -> None:  # what `cmd &` in a non-interactive shell does
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    worker = subprocess.Popen([sys.executable, "-m", "flows.worker", "--pool", "sigterm-test", "--type", "process"], cwd=REPO,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=background_job)
+    try:
+        deadline = time.monotonic() + 120
+        lines = []
+        while not any("started" in line for line in lines):
+            assert worker.poll() is None and time.monotonic() < deadline, "".join(lines)
+            lines.append(worker.stdout.readline())
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=60)
+        assert worker.returncode is not None and "stopped" in out, out
+    finally:
+        if worker.poll() is None:
+            worker.kill()
