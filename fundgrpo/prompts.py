@@ -110,7 +110,8 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     Ongoing cost n/a (context)
     JSON: {"reasoning": "...", "score": 0-100, "grade": 1-3}
     >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}}, rule=(71.0, 2))[1]["content"].splitlines()[2]
+    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
+    ...                rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
     """
     if style == "compact":
