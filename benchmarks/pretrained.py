@@ -11,7 +11,8 @@
 
 Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo-from-instruct`
 (`sft.enabled: false`: GRPO straight from the instruct model), `reasoning-first` (answers state the
-weighted evidence before the grade). Rows of one dataset are on the same test funds (checked by the
+weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
+methodology's own score and grade). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
 
@@ -29,6 +30,8 @@ RESULTS = HERE / "results" / "pretrained"
 PAGE = HERE / "pretrained.md"
 LM_ROWS = {"base": "zero-shot (no training)", "sft": "SFT (LoRA)", "grpo": "GRPO from SFT"}
 VARIANT_GRPO = {"grpo-from-instruct": "GRPO from the instruct model (no SFT)", "reasoning-first": "reasoning-first SFT + GRPO"}
+# The same profile before `prepare.show_rule`: the prompt without the methodology's own score and grade.
+NO_RULE = "no-rule"
 
 
 def collect(run: Path, dataset: str, variant: str) -> Path:
@@ -85,7 +88,8 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     out += [
         f"Model `{p['model']['pretrained']}`, prompts `{p['prepare'].get('prompt_style', 'full')}` "
         f"({s['prepare'].get('prompt_tokens_mean', '?')} tokens on average, answers {s['prepare'].get('answer_tokens_mean', '?')}), "
-        f"methodology `{p['methodology']['path']}`; {bt['n_funds']} test share classes of "
+        f"methodology `{p['methodology']['path']}`, its own score and grade in the prompt (`show_rule`): "
+        f"{'yes' if p['prepare'].get('show_rule') else 'no'}; {bt['n_funds']} test share classes of "
         f"{len({r['fund_id'] for r in per_fund})} funds, the same for every row (test fingerprint `{bt['test_fingerprint']}`). "
         f"SFT: {p['sft']['epochs']} epoch(s), {s['sft'].get('steps')} steps of {p['sft']['batch_size']}, LoRA r {p['sft']['lora']['r']}; "
         f"GRPO: {s['train']['steps']} steps of {p['grpo']['per_device_train_batch_size']} completions "
@@ -111,6 +115,15 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                 m = other["backtest"]["models"][key]
                 out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
                            f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
+    if NO_RULE in runs:
+        other = runs[NO_RULE]["summary"]
+        if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
+            raise SystemExit(f"{name}/{NO_RULE}: another test set than sft-grpo")
+        for key, row_label, trained in (("sft", "SFT, prompt without the methodology's verdict", other["sft"].get("seconds")),
+                                        ("grpo", "GRPO from that SFT", other["train"].get("seconds"))):
+            m = other["backtest"]["models"][key]
+            out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+                       f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
     for key, label in (("rule", "rule scorer (the methodology)"), ("gbm", "gradient boosting (`baseline`)")):
         m = bt["models"][key]
         secs = s["baseline"].get("seconds") if key == "gbm" else None
@@ -150,13 +163,30 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         if rf_curve:
             out += ["", "Its greedy validation agreement at each evaluation: "
                     + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in rf_curve) + "."]
+    if NO_RULE in runs:
+        nr = runs[NO_RULE]
+        nr_fund = {r["share_class_id"]: r for r in nr["per_fund"]}
+        paired = [(r, nr_fund[r["share_class_id"]]) for r in per_fund]
+        expert = [r["expert_grade"] for r, _ in paired]
+        groups = [r["fund_id"] for r, _ in paired]
+        ns = nr["summary"]["train"]
+        out += ["", f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows above measured without it "
+                f"(prompts {nr['summary']['prepare'].get('prompt_tokens_mean', '?')} tokens; its GRPO kept {ns.get('kept')}, greedy validation "
+                f"{ns.get('best_metric')} {ns.get('start_value')} at the start, best {ns.get('best_value')}) against the profile with it. "
+                "Paired bootstrap by fund:", "", "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
+        for title, key in (("SFT with − without", "sft_grade"), ("GRPO with − without", "grpo_grade")):
+            for metric in ("exact", "qwk"):
+                b = paired_bootstrap(expert, [a[key] for a, _ in paired], [w[key] for _, w in paired], groups, grades, metric)
+                out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
         out += ["", "GRPO's greedy validation agreement at each evaluation (step 0 is its SFT start): "
                 + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in curve) + "."]
-    if "headroom" in main:
-        h = next(iter(main["headroom"].values()))
-        out += ["", f"**Sampling headroom of the SFT start** (`sampling_headroom.py`, {h['n']} test share classes, "
+    for which, run in (("", main), (", measured without the methodology's verdict in the prompt", runs.get(NO_RULE))):
+        if not run or "headroom" not in run:
+            continue
+        h = next(iter(run["headroom"].values()))
+        out += ["", f"**Sampling headroom of the SFT start**{which} (`sampling_headroom.py`, {h['n']} test share classes, "
                 f"k = {h['k']}, temperature {h['temperature']}): GRPO sharpens towards what the policy's samples agree on, "
                 "so it has room where maj@k beats greedy.", "", "| decision | exact | within one | QWK | Spearman |", "|---|---|---|---|---|"]
         for label, m in h["decisions"].items():
@@ -226,7 +256,7 @@ def main() -> None:
     c = sub.add_parser("collect")
     c.add_argument("run", type=Path)
     c.add_argument("--dataset", required=True)
-    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO])
+    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE])
     sub.add_parser("report")
     args = ap.parse_args()
     if args.command == "collect":

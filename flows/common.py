@@ -9,19 +9,14 @@ import os
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from fundgrpo.params import ParamsError, Params, RegisterParams, from_dict
+from fundgrpo.registry import MlflowUnavailable, check_tracking  # noqa: F401 - the flows' names
 
 LOCK_FILE = ".dvc/tmp/fund-grpo-training.lock"  # .dvc/tmp is DVC's own, ignored by git
-
-
-class MlflowUnavailable(RuntimeError):
-    """The MLflow tracking store cannot be reached; the message names the URI."""
 
 
 # ---------------------------------------------------------------------- DVC
@@ -234,26 +229,3 @@ def tracking_uri(register: RegisterParams, root: Path) -> str:
     from fundgrpo import registry
 
     return registry.local_uri(registry.tracking_uri(register), root)
-
-
-def check_tracking(uri: str, timeout_s: float = 5.0) -> str:
-    """Fail with a clear message when the tracking store cannot be reached; return a one-line status."""
-    if uri.startswith(("http://", "https://")):
-        url = uri.rstrip("/") + "/health"
-        try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as response:
-                if response.status != 200:
-                    raise MlflowUnavailable(f"MLflow tracking server {uri} answered {response.status} on /health")
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
-            raise MlflowUnavailable(
-                f"MLflow tracking server {uri} is unreachable ({reason}); start it "
-                "(docs/operations.md) or point MLFLOW_TRACKING_URI at a running one"
-            ) from err
-        return f"MLflow tracking server {uri} is up"
-    if uri.startswith("sqlite:///"):
-        folder = Path(uri[len("sqlite:///"):]).parent
-        if not folder.is_dir():
-            raise MlflowUnavailable(f"MLflow store {uri}: folder {folder} does not exist")
-        return f"MLflow store {uri}"
-    return f"MLflow store {uri} (not checked)"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.error
+import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,33 @@ from typing import Any
 from fundgrpo.params import GateParams, RegisterParams
 
 CHAMPION, CHALLENGER = "champion", "challenger"
+
+
+class MlflowUnavailable(RuntimeError):
+    """The MLflow tracking store cannot be reached; the message names the URI."""
+
+
+def check_tracking(uri: str, timeout_s: float = 5.0) -> str:
+    """Fail with a clear message when the tracking store cannot be reached; return a one-line status."""
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                if response.status != 200:
+                    raise MlflowUnavailable(f"MLflow tracking server {uri} answered {response.status} on /health")
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise MlflowUnavailable(
+                f"MLflow tracking server {uri} is unreachable ({reason}); start it "
+                "(docs/operations.md) or point MLFLOW_TRACKING_URI at a running one"
+            ) from err
+        return f"MLflow tracking server {uri} is up"
+    if uri.startswith("sqlite:///"):
+        folder = Path(uri[len("sqlite:///"):]).parent
+        if not folder.is_dir():
+            raise MlflowUnavailable(f"MLflow store {uri}: folder {folder} does not exist")
+        return f"MLflow store {uri}"
+    return f"MLflow store {uri} (not checked)"
 
 
 @dataclass(frozen=True)
@@ -154,7 +183,7 @@ def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float =
         except MlflowException:
             continue  # released in between
         holder, since = held.tags.get("holder", "?"), float(held.tags.get("since", "0") or 0)
-        if time.time() - since > stale_s:
+        if time.time() - since > stale_s or not holder_alive(holder):
             log(f"taking over the promotion lock {lock!r} of {holder}, held {time.time() - since:.0f} s (its holder is gone)")
             client.delete_registered_model(lock)
             continue
@@ -165,7 +194,65 @@ def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float =
     try:
         yield
     finally:
-        client.delete_registered_model(lock)
+        try:
+            client.delete_registered_model(lock)
+        except MlflowException as err:  # the registry went away: say so, and let the first error through
+            log(f"could not release the promotion lock {lock!r} ({str(err)[:200]}); the next registration takes it over "
+                f"at once on this host, after {stale_s:g} s elsewhere")
+
+
+def holder_alive(holder: str) -> bool:
+    """False only for a lock holder `host:pid` on this host whose process is gone.
+
+    >>> import os, socket
+    >>> holder_alive(f"{socket.gethostname()}:{os.getpid()}"), holder_alive("elsewhere:1")
+    (True, True)
+    """
+    import socket
+
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's process: only its age tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# A version is created tagged `registration: pending` and marked `complete` once its alias is set:
+# a registration cut off in between (the stage killed, the server gone) leaves a pending version
+# without an alias, which the next registration removes before it reads the champion.
+REGISTRATION = "registration"
+
+
+def finish_pending(client, name: str, log=print) -> None:
+    """Remove the versions of `name` whose registration never set their alias; mark complete the
+    pending ones that did get it (the tag update was what failed)."""
+    for found in client.search_model_versions(f"name = '{name}'"):
+        if found.tags.get(REGISTRATION) != "pending":
+            continue
+        version = client.get_model_version(name, found.version)  # carries its aliases
+        if version.aliases:
+            client.set_model_version_tag(name, version.version, REGISTRATION, "complete")
+        else:
+            log(f"removing {name} v{version.version}: its registration did not finish (run {version.run_id})")
+            client.delete_model_version(name, version.version)
+
+
+def discard_pending(client, name: str, version: str, log=print) -> None:
+    """Best effort, after a failed registration: delete the version unless it holds an alias.
+    When the registry does not answer, the next registration removes it (finish_pending)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        if not client.get_model_version(name, version).aliases:
+            client.delete_model_version(name, version)
+            log(f"removed {name} v{version}: its registration did not finish")
+    except MlflowException:
+        log(f"{name} v{version} is left tagged {REGISTRATION}=pending; the next registration removes it")
 
 
 def champion_version(client, name: str):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fundgrpo import io, registry
 from fundgrpo.backtesting import evaluate_model
-from fundgrpo.cli import run_stage
+from fundgrpo.cli import StageError, run_stage
 from fundgrpo.methodology import load_compiled
 from fundgrpo.params import Params, load_params, to_dict
 
@@ -98,6 +98,7 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
         info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens)
         # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
         with registry.promotion_lock(client, name):
+            registry.finish_pending(client, name)
             version, decision, gate_passed = gate_and_register(client, params, backtest, rows, rubric, schema, info, active.info.run_id)
     return {
         "model_name": name,
@@ -128,12 +129,31 @@ def gate_and_register(client, params: Params, backtest: dict, rows: list[dict], 
     if gate_passed and not params.register.promote:
         decision = replace(decision, promote=False, reason=f"{decision.reason}; not promoted: register.promote is false")
     mlflow.set_tags({"gate.promote": str(decision.promote), "gate.passed": str(gate_passed), "gate.reason": decision.reason})
-    version = mlflow.register_model(info.model_uri, name)
-    tags = {"test_fingerprint": backtest["test_fingerprint"], "gate.reason": decision.reason, "run_id": run_id}
-    for k, v in tags.items():
-        client.set_model_version_tag(name, version.version, k, v)
-    client.set_registered_model_alias(name, registry.CHAMPION if decision.promote else registry.CHALLENGER, version.version)
+    tags = {"test_fingerprint": backtest["test_fingerprint"], "gate.reason": decision.reason, "run_id": run_id,
+            registry.REGISTRATION: "pending"}
+    version = mlflow.register_model(info.model_uri, name, tags=tags)  # the version and its tags in one request
+    try:
+        client.set_registered_model_alias(name, registry.CHAMPION if decision.promote else registry.CHALLENGER, version.version)
+    except Exception:
+        registry.discard_pending(client, name, version.version)
+        raise
+    try:  # the alias is set: the registration happened; a lost tag is finished by the next one
+        client.set_model_version_tag(name, version.version, registry.REGISTRATION, "complete")
+    except Exception as err:  # noqa: BLE001
+        print(f"register: {name} v{version.version} stays tagged {registry.REGISTRATION}=pending ({str(err)[:200]}); "
+              "the next registration marks it complete")
     return version, decision, gate_passed
+
+
+def unreachable(uri: str) -> StageError | None:
+    """After a failed registration: a clear error when the tracking server no longer answers."""
+    try:
+        registry.check_tracking(uri)
+    except registry.MlflowUnavailable as err:
+        return StageError(f"{err}. It stopped answering during registration (after the MLflow client's retries): "
+                          "no alias moved and metrics/register.json is unchanged; rerun `dvc repro register` once it "
+                          "answers (an unfinished version is removed then)")
+    return None
 
 
 def main() -> None:
@@ -146,7 +166,10 @@ def main() -> None:
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)
         artifacts = [Path("metrics"), Path("reports"), schema_dir]
-        decision = run(p, backtest, train, curves, rows, rubric, schema, artifacts)
+        try:
+            decision = run(p, backtest, train, curves, rows, rubric, schema, artifacts)
+        except Exception as err:
+            raise unreachable(registry.tracking_uri(p.register)) or err
         io.write_json(decision, p.register.decision)
         verb = "promoted to champion" if decision["promoted"] else "kept as challenger"
         print(f"register: {decision['model_name']} v{decision['version']} {verb}: {decision['reason']}")

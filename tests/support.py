@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -105,3 +107,85 @@ def task_runs(flow_run_id) -> list:
 
     with get_client(sync_client=True) as client:
         return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+
+
+class Outage:
+    """A TCP forwarder in front of a server that goes down when a request containing `trigger`
+    arrives: that request is dropped unanswered, every open connection is cut and new ones are
+    refused, for `down_s` seconds or, when None, until `restore()`. To a client this is the
+    server process dying at that moment (and, after `down_s`, coming back)."""
+
+    def __init__(self, upstream: str, trigger: bytes, down_s: float | None = None):
+        host, port = upstream.split("://", 1)[1].rstrip("/").rsplit(":", 1)
+        self.upstream, self.trigger, self.down_s = (host, int(port)), trigger, down_s
+        self.fired = threading.Event()
+        self._conns: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.restore()
+
+    def restore(self) -> None:
+        self._server = socket.socket()
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", self.port))
+        self._server.listen(16)
+        self._server.settimeout(0.2)
+        threading.Thread(target=self._accept, args=(self._server,), daemon=True).start()
+
+    def close(self) -> None:
+        self._server.close()
+        self._cut()
+
+    def _accept(self, server: socket.socket) -> None:
+        while server.fileno() != -1:
+            try:
+                client, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed: the server is down
+            client.settimeout(None)
+            upstream = socket.create_connection(self.upstream)
+            with self._lock:
+                self._conns |= {client, upstream}
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, requests: bool) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            if requests and self.trigger in data and not self.fired.is_set():
+                self.fired.set()
+                self._server.close()
+                self._cut()
+                if self.down_s is not None:
+                    threading.Timer(self.down_s, self.restore).start()
+                return
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        for s in (src, dst):
+            _shut(s)
+
+    def _cut(self) -> None:
+        with self._lock:
+            conns, self._conns = self._conns, set()
+        for s in conns:
+            _shut(s)
+
+
+def _shut(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    s.close()

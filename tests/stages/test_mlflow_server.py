@@ -155,3 +155,79 @@ def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(traine
     [experiment] = [e for e in client.search_experiments() if e.name == "fund-grpo-monitoring"]
     [logged] = client.search_runs([experiment.experiment_id], filter_string="tags.batch = 'batch-calm'")
     assert "drift.share" in logged.data.metrics
+
+
+# The MLflow client retries a request that found the server gone (MLFLOW_HTTP_REQUEST_MAX_RETRIES,
+# 7 by default, about 4 min of backoff); shortened here to 3 retries over ~6 s.
+SHORT_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0"}
+
+
+def register_through(root: Path, url: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **SHORT_RETRIES, "MLFLOW_TRACKING_URI": url, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "stages.register"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+
+
+def pending(client) -> list:
+    return [v for v in client.search_model_versions("name = 'fund-evaluator'") if v.tags.get("registration") == "pending"]
+
+
+@pytest.mark.fault("MLflow server down during register")
+def test_a_brief_outage_during_register_is_retried_and_registers_once(trained, mlflow_server, tmp_path):
+    from mlflow import MlflowClient
+
+    from tests.support import Outage
+
+    root, _ = trained
+    ws = workspace(root, tmp_path / "brief", grpo_qwk=0.99)
+    client = MlflowClient(tracking_uri=mlflow_server)
+    before = {v.version for v in client.search_model_versions("name = 'fund-evaluator'")}
+    outage = Outage(mlflow_server, b"POST /api/2.0/mlflow/model-versions/create", down_s=3.0)
+    try:
+        done = register_through(ws, outage.url)
+    finally:
+        outage.close()
+    assert outage.fired.is_set()  # the server did go down while the version was being created
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    decision = json.loads((ws / "metrics/register.json").read_text())
+    [new] = [v for v in client.search_model_versions("name = 'fund-evaluator'") if v.version not in before]  # exactly one
+    assert int(new.version) == decision["version"] and new.tags["registration"] == "complete"
+    assert int(client.get_model_version_by_alias("fund-evaluator", "champion").version) == decision["version"]
+
+
+@pytest.mark.fault("MLflow server down during register")
+def test_a_server_lost_during_register_fails_clearly_and_the_next_run_finishes_cleanly(trained, mlflow_server, tmp_path):
+    from mlflow import MlflowClient
+
+    from tests.support import Outage
+
+    root, _ = trained
+    ws = workspace(root, tmp_path / "lost", grpo_qwk=0.999)  # would be promoted
+    client = MlflowClient(tracking_uri=mlflow_server)
+    champion = client.get_model_version_by_alias("fund-evaluator", "champion").version
+    decision_before = (ws / "metrics/register.json").read_bytes()
+    outage = Outage(mlflow_server, b"POST /api/2.0/mlflow/registered-models/alias")  # down for good at the alias
+    try:
+        failed = register_through(ws, outage.url)
+        assert outage.fired.is_set()
+        assert failed.returncode == 1, failed.stdout[-2000:] + failed.stderr[-3000:]
+        last = failed.stderr.strip().splitlines()[-1]
+        assert last.startswith("register failed: MLflow tracking server") and outage.url in last, failed.stderr[-3000:]
+        assert "stopped answering during registration" in last and "no alias moved" in last
+        # nothing promoted, the stage's output untouched; the created version is marked unfinished
+        assert client.get_model_version_by_alias("fund-evaluator", "champion").version == champion
+        assert (ws / "metrics/register.json").read_bytes() == decision_before
+        [left] = pending(client)
+        assert not client.get_model_version("fund-evaluator", left.version).aliases
+
+        outage.restore()  # the server is back: the next registration cleans up, then registers
+        done = register_through(ws, outage.url)
+    finally:
+        outage.close()
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert f"removing fund-evaluator v{left.version}: its registration did not finish" in done.stdout
+    assert "taking over the promotion lock" in done.stdout  # its holder died; no waiting for it to go stale
+    assert not pending(client) and left.version not in {v.version for v in client.search_model_versions("name = 'fund-evaluator'")}
+    decision = json.loads((ws / "metrics/register.json").read_text())
+    assert decision["promoted"] and int(client.get_model_version_by_alias("fund-evaluator", "champion").version) == decision["version"]
+    assert not any(m.name.endswith(".promotion-lock") for m in client.search_registered_models())
