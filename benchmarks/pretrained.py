@@ -170,13 +170,17 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         expert = [r["expert_grade"] for r, _ in paired]
         groups = [r["fund_id"] for r, _ in paired]
         ns = nr["summary"]["train"]
-        out += ["", f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows above measured without it "
+        out += ["", f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows \"without the methodology's verdict\" "
+                "are the same profile measured before it "
                 f"(prompts {nr['summary']['prepare'].get('prompt_tokens_mean', '?')} tokens; its GRPO kept {ns.get('kept')}, greedy validation "
-                f"{ns.get('best_metric')} {ns.get('start_value')} at the start, best {ns.get('best_value')}) against the profile with it. "
-                "Paired bootstrap by fund:", "", "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
-        for title, key in (("SFT with − without", "sft_grade"), ("GRPO with − without", "grpo_grade")):
+                f"{ns.get('best_metric')} {ns.get('start_value')} at the start, best {ns.get('best_value')}). "
+                "Paired bootstrap by fund, with it against without it and against the baselines:", "",
+                "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
+        for title, a_key, b_key, b_src in (("SFT with − without", "sft_grade", "sft_grade", 1), ("GRPO with − without", "grpo_grade", "grpo_grade", 1),
+                                           ("GRPO with − rule scorer", "grpo_grade", "rule_grade", 0),
+                                           ("GRPO with − gradient boosting", "grpo_grade", "gbm_grade", 0)):
             for metric in ("exact", "qwk"):
-                b = paired_bootstrap(expert, [a[key] for a, _ in paired], [w[key] for _, w in paired], groups, grades, metric)
+                b = paired_bootstrap(expert, [pair[0][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
