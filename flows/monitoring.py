@@ -6,7 +6,8 @@ For each new file in `monitor.incoming_dir` (see monitoring/batches.py for the f
    cannot be read or fails validation is quarantined with its report
    (`monitor.quarantine_dir/<date>/<batch>/`), never merged, and the flow goes on;
 2. compare it with the training reference (`validate.out`) with Evidently: data drift on
-   the fund features, and prediction drift on the champion's grade distribution;
+   the fund features, and prediction drift on the champion's grade distribution and its
+   rating migration (the same share classes graded on the reference and on the batch);
    reports land in `monitor.report_dir/<date>/<batch>/` (drift.html/.json,
    prediction_drift.html/.json, summary.json), the figures in the MLflow experiment
    `monitor.experiment`; too few rows give no verdict (the report says so);
@@ -89,10 +90,19 @@ def prediction_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, pa
             logger.info("no champion in the registry: prediction drift skipped")
             return {"drift": drift.PredictionDrift(None, "no champion in the registry: prediction drift skipped"), "records": batch_records}
         folder, version = loaded
-        ref_records = champion.sample(champion.prompt_records(reference, rubric, params.prepare), monitor.prediction_sample, monitor.seed)
+        # The same share classes on the reference where it has them (their grades then pair up for
+        # the rating migration); a batch of mostly new share classes is compared by distribution only.
+        known = set(reference["share_class_id"].astype(str))
+        paired_ids = [r["share_class_id"] for r in batch_records if r["share_class_id"] in known]
+        if len(paired_ids) >= monitor.min_rows:
+            ref_records = champion.prompt_records(reference, rubric, params.prepare, only=paired_ids)
+        else:
+            ref_records = champion.sample(champion.prompt_records(reference, rubric, params.prepare), monitor.prediction_sample, monitor.seed)
         ref_preds = champion.grade(folder, ref_records, rubric, schema, params.backtest, f"champion v{version} on reference")
         batch_preds = champion.grade(folder, batch_records, rubric, schema, params.backtest, f"champion v{version} on batch")
-    result = drift.prediction_drift([p["grade"] for p in ref_preds], [p["grade"] for p in batch_preds], monitor, Path(out))
+    before = {r["share_class_id"]: p["grade"] for r, p in zip(ref_records, ref_preds)}
+    pairs = [(before[r["share_class_id"]], p["grade"]) for r, p in zip(batch_records, batch_preds) if r["share_class_id"] in before]
+    result = drift.prediction_drift([p["grade"] for p in ref_preds], [p["grade"] for p in batch_preds], monitor, Path(out), pairs)
     logger.info("batch %s, prediction drift (champion v%s): %s", name, version, result.reason)
     return {
         "drift": result,
@@ -134,7 +144,7 @@ def _thresholds(params: Params) -> dict[str, Any]:
     m = params.monitor
     return {
         "min_rows": m.min_rows, "method": m.method, "threshold": m.threshold, "drift_share": m.drift_share,
-        "prediction_method": m.prediction_method, "prediction_threshold": m.prediction_threshold,
+        "prediction_method": m.prediction_method, "prediction_threshold": m.prediction_threshold, "migration_threshold": m.migration_threshold,
         "prediction_sample": m.prediction_sample, "gate_metric": params.register.gate.metric, "gate_margin": params.register.gate.margin,
     }
 
@@ -175,6 +185,7 @@ def _drift_figures(data: drift.DataDrift, pred: drift.PredictionDrift) -> dict[s
         "drift.columns_drifted": float(len(data.drifted)) if data.verdict is not None else None,
         "drift.dataset": None if data.verdict is None else float(data.verdict),
         "prediction_drift.score": pred.score,
+        "prediction_drift.migration": pred.migration,
         "prediction_drift.detected": None if pred.verdict is None else float(pred.verdict),
     }
     figures.update({f"drift.score.{c}": v for c, v in data.scores.items()})

@@ -358,6 +358,10 @@ class MonitorParams:
     prediction_method: str = "jensenshannon"  # test on the champion's grade distribution
     prediction_threshold: float = 0.2
     prediction_sample: int = 200  # rows of each frame the champion grades (0: no prediction drift)
+    # Rating migration: share of the sampled share classes whose champion grade moved since the
+    # reference; drift at or above it (0: off). Rule scorer, synthetic default: calm 0.14 / 0.27 /
+    # 0.44 after 1 / 6 / 12 months, volatility spike 0.26 / 0.45 after 1 / 6 (benchmarks/rating_migration.md).
+    migration_threshold: float = 0.35
     seed: int = 0  # for the samples
     retrain: bool = True  # relearn when drift is found (false: report only)
 

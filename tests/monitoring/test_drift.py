@@ -76,6 +76,24 @@ def test_prediction_drift_flips_on_the_grade_distribution(tmp_path):
     assert (tmp_path / "collapsed" / "prediction_drift.html").exists()
 
 
+def test_rating_migration_is_drift_where_the_distribution_cannot_show_it(tmp_path):
+    """A ranked methodology keeps each grade's share: a reshuffle shows only as migration."""
+    grades = [1, 2, 2, 3, 3, 3, 4, 4, 5] * 10
+    shuffled = grades[4:] + grades[:4]  # the same distribution, every fund on another grade
+    steady = grades[:80] + shuffled[80:]  # a few move
+    calm = drift.prediction_drift(grades, grades, PARAMS, tmp_path / "calm", list(zip(grades, steady)))
+    moved = drift.prediction_drift(grades, shuffled, PARAMS, tmp_path / "moved", list(zip(grades, shuffled)))
+    assert moved.score == calm.score == 0.0  # the distribution test sees nothing either time
+    assert calm.migration < PARAMS.migration_threshold <= moved.migration
+    assert (calm.verdict, moved.verdict) == (False, True)
+    assert "rating migration 1.00 of 90 share classes graded in both (threshold 0.35)" in moved.reason
+    assert sum(moved.transitions["3"].values()) == 30 and moved.paired == 90
+    off = drift.prediction_drift(grades, shuffled, replace(PARAMS, migration_threshold=0.0), tmp_path / "off", list(zip(grades, shuffled)))
+    assert off.verdict is False and "migration" not in off.reason  # 0 turns the check off
+    few = drift.prediction_drift(grades, shuffled, PARAMS, tmp_path / "few", list(zip(grades, shuffled))[:10])
+    assert few.verdict is False  # fewer pairs than monitor.min_rows: no migration verdict
+
+
 def test_feature_columns_and_bad_feature_lists():
     ref = frame(40, 0)
     ref["return_5y"] = np.nan  # a column with no value cannot drift
