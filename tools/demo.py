@@ -66,13 +66,19 @@ def monitor(root: Path, regime: str) -> tuple[dict, float]:
 
 
 def registry(root: Path) -> dict:
-    """Versions and the champion at the end, from the copy's MLflow store."""
+    """Versions and who holds each alias at the end, from the copy's MLflow store."""
     from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    aliases = {}
+    for alias in ("champion", "challenger"):
+        try:
+            aliases[alias] = int(client.get_model_version_by_alias("fund-evaluator", alias).version)
+        except MlflowException:  # no version carries it
+            pass
     versions = client.search_model_versions("name = 'fund-evaluator'")
-    return {"versions": sorted(int(v.version) for v in versions),
-            "aliases": {a: int(v.version) for v in versions for a in v.aliases}}
+    return {"versions": sorted(int(v.version) for v in versions), "aliases": aliases}
 
 
 def collect(root: Path | None) -> dict:
@@ -112,15 +118,15 @@ def page(r: dict) -> str:
                 f"| data drift: share of fund features drifted | {_g(data.get('share'), 2)} | {data.get('drift_share')} | {'yes' if data.get('verdict') else 'no'} |",
                 f"| champion v{s.get('champion_version')}'s grade distribution ({pred.get('method')}) | {_g(pred.get('score'))} | {pred.get('threshold')} | "
                 f"{'yes' if (pred.get('score') or 0) >= pred.get('threshold', 1) else 'no'} |",
-                f"| champion v{s.get('champion_version')}'s rating migration ({pred.get('paired')} share classes graded in both) | {_g(pred.get('migration'), 2)} | "
+                f"| champion v{s.get('champion_version')}'s rating migration ({pred.get('paired')} share classes graded in both) | {_g(pred.get('migration'), 3)} | "
                 f"{pred.get('migration_threshold')} | {'yes' if pred.get('migration') is not None and pred['migration'] >= pred.get('migration_threshold', 1) else 'no'} |",
                 "", f"Verdict: **{s['verdict']}**. Relearning: {s['retrain']['status']}."]
         decision = s["retrain"].get("decision")
         if decision:
             test = s["retrain"].get("on_test_set", {})
-            out += [f"The candidate trained with the batch, v{decision['version']}: QWK {_g(decision['candidate'], 4)} on the frozen expert test set "
-                    f"against {decision['baseline_name']}'s {_g(decision['baseline'], 4)} (rule scorer {_g(test.get('rule', {}).get('qwk'))}). "
-                    f"Gate: **{'promoted' if decision['promoted'] else 'refused'}**: {decision['reason']}."]
+            out += [f"The candidate trained with the batch, v{decision['version']}, on the expert test funds (the same funds, now with the "
+                    f"batch's figures): QWK {_g(decision['candidate'], 4)}; {decision['baseline_name']} {_g(decision['baseline'], 4)}; "
+                    f"rule scorer {_g(test.get('rule', {}).get('qwk'), 4)}. Gate: **{'promoted' if decision['promoted'] else 'refused'}**: {decision['reason']}."]
         out += [f"The monitoring flow took {b['seconds'] / 60:.1f} min.", ""]
     reg = r["registry"]
     out += ["## At the end", "", f"Registered versions {reg['versions']}; aliases " + ", ".join(f"`{a}` → v{v}" for a, v in sorted(reg["aliases"].items())) + "."]

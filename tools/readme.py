@@ -36,6 +36,25 @@ def default_table(root: Path) -> list[str]:
     return out
 
 
+def demo_line(root: Path) -> list[str]:
+    """One sentence per step of `python tools/demo.py` (benchmarks/demo.md), when it was run."""
+    path = root / "benchmarks/results/demo.json"
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    d = r["train"]["decision"]
+    parts = [f"v{d['version']} {'promoted' if d['promoted'] else 'kept as challenger'} ({d['reason']})"]
+    for b in r["batches"]:
+        s = b["summary"]
+        pred = s.get("prediction_drift") or {}
+        step = f"{b['label']}: {s['verdict']} (feature drift share {_f(s['data_drift']['share'])}, champion's rating migration {_f(pred.get('migration'))})"
+        decision = s["retrain"].get("decision")
+        if decision:
+            step += f", relearned v{decision['version']} {'promoted' if decision['promoted'] else 'refused'} ({decision['reason']})"
+        parts.append(step)
+    return ["", "The default demo (`python tools/demo.py`, [benchmarks/demo.md](benchmarks/demo.md)): " + "; ".join(parts) + "."]
+
+
 def pretrained_table(root: Path) -> list[str]:
     out = ["Pretrained models on 2 CPU cores (`benchmarks/pretrained.md`; exact / QWK, same test funds per row):", "",
            "| data | model | SFT (LoRA) | GRPO from SFT | kept | rule scorer | gradient boosting |", "|---|---|---|---|---|---|---|"]
@@ -69,7 +88,7 @@ def trust_table(root: Path) -> list[str]:
 
 
 def block(root: Path = REPO) -> str:
-    return "\n".join([BEGIN, *default_table(root), "", *pretrained_table(root), *trust_table(root), END])
+    return "\n".join([BEGIN, *default_table(root), *demo_line(root), "", *pretrained_table(root), *trust_table(root), END])
 
 
 def render(readme: str, root: Path = REPO) -> str:

@@ -84,6 +84,9 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
     [calm] = monitoring(root=str(root), retries=0)
     assert calm["verdict"] == "no drift" and calm["retrain"]["status"] == "not needed"
     assert calm["prediction_drift"]["verdict"] is False and calm["champion_version"] == champion
+    # the same share classes graded on the reference and the batch: their grades pair up for the migration
+    assert calm["prediction_drift"]["paired"] >= 30 and calm["prediction_drift"]["migration"] is not None
+    assert "rating migration" in calm["prediction_drift"]["reason"]
     assert not list((root / "data/batches").iterdir()) and support.versions(root) == versions
 
     drop(root, *simulate.make_batch(TINY, 6, "vol_spike"))
