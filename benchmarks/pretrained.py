@@ -12,7 +12,8 @@
 Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo-from-instruct`
 (`sft.enabled: false`: GRPO straight from the instruct model), `reasoning-first` (answers state the
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
-methodology's own score and grade). Rows of one dataset are on the same test funds (checked by the
+methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
+3-year Sharpe and alpha shown as context). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
 
@@ -32,6 +33,8 @@ LM_ROWS = {"base": "zero-shot (no training)", "sft": "SFT (LoRA)", "grpo": "GRPO
 VARIANT_GRPO = {"grpo-from-instruct": "GRPO from the instruct model (no SFT)", "reasoning-first": "reasoning-first SFT + GRPO"}
 # The same profile before `prepare.show_rule`: the prompt without the methodology's own score and grade.
 NO_RULE = "no-rule"
+# The same profile with context metrics in the prompt (the rule scorer is unchanged).
+CONTEXT = "context"
 
 
 def collect(run: Path, dataset: str, variant: str) -> Path:
@@ -124,6 +127,15 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             m = other["backtest"]["models"][key]
             out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
                        f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
+    if CONTEXT in runs:
+        other = runs[CONTEXT]["summary"]
+        if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
+            raise SystemExit(f"{name}/{CONTEXT}: another test set than sft-grpo")
+        for key, row_label, trained in (("sft", "SFT, prompt with context metrics", other["sft"].get("seconds")),
+                                        ("grpo", f"GRPO from that SFT ({other['train']['steps']} steps)", other["train"].get("seconds"))):
+            m = other["backtest"]["models"][key]
+            out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+                       f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
     for key, label in (("rule", "rule scorer (the methodology)"), ("gbm", "gradient boosting (`baseline`)")):
         m = bt["models"][key]
         secs = s["baseline"].get("seconds") if key == "gbm" else None
@@ -181,6 +193,26 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                                            ("GRPO with − gradient boosting", "grpo_grade", "gbm_grade", 0)):
             for metric in ("exact", "qwk"):
                 b = paired_bootstrap(expert, [pair[0][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
+                out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
+    if CONTEXT in runs:
+        cx = runs[CONTEXT]
+        cx_fund = {r["share_class_id"]: r for r in cx["per_fund"]}
+        paired = [(r, cx_fund[r["share_class_id"]]) for r in per_fund]
+        expert = [r["expert_grade"] for r, _ in paired]
+        groups = [r["fund_id"] for r, _ in paired]
+        cs, bench_cx = cx["summary"], cx["summary"].get("bench") or {}
+        out += ["", f"**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, 3-year Sharpe and alpha "
+                f"beside the periods, not scored; prompts {cs['prepare'].get('prompt_tokens_mean', '?')} tokens; GRPO {cs['train']['steps']} steps, "
+                f"kept {cs['train'].get('kept')}; `dvc repro` {_minutes(bench_cx.get('total_seconds'))} min). "
+                "Paired bootstrap by fund, its kept model against the rows above:", "",
+                "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
+        for title, a_key, b_key, b_src, metrics in (
+            ("SFT with context − without", "sft_grade", "sft_grade", 0, ("exact", "qwk")),
+            ("GRPO with context − rule scorer", "grpo_grade", "rule_grade", 0, ("exact", "within_one", "qwk", "spearman")),
+            ("GRPO with context − gradient boosting", "grpo_grade", "gbm_grade", 0, ("exact", "qwk")),
+        ):
+            for metric in metrics:
+                b = paired_bootstrap(expert, [pair[1][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
