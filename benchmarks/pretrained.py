@@ -76,6 +76,13 @@ def _minutes(seconds) -> str:
     return "–" if seconds is None else f"{seconds / 60:.1f}"
 
 
+def _paired(per_fund: list[dict], other: list[dict]) -> tuple[list[tuple[dict, dict]], list[int], list[str]]:
+    """(row, the other run's row) for each test share class, with the expert grades and fund ids."""
+    by_id = {r["share_class_id"]: r for r in other}
+    paired = [(r, by_id[r["share_class_id"]]) for r in per_fund]
+    return paired, [r["expert_grade"] for r, _ in paired], [r["fund_id"] for r, _ in paired]
+
+
 def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     from fundgrpo.evaluation import paired_bootstrap
 
@@ -155,10 +162,7 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             out.append(f"| {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     if "reasoning-first" in runs:
         rf = runs["reasoning-first"]
-        rf_fund = {r["share_class_id"]: r for r in rf["per_fund"]}
-        paired = [(r, rf_fund[r["share_class_id"]]) for r in per_fund]
-        expert = [r["expert_grade"] for r, _ in paired]
-        groups = [r["fund_id"] for r, _ in paired]
+        paired, expert, groups = _paired(per_fund, rf["per_fund"])
         rs = rf["summary"]["train"]
         out += ["", f"**Reasoning-first** (`profiles/reasoning-first.yaml`, answers {rf['summary']['prepare'].get('answer_tokens_mean', '?')} tokens): "
                 f"GRPO kept {rs.get('kept')} (greedy validation {rs.get('best_metric')} {rs.get('start_value')} at the start, best {rs.get('best_value')}). "
@@ -177,10 +181,7 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                     + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in rf_curve) + "."]
     if NO_RULE in runs:
         nr = runs[NO_RULE]
-        nr_fund = {r["share_class_id"]: r for r in nr["per_fund"]}
-        paired = [(r, nr_fund[r["share_class_id"]]) for r in per_fund]
-        expert = [r["expert_grade"] for r, _ in paired]
-        groups = [r["fund_id"] for r, _ in paired]
+        paired, expert, groups = _paired(per_fund, nr["per_fund"])
         ns = nr["summary"]["train"]
         out += ["", f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows \"without the methodology's verdict\" "
                 "are the same profile measured before it "
@@ -196,10 +197,7 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     if CONTEXT in runs:
         cx = runs[CONTEXT]
-        cx_fund = {r["share_class_id"]: r for r in cx["per_fund"]}
-        paired = [(r, cx_fund[r["share_class_id"]]) for r in per_fund]
-        expert = [r["expert_grade"] for r, _ in paired]
-        groups = [r["fund_id"] for r, _ in paired]
+        paired, expert, groups = _paired(per_fund, cx["per_fund"])
         cs, bench_cx = cx["summary"], cx["summary"].get("bench") or {}
         out += ["", f"**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, 3-year Sharpe and alpha "
                 f"beside the periods, not scored; prompts {cs['prepare'].get('prompt_tokens_mean', '?')} tokens; GRPO {cs['train']['steps']} steps, "
