@@ -290,7 +290,7 @@ def main() -> None:
     c = sub.add_parser("collect")
     c.add_argument("run", type=Path)
     c.add_argument("--dataset", required=True)
-    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE])
+    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE, CONTEXT])
     sub.add_parser("report")
     args = ap.parse_args()
     if args.command == "collect":
