@@ -129,7 +129,7 @@ def run(
         eval_dataset=eval_dataset,
         callbacks=callbacks,
         processing_class=tokenizer,
-        peft_config=lora_config(params.lora),
+        peft_config=lora_config(params.lora, source),
     )
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)

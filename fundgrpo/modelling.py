@@ -97,6 +97,41 @@ def resolve(path: str | Path) -> str:
     return str(path)
 
 
+# What decides a folder's greedy answers (tokenizer.json is left out: GRPO re-saves it with
+# padding settings that `load` overrides anyway).
+ANSWER_FILES = ("config.json", "generation_config.json", "chat_template.jinja", "tokenizer_config.json", "adapter_config.json", POINTER)
+
+
+def answer_fingerprint(path: str | Path) -> str | None:
+    """A hash of the files that decide a model folder's greedy answers (weights, configs,
+    chat template), or None when it holds no weights: two folders with the same fingerprint
+    answer alike, so the backtest answers once (GRPO that keeps its start re-saves the SFT weights).
+
+    >>> import tempfile, pathlib
+    >>> a, b = (pathlib.Path(tempfile.mkdtemp()) for _ in range(2))
+    >>> for d in (a, b): _ = (d / "model.safetensors").write_bytes(b"w"); _ = (d / "config.json").write_text("{}")
+    >>> answer_fingerprint(a) == answer_fingerprint(b)
+    True
+    >>> _ = (b / "config.json").write_text('{"x": 1}')
+    >>> answer_fingerprint(a) == answer_fingerprint(b), answer_fingerprint(tempfile.mkdtemp())
+    (False, None)
+    """
+    import hashlib
+
+    folder = Path(path)
+    weights = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
+    if not weights and not (folder / POINTER).exists():
+        return None
+    digest = hashlib.sha256()
+    for f in [*weights, *(folder / n for n in ANSWER_FILES)]:
+        if f.exists():
+            digest.update(f.name.encode())
+            with f.open("rb") as stream:
+                for chunk in iter(lambda: stream.read(1 << 24), b""):
+                    digest.update(chunk)
+    return digest.hexdigest()
+
+
 def torch_dtype(name: str):
     import torch
 

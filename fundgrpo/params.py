@@ -199,6 +199,16 @@ class LoraParams:
     dropout: float = 0.05
     # module names, or ["all-linear"] (peft: every linear layer but the output head)
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    # Adapters on the top N transformer layers only (0 = every layer): the backward pass then
+    # stops at the lowest adapted layer, which is most of a CPU training step.
+    top_layers: int = 0
+
+    def __post_init__(self) -> None:
+        if self.top_layers < 0:
+            raise ParamsError(f"lora.top_layers must be 0 (every layer) or a number of layers, got {self.top_layers}")
+        if self.top_layers and tuple(self.target_modules) == ("all-linear",):
+            raise ParamsError("lora.top_layers needs the module names in lora.target_modules (peft cannot limit "
+                              '"all-linear" to some layers), e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]')
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def run(
         args=sft_config(params, model_params, out_dir / "checkpoints"),
         train_dataset=Dataset.from_list(to_sft_rows(train_rows)),
         processing_class=tokenizer,
-        peft_config=lora_config(params.lora),
+        peft_config=lora_config(params.lora, source),
         callbacks=callbacks,
     )
     result = trainer.train()

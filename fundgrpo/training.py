@@ -36,16 +36,28 @@ def model_init_kwargs(params: ModelParams) -> dict[str, Any]:
     return kwargs
 
 
-def lora_config(params: LoraParams):
+def lora_config(params: LoraParams, model_source: str | None = None):
+    """peft's LoraConfig from params; `lora.top_layers` reads the layer count from `model_source`'s config."""
     if not params.enabled:
         return None
     from peft import LoraConfig
 
+    layers = None
+    if params.top_layers:
+        from transformers import AutoConfig
+
+        if model_source is None:
+            raise ValueError("lora.top_layers needs the model's config to count its layers: pass model_source")
+        n = AutoConfig.from_pretrained(model_source).get_text_config().num_hidden_layers
+        if params.top_layers > n:
+            raise ValueError(f"lora.top_layers is {params.top_layers} but {model_source} has {n} layers: set at most {n} (or 0 for every layer)")
+        layers = list(range(n - params.top_layers, n))
     return LoraConfig(
         r=params.r,
         lora_alpha=params.alpha,
         lora_dropout=params.dropout,
         target_modules="all-linear" if tuple(params.target_modules) == ("all-linear",) else list(params.target_modules),
+        layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
 

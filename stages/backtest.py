@@ -17,6 +17,7 @@ from fundgrpo import io
 from fundgrpo.backtesting import baseline_predictions, evaluate_model, metrics, rule_predictions
 from fundgrpo.cli import run_stage
 from fundgrpo.methodology import load_compiled
+from fundgrpo.modelling import answer_fingerprint
 from fundgrpo.evaluation import confusion
 from fundgrpo.params import BacktestParams, load_params
 
@@ -38,10 +39,19 @@ def run(
         raise ValueError("backtest: the test split is empty")
     results: dict[str, dict] = {}
     predictions: dict[str, list[dict]] = {}
+    answered: dict[str, str] = {}  # answer fingerprint -> the model that answered
+    reused: dict[str, str] = {}  # model -> the model whose answers it shares
     for name, path in models.items():
+        same = answered.get(key) if (key := answer_fingerprint(path)) else None
+        if same:  # the same weights and configs answer alike: GRPO kept its SFT start
+            results[name], predictions[name], reused[name] = {**results[same], "seconds": 0.0}, predictions[same], same
+            print(f"backtest {name}: the same weights as {same}, its answers reused")
+            continue
         started = time.perf_counter()
         results[name], predictions[name] = evaluate_model(path, rows, rubric, schema, params.max_new_tokens, params.batch_size, desc=name)
         results[name]["seconds"] = round(time.perf_counter() - started, 1)  # loading and greedy answers to every test fund
+        if key:
+            answered[key] = name
     predictions["rule"] = rule_predictions(rows)
     results["rule"] = metrics(rows, predictions["rule"], rubric["grades"])
     if baseline is not None:
@@ -52,6 +62,7 @@ def run(
         "test_fingerprint": test_fingerprint(rows),
         "peak_rss_mb": io.peak_rss_mb(),
         "models": results,
+        "answers_reused": reused,
         "predictions": predictions,
         "rows": rows,
     }

@@ -41,3 +41,13 @@ def test_params_are_frozen():
     p = Params()
     with pytest.raises(AttributeError):
         p.grpo.max_steps = 3  # type: ignore[misc]
+
+
+def test_lora_top_layers_needs_module_names_and_a_count():
+    from fundgrpo.params import LoraParams, ParamsError
+
+    assert LoraParams(target_modules=("q_proj",), top_layers=15).top_layers == 15
+    with pytest.raises(ParamsError, match="needs the module names"):
+        LoraParams(target_modules=("all-linear",), top_layers=15)
+    with pytest.raises(ParamsError, match="top_layers must be 0"):
+        LoraParams(top_layers=-1)

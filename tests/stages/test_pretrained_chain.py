@@ -104,3 +104,18 @@ def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     assert compact["answer_tokens_mean"] == full["answer_tokens_mean"] > 10  # same answers
     assert compact["prompt_tokens_mean"] < 0.65 * full["prompt_tokens_mean"]
     assert prepare.configured_tokenizer(ModelParams()) is None  # the embedded tokenizer is trained later, by base
+
+
+def test_lora_on_the_top_layers_only_adapts_those_layers(smollm2_dir):
+    """`lora.top_layers` reads SmolLM2's 30 layers from its config: adapters on layers 28 and 29 only."""
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from fundgrpo.training import lora_config
+
+    top = LoraParams(enabled=True, r=4, alpha=8, target_modules=("q_proj", "down_proj"), top_layers=2)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2_dir), lora_config(top, str(smollm2_dir)))
+    adapted = {name.split(".layers.")[1].split(".lora_A")[0] for name, _ in model.named_modules() if name.endswith("lora_A")}
+    assert adapted == {"28.self_attn.q_proj", "28.mlp.down_proj", "29.self_attn.q_proj", "29.mlp.down_proj"}
+    with pytest.raises(ValueError, match="has 30 layers"):
+        lora_config(LoraParams(enabled=True, target_modules=("q_proj",), top_layers=31), str(smollm2_dir))

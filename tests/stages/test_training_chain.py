@@ -173,6 +173,21 @@ def test_backtest_reports_every_evaluator(backtest_result):
         assert set(m) == common | {"evidence", "seconds"} and 0.0 <= m["evidence"] <= 1.0
     # the test set's expert grades come from the rule, so the rule scorer is exact
     assert backtest_result["models"]["rule"]["exact"] == 1.0
+    assert backtest_result["answers_reused"] == {}  # the base answers for itself
+
+
+def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets, rubric, schema, tmp_path):
+    """GRPO that keeps its SFT start re-saves the SFT weights: the backtest reuses those answers."""
+    import shutil
+
+    from stages import backtest
+
+    kept = shutil.copytree(policy[0], tmp_path / "kept")
+    (kept / "tokenizer.json").write_text((kept / "tokenizer.json").read_text() + " ")  # not part of the answers
+    result = backtest.run(BacktestParams(max_new_tokens=24, max_funds=3), datasets["test"], rubric, schema, {"grpo": policy[0], "sft": kept})
+    assert result["answers_reused"] == {"sft": "grpo"}
+    assert result["predictions"]["sft"] == result["predictions"]["grpo"] and result["models"]["sft"]["seconds"] == 0.0
+    assert {k: v for k, v in result["models"]["sft"].items() if k != "seconds"} == {k: v for k, v in result["models"]["grpo"].items() if k != "seconds"}
 
 
 def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, datasets, rubric, schema, monkeypatch):
