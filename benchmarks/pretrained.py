@@ -13,7 +13,7 @@ Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo
 (`sft.enabled: false`: GRPO straight from the instruct model), `reasoning-first` (answers state the
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
 methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
-3-year Sharpe and alpha shown as context). Rows of one dataset are on the same test funds (checked by the
+3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top 15 layers only). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
 
@@ -35,6 +35,15 @@ VARIANT_GRPO = {"grpo-from-instruct": "GRPO from the instruct model (no SFT)", "
 NO_RULE = "no-rule"
 # The same profile with context metrics in the prompt (the rule scorer is unchanged).
 CONTEXT = "context"
+# The same profile with LoRA on the top layers only (`profiles/lora-top15.yaml`).
+TOP_LAYERS = "top-layers"
+# Variants that change one thing and keep SFT + GRPO: (what changed, as a row label; its paragraph's opening)
+SFT_GRPO_VARIANTS = {
+    CONTEXT: ("prompt with context metrics", "**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, "
+              "3-year Sharpe and alpha beside the periods, not scored"),
+    TOP_LAYERS: ("LoRA on the top {top} layers only", "**LoRA on the top {top} layers only** (`profiles/lora-top15.yaml`, for SFT and GRPO: "
+                 "the backward pass stops at the lowest adapted layer"),
+}
 
 
 def collect(run: Path, dataset: str, variant: str) -> Path:
@@ -134,11 +143,14 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             m = other["backtest"]["models"][key]
             out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
                        f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
-    if CONTEXT in runs:
-        other = runs[CONTEXT]["summary"]
+    for variant, (change, _) in SFT_GRPO_VARIANTS.items():
+        if variant not in runs:
+            continue
+        other = runs[variant]["summary"]
         if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
-            raise SystemExit(f"{name}/{CONTEXT}: another test set than sft-grpo")
-        for key, row_label, trained in (("sft", "SFT, prompt with context metrics", other["sft"].get("seconds")),
+            raise SystemExit(f"{name}/{variant}: another test set than sft-grpo")
+        change = change.format(top=other["params"]["sft"]["lora"].get("top_layers"))
+        for key, row_label, trained in (("sft", f"SFT, {change}", other["sft"].get("seconds")),
                                         ("grpo", f"GRPO from that SFT ({other['train']['steps']} steps)", other["train"].get("seconds"))):
             m = other["backtest"]["models"][key]
             out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
@@ -195,19 +207,25 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             for metric in ("exact", "qwk"):
                 b = paired_bootstrap(expert, [pair[0][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
-    if CONTEXT in runs:
-        cx = runs[CONTEXT]
-        paired, expert, groups = _paired(per_fund, cx["per_fund"])
-        cs, bench_cx = cx["summary"], cx["summary"].get("bench") or {}
-        out += ["", f"**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, 3-year Sharpe and alpha "
-                f"beside the periods, not scored; prompts {cs['prepare'].get('prompt_tokens_mean', '?')} tokens; GRPO {cs['train']['steps']} steps, "
-                f"kept {cs['train'].get('kept')}; `dvc repro` {_minutes(bench_cx.get('total_seconds'))} min). "
+    for variant, (change, opening) in SFT_GRPO_VARIANTS.items():
+        if variant not in runs:
+            continue
+        v = runs[variant]
+        paired, expert, groups = _paired(per_fund, v["per_fund"])
+        vs, bench_v = v["summary"], v["summary"].get("bench") or {}
+        top = vs["params"]["sft"]["lora"].get("top_layers")
+        stages_v = ", ".join(f"{k} {_minutes(t)}" for k, t in bench_v.get("stage_seconds", {}).items() if t >= 60)
+        out += ["", opening.format(top=top) + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
+                f"SFT {vs['sft'].get('steps')} steps, {_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
+                f"GRPO {vs['train']['steps']} steps, kept {vs['train'].get('kept')}; "
+                f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min" + (f": {stages_v} min" if stages_v else "") + "). "
                 "Paired bootstrap by fund, its kept model against the rows above:", "",
                 "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
+        short = change.format(top=top).split(",")[0]
         for title, a_key, b_key, b_src, metrics in (
-            ("SFT with context − without", "sft_grade", "sft_grade", 0, ("exact", "qwk")),
-            ("GRPO with context − rule scorer", "grpo_grade", "rule_grade", 0, ("exact", "within_one", "qwk", "spearman")),
-            ("GRPO with context − gradient boosting", "grpo_grade", "gbm_grade", 0, ("exact", "qwk")),
+            (f"SFT, {short} − SFT above", "sft_grade", "sft_grade", 0, ("exact", "qwk")),
+            (f"GRPO, {short} − rule scorer", "grpo_grade", "rule_grade", 0, ("exact", "within_one", "qwk", "spearman")),
+            (f"GRPO, {short} − gradient boosting", "grpo_grade", "gbm_grade", 0, ("exact", "qwk")),
         ):
             for metric in metrics:
                 b = paired_bootstrap(expert, [pair[1][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
@@ -290,7 +308,7 @@ def main() -> None:
     c = sub.add_parser("collect")
     c.add_argument("run", type=Path)
     c.add_argument("--dataset", required=True)
-    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE, CONTEXT])
+    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE, *SFT_GRPO_VARIANTS])
     sub.add_parser("report")
     args = ap.parse_args()
     if args.command == "collect":
