@@ -218,11 +218,18 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         out += ["", opening.format(top=top) + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
                 f"SFT {vs['sft'].get('steps')} steps, {_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
                 f"GRPO {vs['train']['steps']} steps, kept {vs['train'].get('kept')}; "
-                f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min" + (f": {stages_v} min" if stages_v else "") + "). "
+                f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min" + (f": {stages_v} min" if stages_v else "")
+                # the machine's speed on the day, where both runs did identical work (same base model, same prompts, greedy)
+                + (f"; the zero-shot answers to the test funds, the same work in both runs, took {vs['backtest']['models']['base'].get('seconds')} s "
+                   f"against {bt['models']['base'].get('seconds')} s in the run above" if vs["prepare"].get("prompt_tokens_mean") == s["prepare"].get("prompt_tokens_mean") else "")
+                + "). "
                 "Paired bootstrap by fund, its kept model against the rows above:", "",
                 "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
         short = change.format(top=top).split(",")[0]
+        # GRPO against its own start only where it moved (a kept start is zero by construction)
+        own = () if vs["train"].get("kept") == "start" else ((f"GRPO, {short} − its SFT", "grpo_grade", "sft_grade", 1, ("exact", "qwk")),)
         for title, a_key, b_key, b_src, metrics in (
+            *own,
             (f"SFT, {short} − SFT above", "sft_grade", "sft_grade", 0, ("exact", "qwk")),
             (f"GRPO, {short} − rule scorer", "grpo_grade", "rule_grade", 0, ("exact", "within_one", "qwk", "spearman")),
             (f"GRPO, {short} − gradient boosting", "grpo_grade", "gbm_grade", 0, ("exact", "qwk")),
