@@ -117,7 +117,7 @@ def run(
     key = best_metric_key(params)
     callbacks = list(callbacks or [])
     if eval_dataset is not None and params.best_metric != "reward":
-        # greedy answers to every validation prompt: cheap next to the sampled evaluation
+        # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary)
         callbacks.append(greedy_validation_callback(eval_rows, rubric, schema, params.max_completion_length))
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
@@ -153,6 +153,9 @@ def run(
         "steps": trainer.state.global_step,
         "seconds": round(seconds, 1),
         "seconds_per_step": round(seconds / max(1, trainer.state.global_step), 3),
+        # of `seconds`, the evaluations: TRL's sampled one (`eval_runtime`) and the greedy answers to every validation prompt
+        "sampled_eval_seconds": round(sum(r.get("eval_runtime", 0.0) for r in trainer.state.log_history), 1),
+        "greedy_eval_seconds": round(sum(r.get("greedy_eval_seconds", 0.0) for r in trainer.state.log_history), 1),
         # Compute spent, for scaling fits: device-seconds of the training loop.
         "compute_device_seconds": round(seconds, 1),
         "peak_rss_mb": io.peak_rss_mb(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,7 @@ def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max
             self.history: list[dict] = []  # one row per evaluation: step and the greedy metrics
 
         def on_evaluate(self, args, state, control, metrics=None, model=None, processing_class=None, **kwargs):
+            started = time.perf_counter()
             was_training = model.training
             model.eval()
             texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], max_new_tokens, batch_size, desc="greedy validation")
@@ -113,6 +114,7 @@ def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
             metrics.update(greedy)
             self.history.append({"step": state.global_step, **greedy})
-            state.log_history.append({"step": state.global_step, **greedy})
+            # seconds apart from the metrics: the trainer's `eval_runtime` does not include this callback
+            state.log_history.append({"step": state.global_step, **greedy, "greedy_eval_seconds": round(time.perf_counter() - started, 2)})
 
     return GreedyValidation()

@@ -319,6 +319,9 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
         k: start_metrics[k] for k in ("valid_json", "exact", "within_one", "qwk")}
     assert out["best_value"] == max(curve[2]["eval_greedy_qwk"], curve[4]["eval_greedy_qwk"])
     assert out["best_value"] <= out["start_value"] and out["kept"] == "start"
+    # three evaluations, each timed: both kinds are part of the stage's seconds
+    assert 0 < out["greedy_eval_seconds"] and 0 < out["sampled_eval_seconds"]
+    assert out["greedy_eval_seconds"] + out["sampled_eval_seconds"] < out["seconds"]
     start, kept = load_file(root / "sft" / "model.safetensors"), load_file(tmp_path / "p" / "model.safetensors")
     assert all(torch.equal(start[k], kept[k]) for k in start)
     with pytest.raises(ValueError, match="best_metric"):
