@@ -3,8 +3,9 @@
     python benchmarks/pipeline.py [--profile NAME ...] [--keep]   # e.g. --profile morningstar smollm2
 
 Copies the repo (without data, models, MLflow store) to a temp dir, runs `dvc repro`
-there, and prints a Markdown table: seconds per stage and in all, peak RSS of the
-whole run (from /usr/bin/time when present), GRPO seconds per step, and the backtest.
+there (its output goes to `repro.log` beside the copy as it comes: `tail -f` follows a long
+run), and prints a Markdown table: seconds per stage and in all, peak RSS of the whole run
+(from /usr/bin/time when present), GRPO seconds per step, and the backtest.
 A second `dvc repro` is timed too (it should run nothing).
 """
 
@@ -48,8 +49,11 @@ def main() -> None:
     started, stage_times, current, t0 = time.perf_counter(), {}, None, None
     proc = subprocess.Popen(timer + ["dvc", "repro"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = []
+    live = (root.parent / "repro.log").open("w", encoding="utf-8")
     for line in proc.stdout:
         log.append(line)
+        live.write(line)
+        live.flush()
         m = re.match(r"Running stage '([^']+)'", line)
         if m:
             now = time.perf_counter()
@@ -57,6 +61,7 @@ def main() -> None:
                 stage_times[current] = now - t0
             current, t0 = m.group(1), now
     proc.wait()
+    live.close()
     total = time.perf_counter() - started
     if current:
         stage_times[current] = time.perf_counter() - t0

@@ -13,7 +13,8 @@ Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo
 (`sft.enabled: false`: GRPO straight from the instruct model), `reasoning-first` (answers state the
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
 methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
-3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top 15 layers only). Rows of one dataset are on the same test funds (checked by the
+3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top 15 layers only), `two-epochs` (that and
+`profiles/sft-2epochs.yaml`: two SFT epochs). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
 
@@ -37,12 +38,17 @@ NO_RULE = "no-rule"
 CONTEXT = "context"
 # The same profile with LoRA on the top layers only (`profiles/lora-top15.yaml`).
 TOP_LAYERS = "top-layers"
-# Variants that change one thing and keep SFT + GRPO: (what changed, as a row label; its paragraph's opening)
+# That, with two SFT epochs (`profiles/sft-2epochs.yaml`).
+TWO_EPOCHS = "two-epochs"
+# Variants that change one thing and keep SFT + GRPO: (what changed, as a row label; its paragraph's
+# opening; the variant it changes, whose SFT its SFT is compared with: None for the main run)
 SFT_GRPO_VARIANTS = {
     CONTEXT: ("prompt with context metrics", "**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, "
-              "3-year Sharpe and alpha beside the periods, not scored"),
+              "3-year Sharpe and alpha beside the periods, not scored", None),
     TOP_LAYERS: ("LoRA on the top {top} layers only", "**LoRA on the top {top} layers only** (`profiles/lora-top15.yaml`, for SFT and GRPO: "
-                 "the backward pass stops at the lowest adapted layer"),
+                 "the backward pass stops at the lowest adapted layer", None),
+    TWO_EPOCHS: ("LoRA on the top {top} layers, {epochs:g} SFT epochs", "**{epochs:g} SFT epochs, LoRA on the top {top} layers** "
+                 "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: the top-layers run above trained {epochs:g} times as long", TOP_LAYERS),
 }
 
 
@@ -85,6 +91,13 @@ def _minutes(seconds) -> str:
     return "–" if seconds is None else f"{seconds / 60:.1f}"
 
 
+def _row(label: str, m: dict, trained, answering, evidence=True) -> str:
+    """One evaluator's table row: its backtest metrics, training and answering minutes."""
+    cites = _fmt(m.get("evidence")) if evidence else "–"
+    return (f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+            f"| {cites} | {_minutes(trained)} | {_minutes(answering)} |")
+
+
 def _paired(per_fund: list[dict], other: list[dict]) -> tuple[list[tuple[dict, dict]], list[int], list[str]]:
     """(row, the other run's row) for each test share class, with the expert grades and fund ids."""
     by_id = {r["share_class_id"]: r for r in other}
@@ -120,8 +133,7 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     train_seconds = {"base": None, "sft": s["sft"].get("seconds"), "grpo": s["train"].get("seconds")}
     for key, label in LM_ROWS.items():
         m = bt["models"][key]
-        out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
-                   f"| {_fmt(m.get('evidence'))} | {_minutes(train_seconds[key])} | {_minutes(m.get('seconds'))} |")
+        out.append(_row(label, m, train_seconds[key], m.get("seconds")))
     for variant, label in VARIANT_GRPO.items():
         if variant in runs:
             other = runs[variant]["summary"]
@@ -132,8 +144,7 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                 rows = [("sft", "reasoning-first SFT (LoRA)", other["sft"].get("seconds")), ("grpo", "reasoning-first GRPO from that SFT", other["train"].get("seconds"))]
             for key, row_label, trained in rows:
                 m = other["backtest"]["models"][key]
-                out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
-                           f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
+                out.append(_row(row_label, m, trained, m.get("seconds")))
     if NO_RULE in runs:
         other = runs[NO_RULE]["summary"]
         if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
@@ -141,24 +152,22 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         for key, row_label, trained in (("sft", "SFT, prompt without the methodology's verdict", other["sft"].get("seconds")),
                                         ("grpo", "GRPO from that SFT", other["train"].get("seconds"))):
             m = other["backtest"]["models"][key]
-            out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
-                       f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
-    for variant, (change, _) in SFT_GRPO_VARIANTS.items():
+            out.append(_row(row_label, m, trained, m.get("seconds")))
+    for variant, (change, _, _) in SFT_GRPO_VARIANTS.items():
         if variant not in runs:
             continue
         other = runs[variant]["summary"]
         if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
             raise SystemExit(f"{name}/{variant}: another test set than sft-grpo")
-        change = change.format(top=other["params"]["sft"]["lora"].get("top_layers"))
+        change = change.format(top=other["params"]["sft"]["lora"].get("top_layers"), epochs=other["params"]["sft"]["epochs"])
         for key, row_label, trained in (("sft", f"SFT, {change}", other["sft"].get("seconds")),
                                         ("grpo", f"GRPO from that SFT ({other['train']['steps']} steps)", other["train"].get("seconds"))):
             m = other["backtest"]["models"][key]
-            out.append(f"| {row_label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
-                       f"| {_fmt(m.get('evidence'))} | {_minutes(trained)} | {_minutes(m.get('seconds'))} |")
+            out.append(_row(row_label, m, trained, m.get("seconds")))
     for key, label in (("rule", "rule scorer (the methodology)"), ("gbm", "gradient boosting (`baseline`)")):
         m = bt["models"][key]
         secs = s["baseline"].get("seconds") if key == "gbm" else None
-        out.append(f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} | – | {_minutes(secs)} | – |")
+        out.append(_row(label, m, secs, None, evidence=False))
 
     if s["train"].get("kept") == "start":
         out += ["", f"**GRPO − SFT** is zero by construction: no GRPO evaluation beat the SFT start on greedy validation "
@@ -207,15 +216,18 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             for metric in ("exact", "qwk"):
                 b = paired_bootstrap(expert, [pair[0][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
-    for variant, (change, opening) in SFT_GRPO_VARIANTS.items():
-        if variant not in runs:
+    for variant, (change, opening, base) in SFT_GRPO_VARIANTS.items():
+        if variant not in runs or (base and base not in runs):
             continue
         v = runs[variant]
         paired, expert, groups = _paired(per_fund, v["per_fund"])
         vs, bench_v = v["summary"], v["summary"].get("bench") or {}
-        top = vs["params"]["sft"]["lora"].get("top_layers")
+        top, epochs = vs["params"]["sft"]["lora"].get("top_layers"), vs["params"]["sft"]["epochs"]
+        # the SFT this variant changes: the main run's, or another variant's (on the same funds, checked above)
+        base_sft = {r["share_class_id"]: r["sft_grade"] for r in runs[base]["per_fund"]} if base else None
+        base_label = f"SFT, {SFT_GRPO_VARIANTS[base][0].format(top=runs[base]['summary']['params']['sft']['lora'].get('top_layers')).split(',')[0]}" if base else "SFT above"
         stages_v = ", ".join(f"{k} {_minutes(t)}" for k, t in bench_v.get("stage_seconds", {}).items() if t >= 60)
-        out += ["", opening.format(top=top) + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
+        out += ["", opening.format(top=top, epochs=epochs) + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
                 f"SFT {vs['sft'].get('steps')} steps, {_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
                 f"GRPO {vs['train']['steps']} steps, kept {vs['train'].get('kept')}; "
                 f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min" + (f": {stages_v} min" if stages_v else "")
@@ -225,17 +237,19 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                 + "). "
                 "Paired bootstrap by fund, its kept model against the rows above:", "",
                 "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
-        short = change.format(top=top).split(",")[0]
+        short = change.format(top=top, epochs=epochs).split(",")[-1].strip() if base else change.format(top=top).split(",")[0]
         # GRPO against its own start only where it moved (a kept start is zero by construction)
         own = () if vs["train"].get("kept") == "start" else ((f"GRPO, {short} − its SFT", "grpo_grade", "sft_grade", 1, ("exact", "qwk")),)
         for title, a_key, b_key, b_src, metrics in (
             *own,
-            (f"SFT, {short} − SFT above", "sft_grade", "sft_grade", 0, ("exact", "qwk")),
+            (f"SFT, {short} − {base_label}", "sft_grade", "sft_grade", "base" if base else 0, ("exact", "qwk")),
             (f"GRPO, {short} − rule scorer", "grpo_grade", "rule_grade", 0, ("exact", "within_one", "qwk", "spearman")),
             (f"GRPO, {short} − gradient boosting", "grpo_grade", "gbm_grade", 0, ("exact", "qwk")),
         ):
             for metric in metrics:
-                b = paired_bootstrap(expert, [pair[1][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
+                other_grades = ([base_sft[pair[1]["share_class_id"]] for pair in paired] if b_src == "base"
+                                else [pair[b_src][b_key] for pair in paired])
+                b = paired_bootstrap(expert, [pair[1][a_key] for pair in paired], other_grades, groups, grades, metric)
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
