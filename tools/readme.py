@@ -58,15 +58,18 @@ def demo_line(root: Path) -> list[str]:
 def pretrained_table(root: Path) -> list[str]:
     out = ["Pretrained models on 2 CPU cores (`benchmarks/pretrained.md`; exact / QWK, same test funds per row):", "",
            "| data | model | SFT (LoRA) | GRPO from SFT | kept | rule scorer | gradient boosting |", "|---|---|---|---|---|---|---|"]
-    # each dataset's main run, and its run with LoRA on the top layers only (other variants: benchmarks/pretrained.md)
-    runs = [(name, variant, label) for name, label in DATASETS.items() for variant in ("sft-grpo", "top-layers")]
+    # each dataset's main run, and its runs with LoRA on the top layers only, for one and two SFT epochs
+    # (other variants: benchmarks/pretrained.md)
+    runs = [(name, variant, label) for name, label in DATASETS.items() for variant in ("sft-grpo", "top-layers", "two-epochs")]
     for name, variant, label in runs:
         path = root / "benchmarks/results/pretrained" / name / variant / "summary.json"
         if not path.exists():
             continue
         s = json.loads(path.read_text(encoding="utf-8"))
-        if variant == "top-layers":
+        if variant in ("top-layers", "two-epochs"):
             label += f", LoRA on the top {s['params']['sft']['lora']['top_layers']} layers"
+        if variant == "two-epochs":
+            label += f", {s['params']['sft']['epochs']:g} SFT epochs"
         m = s["backtest"]["models"]
         cell = lambda k: f"{_f(m[k]['exact'])} / {_f(m[k]['qwk'])}" if k in m else "–"  # noqa: E731
         model = s["params"]["model"]["pretrained"].split("/")[-1].removesuffix(".gguf")
