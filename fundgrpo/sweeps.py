@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,61 @@ def start_queue(root: Path, jobs: int) -> str:
     if code != 0:
         raise RuntimeError(f"dvc queue start failed ({code}): {text}")
     return text
+
+
+def needs_worker(states: dict[str, str]) -> bool:
+    """True when a member waits and none runs: no queue worker is taking it.
+
+    DVC's worker stops itself when its monitor sees an empty queue, and under load it can
+    do so with experiments still queued (treeverse/dvc#10562): they then wait forever.
+
+    >>> needs_worker({"a": "Success", "b": "Queued"})
+    True
+    >>> needs_worker({"a": "Running", "b": "Queued"}), needs_worker({"a": "Success"})
+    (False, False)
+    """
+    values = set(states.values())
+    return "Queued" in values and "Running" not in values
+
+
+def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | None = None, restart_after: float = 30.0) -> dict[str, str]:
+    """Start the queue and wait until none of `names` is Queued or Running; returns their states.
+
+    The queue is (re)started whenever a member has been waiting with none running for
+    `restart_after` seconds (longer than a live worker takes to pick the next one up; a
+    worker already there makes `dvc queue start` a no-op). After `timeout` seconds, raises
+    TimeoutError with the queue's status and the running members' log tails.
+    """
+    started = time.monotonic()
+    stalled_since: float | None = None
+    last = None
+    while True:
+        now = time.monotonic()
+        states = queue_states(root)
+        mine = {n: states.get(n, "?") for n in names}
+        summary = ", ".join(f"{s} {sum(v == s for v in mine.values())}" for s in ("Queued", "Running", "Success", "Failed") if s in mine.values())
+        if summary != last:
+            print(f"[{now - started:6.0f} s] {summary}", flush=True)
+            last = summary
+        if not any(s in ("Queued", "Running") for s in mine.values()):
+            return mine
+        if not needs_worker(mine):
+            stalled_since = None
+        elif stalled_since is None or now - stalled_since >= restart_after:
+            if stalled_since is not None:
+                print(f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: starting the queue again", flush=True)
+            print(start_queue(root, jobs), flush=True)
+            stalled_since = now
+        if timeout is not None and now - started > timeout:
+            logs = "".join(
+                f"\n--- dvc queue logs {n} (last 2000 characters):\n{dvc(['queue', 'logs', n], root, check=False).stdout[-2000:]}"
+                for n, s in mine.items() if s == "Running"
+            )
+            raise TimeoutError(
+                f"sweep not done after {timeout:.0f} s: {summary}\n{dvc(['queue', 'status'], root, check=False).stdout}{logs}\n"
+                f"the queue is left as it is: `dvc queue status`, `dvc queue kill NAME`, `dvc queue stop`"
+            )
+        time.sleep(poll)
 
 
 def queue_states(root: Path) -> dict[str, str]:

@@ -11,7 +11,8 @@ grpo.num_generations 4,16 (must divide per_device_train_batch_size: checked befo
 queueing); grpo.beta 0.0,0.04; grpo.reward_weights.grade 1.0,4.0.
 
 Each factor is one `dvc exp run --queue -S 'KEY=V1,V2'` (DVC's sweep syntax); then
-`dvc queue start -j JOBS`, a wait on `dvc queue status`, and the comparison table of
+`dvc queue start -j JOBS`, a wait on `dvc queue status` (starting the queue again when DVC's
+worker stops with members still queued), and the comparison table of
 tools/compare_runs.py (reports/sweeps/comparison.{md,csv}). Commit first: the experiments
 start from the current commit plus any uncommitted changes.
 
@@ -48,6 +49,7 @@ def main() -> None:
     ap.add_argument("--dry-run", action="store_true", help="print the dvc commands, queue nothing")
     ap.add_argument("--no-wait", action="store_true", help="queue and start, then return (see `dvc queue status`)")
     ap.add_argument("--poll", type=float, default=10.0, help="seconds between `dvc queue status` checks")
+    ap.add_argument("--timeout", type=float, help="give up waiting after this many seconds (the queue is left running)")
     ap.add_argument("--root", type=Path, default=Path("."))
     ap.add_argument("--out", type=Path, default=Path("reports/sweeps"))
     args = ap.parse_args()
@@ -86,23 +88,15 @@ def main() -> None:
         names += re.findall(r"Queued experiment '([^']+)'", out)
         print(out.strip())
     started = time.monotonic()
-    print(sweeps.start_queue(root, args.jobs), flush=True)
     if args.no_wait:
+        print(sweeps.start_queue(root, args.jobs))
         print(f"queued {len(names)}: {' '.join(names)}; follow with `dvc queue status`, `dvc queue logs NAME`, then "
               f"`python tools/compare_runs.py --names {' '.join(names)}`")
         return
-
-    last = None
-    while True:
-        states = sweeps.queue_states(root)
-        mine = {n: states.get(n, "?") for n in names}
-        summary = ", ".join(f"{s} {sum(v == s for v in mine.values())}" for s in ("Queued", "Running", "Success", "Failed") if s in mine.values())
-        if summary != last:
-            print(f"[{time.monotonic() - started:6.0f} s] {summary}", flush=True)
-            last = summary
-        if not any(s in ("Queued", "Running") for s in mine.values()):
-            break
-        time.sleep(args.poll)
+    try:
+        mine = sweeps.wait(root, names, args.jobs, args.poll, args.timeout)
+    except TimeoutError as e:
+        sys.exit(f"sweep: {e}")
     failed = [n for n, s in mine.items() if s != "Success"]
     print(f"sweep done in {time.monotonic() - started:.0f} s: {len(names) - len(failed)} of {len(names)} succeeded")
     for n in failed:

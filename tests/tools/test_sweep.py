@@ -40,7 +40,8 @@ def swept(trained, tmp_path_factory):
         # An earlier in-process mlflow.set_tracking_uri (the monitoring flow's) exported the
         # variable (MLflow 3 does): it would send the members to that repo's store.
         mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        result = support.run([sys.executable, "tools/sweep.py", "--sweep", "grpo.loss_type=grpo,dr_grpo", "--max-steps", "2", "--poll", "2"],
+        result = support.run([sys.executable, "tools/sweep.py", "--sweep", "grpo.loss_type=grpo,dr_grpo", "--max-steps", "2", "--poll", "2",
+                              "--timeout", "1500"],
                              root, timeout=1800)
     print(f"sweep of 2 members: {time.monotonic() - started:.0f} s")
     return root, result.stdout, guarded
