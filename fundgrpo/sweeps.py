@@ -189,6 +189,31 @@ def needs_worker(states: dict[str, str]) -> bool:
     return "Queued" in values and "Running" not in values
 
 
+def start_now(states: dict[str, str], queue_started: bool, stalled_since: float | None, now: float,
+              restart_after: float) -> tuple[bool, float | None]:
+    """(start the queue now?, since when members have waited with none running).
+
+    The first time at once; afterwards only when the stall has lasted `restart_after`
+    seconds: between two members a live worker leaves the next one queued for a moment.
+
+    >>> start_now({"a": "Queued"}, False, None, 0.0, 30.0)
+    (True, 0.0)
+    >>> start_now({"a": "Success", "b": "Queued"}, True, None, 50.0, 30.0)  # a just finished: wait and see
+    (False, 50.0)
+    >>> start_now({"a": "Success", "b": "Queued"}, True, 50.0, 70.0, 30.0)
+    (False, 50.0)
+    >>> start_now({"a": "Success", "b": "Queued"}, True, 50.0, 81.0, 30.0)  # the worker is gone
+    (True, 81.0)
+    >>> start_now({"a": "Success", "b": "Running"}, True, 50.0, 81.0, 30.0)
+    (False, None)
+    """
+    if not needs_worker(states):
+        return False, None
+    if not queue_started or (stalled_since is not None and now - stalled_since >= restart_after):
+        return True, now
+    return False, now if stalled_since is None else stalled_since
+
+
 def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | None = None, restart_after: float = 30.0) -> dict[str, str]:
     """Start the queue and wait until none of `names` is Queued or Running; returns their states.
 
@@ -198,7 +223,7 @@ def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | 
     TimeoutError with the queue's status and the running members' log tails.
     """
     started = time.monotonic()
-    stalled_since: float | None = None
+    queue_started, stalled_since = False, None
     last = None
     while True:
         now = time.monotonic()
@@ -210,13 +235,13 @@ def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | 
             last = summary
         if not any(s in ("Queued", "Running") for s in mine.values()):
             return mine
-        if not needs_worker(mine):
-            stalled_since = None
-        elif stalled_since is None or now - stalled_since >= restart_after:
-            if stalled_since is not None:
+        start, since = start_now(mine, queue_started, stalled_since, now, restart_after)
+        if start:
+            if queue_started:
                 print(f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: starting the queue again", flush=True)
             print(start_queue(root, jobs), flush=True)
-            stalled_since = now
+            queue_started = True
+        stalled_since = since
         if timeout is not None and now - started > timeout:
             logs = "".join(
                 f"\n--- dvc queue logs {n} (last 2000 characters):\n{dvc(['queue', 'logs', n], root, check=False).stdout[-2000:]}"
