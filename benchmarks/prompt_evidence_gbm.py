@@ -1,6 +1,10 @@
 """How much the LLM's prompt evidence can tell: gradient boosting (and a logistic regression) on
 the numbers the Morningstar prompt shows, fitted on the training and validation funds, scored on
-the test funds (benchmarks/real_experts.md, "Where the LLM stands").
+the test funds (benchmarks/real_experts.md, "Where the LLM stands"). "full prompt" is
+`prepare.prompt_style: full` (each MRAR's value, peer median, percentile within the category and
+among all funds, and the peer count); "compact prompt" the percentiles and peer count only (the
+smollm2 profile's prompts); both prompts also state the methodology's score (`show_rule`): the
+`+ rule_score` rows. Fitted on training and validation funds: the LLM's SFT sees the training funds only.
 
     python -m fundgrpo.profiles apply morningstar
     python -m stages.ingest && python -m stages.validate && python -m stages.methodology && python -m stages.prepare
@@ -34,15 +38,17 @@ sid = funds.share_class_id.astype(str)
 tr = sid.isin(recs['train']+recs['validation']).values; te = sid.isin(recs['test']).values
 y = funds.expert_grade.astype(int).values
 base = [c for c in F if c.startswith('mrar')] + ['peers']
-sets = {'prompt now': base, '+rule_score': base+['rule_score'], '+rule+comp_all_rank': base+['rule_score','comp_all_rank'],
+sets = {'full prompt': base, 'full prompt + rule_score': base+['rule_score'], '+rule+comp_all_rank': base+['rule_score','comp_all_rank'],
         '+rule+comp_all_rank_cat': base+['rule_score','comp_all_rank','comp_all_rank_cat'], 'rule_score only': ['rule_score'],
+        'compact prompt (pcts)': [c for c in base if c.endswith(('_p', '_pa'))],
+        'compact prompt + rule_score': [c for c in base if c.endswith(('_p', '_pa'))] + ['rule_score'],
         'rule+comp_all_rank only': ['rule_score','comp_all_rank'], 'rule+comp_all_rank_cat': ['rule_score','comp_all_rank_cat','comp_all_rank']}
 for name, cols in sets.items():
     res=[]
     for seed in range(3):
         g = HistGradientBoostingClassifier(learning_rate=0.05, max_leaf_nodes=7, max_iter=150, random_state=seed).fit(F.loc[tr, cols], y[tr])
         res.append(grade_metrics(list(y[te]), list(g.predict(F.loc[te, cols])), [1,2,3,4,5]))
-    print(f"{name:28s}", {k: round(float(np.mean([r[k] for r in res])),3) for k in res[0] if k in ('exact','within_one','qwk','spearman')})
+    print(f"{name:30s}", {k: round(float(np.mean([r[k] for r in res])),3) for k in res[0] if k in ('exact','within_one','qwk','spearman')})
 print('rule', {k: round(v,3) for k,v in grade_metrics(list(y[te]), list(rules.rule_grade.values[te]), [1,2,3,4,5]).items() if k in ('exact','within_one','qwk','spearman')})
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
