@@ -14,7 +14,7 @@ Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
 methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
 3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top 15 layers only), `two-epochs` (that and
-`profiles/sft-2epochs.yaml`: two SFT epochs). Rows of one dataset are on the same test funds (checked by the
+`profiles/sft-2epochs.yaml`: two SFT epochs), `top-layers-again` (the top-layers profile run a second time). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
 
@@ -40,6 +40,8 @@ CONTEXT = "context"
 TOP_LAYERS = "top-layers"
 # That, with two SFT epochs (`profiles/sft-2epochs.yaml`).
 TWO_EPOCHS = "two-epochs"
+# The top-layers profile run again, unchanged: how far two runs of one profile differ on 2 CPU cores.
+TOP_LAYERS_AGAIN = "top-layers-again"
 # Variants that change one thing and keep SFT + GRPO: (what changed, as a row label; its paragraph's
 # opening; the variant it changes, whose SFT its SFT is compared with: None for the main run)
 SFT_GRPO_VARIANTS = {
@@ -49,6 +51,8 @@ SFT_GRPO_VARIANTS = {
                  "the backward pass stops at the lowest adapted layer", None),
     TWO_EPOCHS: ("LoRA on the top {top} layers, {epochs:g} SFT epochs", "**{epochs:g} SFT epochs, LoRA on the top {top} layers** "
                  "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: the top-layers run above trained {epochs:g} times as long", TOP_LAYERS),
+    TOP_LAYERS_AGAIN: ("LoRA on the top {top} layers, a second run", "**The top-layers run again** (the same profiles on another day: "
+                       "how far two runs of one profile differ on 2 CPU cores", TOP_LAYERS),
 }
 
 
@@ -235,7 +239,9 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                 + (f"; the zero-shot answers to the test funds, the same work in both runs, took {vs['backtest']['models']['base'].get('seconds')} s "
                    f"against {bt['models']['base'].get('seconds')} s in the run above" if vs["prepare"].get("prompt_tokens_mean") == s["prepare"].get("prompt_tokens_mean") else "")
                 + "). "
-                "Paired bootstrap by fund, its kept model against the rows above:", "",
+                + (f"Its SFT gives the same grade as the {base} run's SFT on {sum(base_sft[p[1]['share_class_id']] == p[1]['sft_grade'] for p in paired)} "
+                   f"of {len(paired)} test share classes. " if base else "")
+                + "Paired bootstrap by fund, its kept model against the rows above:", "",
                 "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
         short = change.format(top=top, epochs=epochs).split(",")[-1].strip() if base else change.format(top=top).split(",")[0]
         # GRPO against its own start only where it moved (a kept start is zero by construction)
