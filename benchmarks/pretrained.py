@@ -14,7 +14,8 @@ Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
 methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
 3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top 15 layers only), `two-epochs` (that and
-`profiles/sft-2epochs.yaml`: two SFT epochs), `top-layers-again` (the top-layers profile run a second time). Rows of one dataset are on the same test funds (checked by the
+`profiles/sft-2epochs.yaml`: two SFT epochs), `top-layers-again` (the top-layers profile run a second time), `bf16` (that with
+`profiles/cpu-bf16.yaml`: bfloat16 steps). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
 
@@ -42,6 +43,8 @@ TOP_LAYERS = "top-layers"
 TWO_EPOCHS = "two-epochs"
 # The top-layers profile run again, unchanged: how far two runs of one profile differ on 2 CPU cores.
 TOP_LAYERS_AGAIN = "top-layers-again"
+# The top-layers profile with bfloat16 SFT and GRPO steps (`profiles/cpu-bf16.yaml`).
+BF16 = "bf16"
 # Variants that change one thing and keep SFT + GRPO: (what changed, as a row label; its paragraph's
 # opening; the variant it changes, whose SFT its SFT is compared with: None for the main run)
 SFT_GRPO_VARIANTS = {
@@ -53,6 +56,8 @@ SFT_GRPO_VARIANTS = {
                  "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: the top-layers run above trained {epochs:g} times as long", TOP_LAYERS),
     TOP_LAYERS_AGAIN: ("LoRA on the top {top} layers, a second run", "**The top-layers run again** (the same profiles on another day: "
                        "how far two runs of one profile differ on 2 CPU cores", TOP_LAYERS),
+    BF16: ("LoRA on the top {top} layers, bfloat16 steps", "**bfloat16 steps on a CPU with AVX-512 BF16** (`profiles/lora-top15.yaml` + "
+           "`profiles/cpu-bf16.yaml`: SFT and GRPO under bfloat16 autocast (the trainers' `bf16`); the weights and the backtest's answers stay float32", TOP_LAYERS),
 }
 
 

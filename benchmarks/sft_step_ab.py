@@ -1,14 +1,16 @@
-"""What does `lora.top_layers` save? Seconds a step, every layer against the top N, as A/B pairs.
+"""What does `lora.top_layers` (or bfloat16) save? Seconds a step, every layer against the top N, as A/B pairs.
 
 Run in a checkout with a pretrained profile applied and `prepare` and `model` done (e.g. a run kept by
 `benchmarks/pipeline.py --keep`); it writes nothing there:
 
     python benchmarks/sft_step_ab.py --top-layers 15 --steps 8 --pairs 2
     python benchmarks/sft_step_ab.py --stage grpo --top-layers 15 --steps 3 --pairs 2   # from models/sft
+    python benchmarks/sft_step_ab.py --bf16 --steps 6 --pairs 2   # float32 against bfloat16 autocast
 
 Each `sft` run trains a fresh LoRA on the first `steps x batch_size` training prompts with the
 params.yaml settings; each `grpo` run takes `steps` GRPO steps from the SFT model (no evaluations, no checkpoints,
-no resume). Only `lora.top_layers` changes (0 = every layer); the runs alternate A B A B so a
+no resume). Only `lora.top_layers` changes (0 = every layer), or with `--bf16` only `bf16` (at the
+params' `top_layers`); the runs alternate A B A B so a
 machine that drifts in speed shows in both arms. Prints one JSON line a run and the median ratio.
 CPU minutes: not a test.
 """
@@ -28,6 +30,7 @@ def main() -> None:
     ap.add_argument("--top-layers", type=int, default=15)
     ap.add_argument("--steps", type=int, default=8, help="optimizer steps a run")
     ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--bf16", action="store_true", help="compare float32 with bfloat16 autocast instead of layer counts")
     args = ap.parse_args()
 
     from fundgrpo import grpo, io, sft
@@ -36,21 +39,26 @@ def main() -> None:
 
     p = load_params()
     rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
-    per_step: dict[int, list[float]] = {0: [], args.top_layers: []}
+    # arm name -> (top_layers, bf16)
+    own_top = (p.sft if args.stage == "sft" else p.grpo).lora.top_layers
+    arms = ({"float32": (own_top, False), "bfloat16": (own_top, True)} if args.bf16
+            else {"every layer": (0, False), f"top {args.top_layers}": (args.top_layers, False)})
+    per_step: dict[str, list[float]] = {name: [] for name in arms}
     for _ in range(args.pairs):
-        for top in (0, args.top_layers):
+        for name, (top, bf16) in arms.items():
             with tempfile.TemporaryDirectory() as tmp:
                 if args.stage == "sft":
-                    s = dataclasses.replace(p.sft, lora=dataclasses.replace(p.sft.lora, top_layers=top))
+                    s = dataclasses.replace(p.sft, bf16=bf16, lora=dataclasses.replace(p.sft.lora, top_layers=top))
                     info = sft.run(s, p.model, Path(p.model.out_dir), rows[: args.steps * s.batch_size], Path(tmp))
                 else:
-                    g = dataclasses.replace(p.grpo, lora=dataclasses.replace(p.grpo.lora, top_layers=top), max_steps=args.steps, resume=False, eval_steps=0, save_steps=0)
+                    g = dataclasses.replace(p.grpo, bf16=bf16, lora=dataclasses.replace(p.grpo.lora, top_layers=top), max_steps=args.steps,
+                                            resume=False, eval_steps=0, save_steps=0)
                     rubric, schema = load_compiled(Path(p.methodology.out_dir))
                     info = grpo.run(g, p.model, Path(p.sft.out_dir), rows, rubric, schema, Path(tmp) / "out", None, Path(tmp) / "checkpoints")
-            per_step[top].append(info["seconds"] / info["steps"])
-            print(json.dumps({"top_layers": top, "steps": info["steps"], "seconds": info["seconds"]}), flush=True)
-    every, top = statistics.median(per_step[0]), statistics.median(per_step[args.top_layers])
-    print(f"s a step, median of {args.pairs}: every layer {every:.2f}, top {args.top_layers} {top:.2f}; ratio {top / every:.2f}")
+            per_step[name].append(info["seconds"] / info["steps"])
+            print(json.dumps({"arm": name, "top_layers": top, "bf16": bf16, "steps": info["steps"], "seconds": info["seconds"]}), flush=True)
+    (a, a_s), (b, b_s) = ((name, statistics.median(v)) for name, v in per_step.items())
+    print(f"s a step, median of {args.pairs}: {a} {a_s:.2f}, {b} {b_s:.2f}; ratio {b_s / a_s:.2f}")
 
 
 if __name__ == "__main__":
