@@ -63,7 +63,7 @@ mlflow-ui: setup
 	mlflow ui --host 127.0.0.1 --port 5000 --backend-store-uri sqlite:///mlflow.db
 demo-no-drift: setup
 	$(PY) -m monitoring.simulate --months 6 --regime none
-	$(PY) -m flows.monitoring
+	$(PY) -m flows.monitoring_flow
 demo-drift: setup
 	$(PY) -m monitoring.simulate --months 6 --regime vol_spike
-	$(PY) -m flows.monitoring
+	$(PY) -m flows.monitoring_flow

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 def funds_like(reference, n: int, offset: int) -> list[dict]:
     import pandas as pd
 
-    from fundgrpo.canonical import COLUMNS
+    from fundgrpo.data.canonical import COLUMNS
 
     out = []
     for i in range(n):
@@ -56,18 +56,21 @@ def main() -> int:
     import pandas as pd
     import uvicorn
 
-    from fundgrpo import api
+    from fundgrpo.data.canonical import COLUMNS
+    from fundgrpo.serving.api.app import create_app
+    from fundgrpo.serving.api.keys import add_key
+    from fundgrpo.serving.api.settings import ApiSettings
 
     root = args.root.resolve()
     scratch = Path(tempfile.mkdtemp(prefix="api-load-"))
-    key = api.add_key(scratch / "keys.json", "load", ["read", "evaluate"])
-    settings = api.ApiSettings(keys_file=scratch / "keys.json", db_url=f"sqlite:///{scratch}/evaluations.db",
+    key = add_key(scratch / "keys.json", "load", ["read", "evaluate"])
+    settings = ApiSettings(keys_file=scratch / "keys.json", db_url=f"sqlite:///{scratch}/evaluations.db",
                                model=str(args.model or root / "models/policy"), max_funds=max(args.batch, 1), rate_per_min=100000,
                                max_bytes=4 * 1024 * 1024, timeout_s=600)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(api.create_app(root, settings), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(root, settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 600

@@ -14,9 +14,9 @@ from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from fundgrpo import io
-from fundgrpo.methodology import load_compiled
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
-from fundgrpo.rewards import make_rewards
+from fundgrpo.training.rewards import make_rewards
 
 out = Path(sys.argv[1])
 g = load_params("params.yaml").grpo  # the typed values the stage reads, defaults included

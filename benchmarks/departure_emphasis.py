@@ -25,10 +25,11 @@ import shutil
 import time
 from pathlib import Path
 
-from fundgrpo import io, sft
-from fundgrpo.backtesting import evaluate_model
-from fundgrpo.evaluation import paired_bootstrap
-from fundgrpo.methodology import load_compiled
+from fundgrpo import io
+from fundgrpo.training import sft_trainer
+from fundgrpo.evaluation.backtesting import evaluate_model
+from fundgrpo.evaluation.agreement import paired_bootstrap
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
@@ -69,7 +70,7 @@ def main() -> None:
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
         rows = emphasise(rows[: args.train_rows] if args.train_rows else rows, args.repeat)
         result["train_examples"] = len(rows)
-        result["sft"] = sft.run(p.sft, p.model, Path(p.model.out_dir), rows, model_dir)
+        result["sft"] = sft_trainer.run(p.sft, p.model, Path(p.model.out_dir), rows, model_dir)
         shutil.rmtree(model_dir / "checkpoints", ignore_errors=True)  # as the sft stage does
     test = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
     started = time.perf_counter()

@@ -21,9 +21,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from fundgrpo.io import copy_project
 
 REPO = Path(__file__).resolve().parents[1]
-SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db", "__pycache__", "tmp", "cache", "dvc_plots"}
 
 
 def cpu() -> dict:
@@ -42,7 +42,7 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fundgrpo-bench-")) / "repo"
     print(f"running in {root}", flush=True)
-    shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    copy_project(REPO, root)
     if (REPO.parent / "shared").is_dir():  # the morningstar profile reads ../shared/data beside the repo
         (root.parent / "shared").symlink_to(REPO.parent / "shared")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

@@ -115,7 +115,7 @@ def _paired(per_fund: list[dict], other: list[dict]) -> tuple[list[tuple[dict, d
 
 
 def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
-    from fundgrpo.evaluation import paired_bootstrap
+    from fundgrpo.evaluation.agreement import paired_bootstrap
 
     main = runs.get("sft-grpo")
     out = [f"## {name}", ""]

@@ -12,8 +12,8 @@ smollm2 profile's prompts); both prompts also state the methodology's score (`sh
 """
 import json, numpy as np, pandas as pd, yaml
 from sklearn.ensemble import HistGradientBoostingClassifier
-from fundgrpo import methodology as meth
-from fundgrpo.evaluation import grade_metrics
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.evaluation.agreement import grade_metrics
 rubric = json.load(open('data/schema/rubric.json'))
 m = meth.from_rubric(rubric)
 funds = pd.read_parquet('data/validated/funds.parquet')

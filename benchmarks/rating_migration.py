@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo import methodology as meth
-from fundgrpo import navmetrics, synthetic
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.data import navmetrics
+from fundgrpo.data import synthetic
 from fundgrpo.params import load_params
 
 

@@ -6,7 +6,7 @@
 Reads the export where profiles/morningstar.yaml points (../shared/data/, never copied
 into the repo), through the same code as the pipeline: ingest with the profile's mapping
 (MRAR derived there), the profile's methodology (methodology/morningstar.yaml) for the rule
-scorer, `fundgrpo.baselines` for gradient boosting. Nothing is written but the Markdown.
+scorer, `fundgrpo.evaluation.baselines` for gradient boosting. Nothing is written but the Markdown.
 
   * Rule scorer on the whole file (it learns nothing, so every labelled row is a test row).
   * Fund-grouped 80/20 splits over seeds 0..4 (`stages.prepare.split_of` with
@@ -32,12 +32,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fundgrpo import profiles
-from fundgrpo import baselines  # noqa: E402
-from fundgrpo import methodology as meth  # noqa: E402
-from fundgrpo.evaluation import grade_metrics  # noqa: E402
+from fundgrpo.evaluation import baselines  # noqa: E402
+from fundgrpo.methodology import compiler as meth  # noqa: E402
+from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
 from fundgrpo.params import PrepareParams  # noqa: E402
-from fundgrpo import ingestion as ingest  # noqa: E402
-from fundgrpo.preparation import split_of  # noqa: E402
+from fundgrpo.data import ingestion as ingest  # noqa: E402
+from fundgrpo.methodology.preparation import split_of  # noqa: E402
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
 COMMAND = ".venv/bin/python benchmarks/real_experts.py"
@@ -70,8 +70,8 @@ SPECS = {
 def rule_variants(m, table: pd.DataFrame) -> dict[str, np.ndarray]:
     """The rule scorer with other risk aversions, and with Morningstar's own aggregation
     (stars per period from within-category percentiles, then the weighted mean of the stars)."""
-    from fundgrpo.peers import percentile_within
-    from fundgrpo.riskadjusted import MRAR_INPUTS, mrar
+    from fundgrpo.methodology.peers import percentile_within
+    from fundgrpo.data.riskadjusted import MRAR_INPUTS, mrar
 
     out = {}
     for gamma in (0.0, 2.0, 4.0):
@@ -198,7 +198,7 @@ missing (the rule scorer renormalises its weights, the GBM reads NaN), and no sh
 
 Ground truth: `StarRatingM255` (the Morningstar Rating, 1-5 stars). Inputs never include
 `QuantitativeRating`, `MorningstarRiskM255` or `SustainabilityRank` (dropped in ingest, refused by
-`fundgrpo.baselines`). Metrics: `fundgrpo.evaluation.grade_metrics` (exact, within one star,
+`fundgrpo.evaluation.baselines`). Metrics: `fundgrpo.evaluation.agreement.grade_metrics` (exact, within one star,
 quadratic weighted kappa, Spearman).
 
 ## Rule scorer on the whole file
@@ -229,7 +229,7 @@ What `metrics/backtest.json` reports after `python -m fundgrpo.profiles apply mo
 ## Notes
 
 - MRAR(2) is derived from annualised return and the 3-year standard deviation
-  (`fundgrpo/riskadjusted.py`, log-normal approximation); the 5- and 10-year MRAR use the 3-year
+  (`fundgrpo/data/riskadjusted.py`, log-normal approximation); the 5- and 10-year MRAR use the 3-year
   volatility as a proxy, since the export has no 5- or 10-year standard deviation.
 - The rule scorer weights within-category percentiles (0.5 / 0.3 / 0.2, renormalised over the periods
   a fund has) and ranks that; Morningstar gives stars per period and weights the stars, and ranks

@@ -26,7 +26,7 @@ import numpy as np
 def sampled_grades(model, tokenizer, rows, rubric, schema, k: int, temperature: float, max_new_tokens: int, batch_size: int = 8) -> list[list[int]]:
     import torch
 
-    from fundgrpo.backtesting import predictions_from_texts
+    from fundgrpo.evaluation.backtesting import predictions_from_texts
 
     texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
     out = []
@@ -44,9 +44,9 @@ def headroom(model_dir: Path, rows: list[dict], rubric: dict, schema: dict, k: i
     """Greedy / one sample / maj@k / mean@k agreement with the experts, pass@k and disagreement."""
     import torch
 
-    from fundgrpo import modelling
-    from fundgrpo.backtesting import predictions_from_texts
-    from fundgrpo.evaluation import grade_metrics
+    from fundgrpo.training import modelling
+    from fundgrpo.evaluation.backtesting import predictions_from_texts
+    from fundgrpo.evaluation.agreement import grade_metrics
 
     model, tokenizer = modelling.load(model_dir)
     torch.manual_seed(seed)
@@ -71,7 +71,7 @@ def headroom(model_dir: Path, rows: list[dict], rubric: dict, schema: dict, k: i
 
 def main() -> None:
     from fundgrpo import io
-    from fundgrpo.methodology import load_compiled
+    from fundgrpo.methodology.compiler import load_compiled
     from fundgrpo.params import load_params
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from fundgrpo import sft
-from fundgrpo import io, modelling
-from fundgrpo.backtesting import metrics, predictions_from_texts
-from fundgrpo.methodology import load_compiled
+from fundgrpo.training import sft_trainer
+from fundgrpo import io
+from fundgrpo.training import modelling
+from fundgrpo.evaluation.backtesting import metrics, predictions_from_texts
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 
 KEYS = ("valid_json", "exact", "within_one", "qwk", "spearman")
@@ -49,4 +50,4 @@ class GreedyEachEpoch(TrainerCallback):
         log.flush()
 
 
-print(sft.run(dataclasses.replace(p.sft, epochs=epochs), p.model, base, splits["train"], out, callbacks=[GreedyEachEpoch()]))
+print(sft_trainer.run(dataclasses.replace(p.sft, epochs=epochs), p.model, base, splits["train"], out, callbacks=[GreedyEachEpoch()]))

@@ -33,8 +33,10 @@ def main() -> None:
     ap.add_argument("--bf16", action="store_true", help="compare float32 with bfloat16 autocast instead of layer counts")
     args = ap.parse_args()
 
-    from fundgrpo import grpo, io, sft
-    from fundgrpo.methodology import load_compiled
+    from fundgrpo.training import grpo_trainer
+    from fundgrpo import io
+    from fundgrpo.training import sft_trainer
+    from fundgrpo.methodology.compiler import load_compiled
     from fundgrpo.params import load_params
 
     p = load_params()
@@ -49,12 +51,12 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 if args.stage == "sft":
                     s = dataclasses.replace(p.sft, bf16=bf16, lora=dataclasses.replace(p.sft.lora, top_layers=top))
-                    info = sft.run(s, p.model, Path(p.model.out_dir), rows[: args.steps * s.batch_size], Path(tmp))
+                    info = sft_trainer.run(s, p.model, Path(p.model.out_dir), rows[: args.steps * s.batch_size], Path(tmp))
                 else:
                     g = dataclasses.replace(p.grpo, bf16=bf16, lora=dataclasses.replace(p.grpo.lora, top_layers=top), max_steps=args.steps,
                                             resume=False, eval_steps=0, save_steps=0)
                     rubric, schema = load_compiled(Path(p.methodology.out_dir))
-                    info = grpo.run(g, p.model, Path(p.sft.out_dir), rows, rubric, schema, Path(tmp) / "out", None, Path(tmp) / "checkpoints")
+                    info = grpo_trainer.run(g, p.model, Path(p.sft.out_dir), rows, rubric, schema, Path(tmp) / "out", None, Path(tmp) / "checkpoints")
             per_step[name].append(info["seconds"] / info["steps"])
             print(json.dumps({"arm": name, "top_layers": top, "bf16": bf16, "steps": info["steps"], "seconds": info["seconds"]}), flush=True)
     (a, a_s), (b, b_s) = ((name, statistics.median(v)) for name, v in per_step.items())

@@ -1,4 +1,4 @@
-"""Prefect flows: `training` (flows/training.py) and `monitoring` (flows/monitoring.py).
+"""Prefect flows: `training` (flows/training_flow.py) and `monitoring` (flows/monitoring_flow.py).
 
 Deployments with schedules: prefect.yaml (a process work pool) or flows/serve.py;
 see docs/operations.md.

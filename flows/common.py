@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from fundgrpo.params import ParamsError, Params, RegisterParams, from_dict
-from fundgrpo.registry import MlflowUnavailable, check_tracking  # noqa: F401 - the flows' names
+from fundgrpo.registry.mlflow_registry import MlflowUnavailable, check_tracking  # noqa: F401 - the flows' names
+from fundgrpo import io
+from fundgrpo.cli import OFFLINE
+from fundgrpo.registry import mlflow_registry
 
 LOCK_FILE = ".dvc/tmp/fund-grpo-training.lock"  # .dvc/tmp is DVC's own, ignored by git
 
@@ -24,14 +27,12 @@ LOCK_FILE = ".dvc/tmp/fund-grpo-training.lock"  # .dvc/tmp is DVC's own, ignored
 
 def stage_env() -> dict[str, str]:
     """The environment for `dvc repro`: this interpreter's bin first (stage commands run `python`), offline."""
-    from fundgrpo.cli import OFFLINE
 
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     for key, value in OFFLINE.items():
         env.setdefault(key, value)
     return env
-
 
 def parse_dot(dot: str) -> tuple[list[str], list[tuple[str, str]]]:
     """(nodes in order, edges) from `dvc dag --dot`.
@@ -49,7 +50,6 @@ def parse_dot(dot: str) -> tuple[list[str], list[tuple[str, str]]]:
             nodes.append(node.group(1))
     return nodes, edges
 
-
 def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
     """Upstream first; among stages that are ready, the order of `nodes` (dvc.yaml's).
 
@@ -65,7 +65,6 @@ def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
         order.append(ready[0])
     return order
 
-
 def stage_order(root: Path) -> list[str]:
     """The pipeline's stages in DVC's dependency order, read from DVC itself (`dvc dag --dot`)."""
     done = subprocess.run(
@@ -77,7 +76,6 @@ def stage_order(root: Path) -> list[str]:
     if not nodes:
         raise RuntimeError(f"dvc dag found no stage in {root}/dvc.yaml")
     return topological(nodes, edges)
-
 
 def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:
     """`dvc repro --single-item <stage>`, output streamed line by line to `log`; True when it ran.
@@ -103,7 +101,6 @@ def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:
         raise RuntimeError(f"stage {stage!r} failed (dvc repro exit {code}):\n" + "\n".join(tail))
     return ran
 
-
 # ----------------------------------------------------------------- overrides
 
 
@@ -121,7 +118,6 @@ def _value(text: str):
     except YAMLError:
         return text
 
-
 def _float(representer, value: float):
     """Write a float so PyYAML (the params loader) reads it back as a float: 1e-05 -> 1.0e-05.
 
@@ -136,7 +132,6 @@ def _float(representer, value: float):
         text = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{int(exponent):+03d}"
     return representer.represent_scalar("tag:yaml.org,2002:float", text)
 
-
 @contextmanager
 def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
     """Put `path` back as it was when the block ends, however it ends (flow overrides are for one run)."""
@@ -145,12 +140,10 @@ def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
         yield
     finally:
         if path.read_bytes() != before:
-            from fundgrpo import io
 
             with io.atomic_path(path) as tmp:
                 tmp.write_bytes(before)
             log(f"{path.name} restored: the overrides applied to this run only")
-
 
 def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     """Set `section.key=value` pairs in params.yaml (comments kept), like `dvc exp run -S`.
@@ -162,8 +155,6 @@ def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
 
     import yaml
     from ruamel.yaml import YAML
-
-    from fundgrpo import io
 
     rt = YAML()  # round trip: comments and order survive
     rt.preserve_quotes = True
@@ -189,7 +180,6 @@ def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     from_dict(Params, yaml.safe_load(text) or {})  # refuse unknown keys or wrong types before writing
     io.write_text(text, path)
     return changes
-
 
 # ---------------------------------------------------------------------- lock
 
@@ -219,13 +209,11 @@ def workspace_lock(root: Path, timeout_s: float = -1, log: Callable[[str], None]
     finally:
         lock.release()
 
-
 # -------------------------------------------------------------------- MLflow
 
 
 def tracking_uri(register: RegisterParams, root: Path) -> str:
     """The tracking URI as the stages see it from `root` (MLFLOW_TRACKING_URI wins over params),
     a relative sqlite path made absolute so this process and the stages share one store."""
-    from fundgrpo import registry
 
-    return registry.local_uri(registry.tracking_uri(register), root)
+    return mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)

@@ -9,6 +9,10 @@ Same deployments, names and crons as prefect.yaml; runs execute in this process'
 from __future__ import annotations
 
 from typing import Any
+from flows.evaluation_flow import evaluation
+from flows.monitoring_flow import monitoring
+from flows.training_flow import training
+from fundgrpo.cli import offline
 
 MONITORING_CRON = "0 6 * * *"  # daily, 06:00 UTC
 TRAINING_CRON = "0 3 * * 0"  # weekly, Sunday 03:00 UTC
@@ -17,9 +21,6 @@ EVALUATION_CRON = "0 5 1 * *"  # monthly, the 1st at 05:00 UTC
 
 def deployments(root: str = ".") -> list[Any]:
     """The three deployments, ready for `prefect.serve`."""
-    from flows.evaluation import evaluation
-    from flows.monitoring import monitoring
-    from flows.training import training
 
     return [
         monitoring.to_deployment(name="monitoring-daily", cron=MONITORING_CRON, parameters={"root": root},
@@ -31,15 +32,11 @@ def deployments(root: str = ".") -> list[Any]:
                                  tags=["fund-grpo", "evaluation"], description="The configured universe scored by the champion"),
     ]
 
-
 def main() -> None:
     from prefect import serve
 
-    from fundgrpo.cli import offline
-
     offline()
     serve(*deployments())
-
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from fundgrpo.io import DISK_FULL
+from fundgrpo import threads
+
 # No hub, no telemetry: nothing here may download or phone home (see README).
 OFFLINE = {
     "HF_HUB_OFFLINE": "1",
@@ -24,16 +27,13 @@ OFFLINE = {
 def offline() -> None:
     """No hub, no telemetry; and the thread settings (fundgrpo/threads.py), which must also be
     in place before torch or scikit-learn load."""
-    from fundgrpo import threads
 
     for key, value in OFFLINE.items():
         os.environ.setdefault(key, value)
     threads.configure()
 
-
 class StageError(Exception):
     """A stage cannot go on; the message is meant for the user as it is."""
-
 
 def stage_help(name: str, argv: list[str] | None = None) -> None:
     """`python -m stages.<name> --help`: the stage's docstring and what it reads and writes
@@ -58,12 +58,8 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
     print("\nParameters come from params.yaml (apply a profile with `python -m fundgrpo.profiles apply NAME`); run the DAG with `dvc repro`.")
     sys.exit(0)
 
-
 def run_stage(name: str, body: Callable[[], object]) -> None:
     """Run a stage body; expected failures print one clear message and exit 1."""
-    from fundgrpo.methodology import MethodologyError
-    from fundgrpo.params import ParamsError
-
     stage_help(name)
     if sys.argv[1:]:
         # One way to choose parameters: params.yaml, as DVC sees it.
@@ -73,20 +69,15 @@ def run_stage(name: str, body: Callable[[], object]) -> None:
     offline()
     try:
         body()
-    except (StageError, MethodologyError, ParamsError, FileNotFoundError) as e:
-        print(f"{name} failed: {e}", file=sys.stderr)
-        sys.exit(1)
-    except ValueError as e:  # e.g. IngestError: bad input named in the message
+    # ParamsError, MethodologyError, IngestError ... are ValueErrors: bad input named in the message
+    except (StageError, ValueError, FileNotFoundError) as e:
         print(f"{name} failed: {e}", file=sys.stderr)
         sys.exit(1)
     except OSError as e:
-        from fundgrpo.io import DISK_FULL
-
         if e.errno not in DISK_FULL:
             raise
         print(f"{name} failed: {disk_full_message(e)}", file=sys.stderr)
         sys.exit(1)
-
 
 def disk_full_message(e: OSError) -> str:
     """What a full disk looks like to the user: which file, and that nothing good was replaced

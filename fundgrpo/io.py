@@ -100,3 +100,20 @@ def _json_default(v: Any) -> Any:
     if isinstance(v, (set, tuple)):
         return list(v)
     raise TypeError(f"not JSON serialisable: {type(v).__name__}")
+
+
+# Left out at the top of the repository (outputs and local state; `data` is also a package below it) ...
+SKIP_TOP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db", "tmp",
+            "cache", "dvc_plots"}
+SKIP_ANYWHERE = {"__pycache__", ".pytest_cache"}  # ... and anywhere
+
+
+def copy_project(src: Path, dest: Path) -> Path:
+    """Copy the project at `src`: its code, params and configs (no data, models or runs) to `dest`."""
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        top = Path(folder) == src
+        return [n for n in names if (top and n in SKIP_TOP) or n in SKIP_ANYWHERE or n.endswith(".egg-info")]
+
+    shutil.copytree(src, dest, ignore=ignore)
+    return dest

@@ -28,6 +28,13 @@ def _choice(where: str, value: str, choices: tuple[str, ...]) -> None:
         raise ParamsError(f"{where} must be one of {list(choices)}, got {value!r}")
 
 
+# The enumerated choices that other modules implement (prompts.py, pretrained.py): named here so
+# that loading params needs no other module.
+PROMPT_STYLES = ("full", "compact")
+ANSWER_STYLES = ("brief", "weighted")
+CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
+
+
 # --------------------------------------------------------------------- sections
 
 
@@ -91,7 +98,7 @@ class IngestParams:
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
     drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
     returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
-    # Accepted monitoring batches (canonical Parquet, written by flows/monitoring.py) laid over
+    # Accepted monitoring batches (canonical Parquet, written by flows/monitoring_flow.py) laid over
     # the source; the newest snapshot of a share class wins. Absent or empty: the source alone.
     batches_dir: str = "data/batches"
     out: str = "data/canonical/funds.parquet"
@@ -147,8 +154,6 @@ class PrepareParams:
     out_dir: str = "data/prepared"
 
     def __post_init__(self) -> None:
-        from fundgrpo.prompts import ANSWER_STYLES, PROMPT_STYLES
-
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
         if not (0 < self.train_share < 1 and 0 <= self.validation_share and self.train_share + self.validation_share < 1):
@@ -186,8 +191,6 @@ class ModelParams:
 
     def __post_init__(self) -> None:
         _choice("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
-        from fundgrpo.pretrained import CHAT_TEMPLATES
-
         _choice("model.chat_template", self.chat_template, ("", *CHAT_TEMPLATES))
 
 
@@ -236,7 +239,7 @@ class RewardWeights:
 
 @dataclass(frozen=True)
 class JudgeParams:
-    """LLM-as-judge reward (fundgrpo/judge.py). Keys come from the environment only."""
+    """LLM-as-judge reward (fundgrpo/training/judge.py). Keys come from the environment only."""
 
     enabled: bool = False
     backend: str = "transformers"  # "transformers" (a local causal LM path) | "http" (OpenAI-compatible)
@@ -303,7 +306,7 @@ class BacktestParams:
 
 @dataclass(frozen=True)
 class BaselineParams:
-    """Gradient-boosting baseline (fundgrpo/baselines.py, stages/baseline.py): the same funds
+    """Gradient-boosting baseline (fundgrpo/evaluation/baselines.py, stages/baseline.py): the same funds
     and split as the LLM, the canonical numeric inputs plus their within-category percentiles.
 
     Tuning: each (learning_rate, max_leaf_nodes) of the grid is fitted on an inner
@@ -349,7 +352,7 @@ class RegisterParams:
 
 @dataclass(frozen=True)
 class MonitorParams:
-    """The monitoring flow (flows/monitoring.py): watched folder, drift tests, thresholds.
+    """The monitoring flow (flows/monitoring_flow.py): watched folder, drift tests, thresholds.
 
     The per-column test is pinned: Evidently's default switches from a p-value to a
     distance above 1000 rows, which would change the meaning of `threshold` with size.

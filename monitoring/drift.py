@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.canonical import BY_NAME, LABELS
+from fundgrpo.data.canonical import BY_NAME, LABELS
 from fundgrpo.params import MonitorParams
 
 DRIFTED_COLUMNS = "evidently:metric_v2:DriftedColumnsCount"

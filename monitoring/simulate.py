@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo import io, synthetic
+from fundgrpo import io
+from fundgrpo.data import synthetic
 from fundgrpo.params import SyntheticParams, load_params
 
 

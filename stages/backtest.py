@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.backtesting import baseline_predictions, evaluate_model, metrics, rule_predictions
+from fundgrpo.evaluation.backtesting import baseline_predictions, evaluate_model, metrics, rule_predictions
 from fundgrpo.cli import run_stage
-from fundgrpo.methodology import load_compiled
-from fundgrpo.modelling import answer_fingerprint
-from fundgrpo.evaluation import confusion
+from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.training.modelling import answer_fingerprint
+from fundgrpo.evaluation.agreement import confusion
 from fundgrpo.params import BacktestParams, load_params
 
 

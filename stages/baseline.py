@@ -3,7 +3,7 @@ scorer and a tuned gradient-boosting model. `dvc repro baseline` is the rule-onl
 how a methodology agrees with the experts, in seconds, before any LLM is trained.
 
 Trains on the share classes of `prepare`'s train split and predicts its test split, with
-features from the validated table (`fundgrpo.baselines`: the canonical numeric metrics,
+features from the validated table (`fundgrpo.evaluation.baselines`: the canonical numeric metrics,
 their within-category percentiles over the whole universe, the category; never the labels
 nor columns that leak the rating company's pipeline). Writes metrics/baseline.json and
 per-fund predictions, which `backtest` reports as its "gbm" block beside the LLMs; the rule
@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo import baselines, io
-from fundgrpo.backtesting import metrics as agreement, rule_predictions
+from fundgrpo.evaluation import baselines
+from fundgrpo import io
+from fundgrpo.evaluation.backtesting import metrics as agreement, rule_predictions
 from fundgrpo.cli import StageError, run_stage
-from fundgrpo.evaluation import grade_metrics
+from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.params import BaselineParams, load_params
 
 

@@ -1,6 +1,6 @@
 """Stage `grpo`: GRPO with TRL's `GRPOTrainer`, starting from the SFT model.
 
-The stage reads params.yaml and calls `fundgrpo.grpo`; the logic, and its documentation, live there.
+The stage reads params.yaml and calls `fundgrpo.training.grpo_trainer`; the logic, and its documentation, live there.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.grpo import plot_curves, run
-from fundgrpo.methodology import load_compiled
+from fundgrpo.training.grpo_trainer import plot_curves, run
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
-from fundgrpo.training import is_main_process
+from fundgrpo.training.shared import is_main_process
 
 
 def main() -> None:

@@ -5,12 +5,12 @@
 The source is `ingest.path`: a screener export (source: table) or a folder of return series
 (source: returns; the synthetic universe by default). Settings for real exports (delimiter,
 decimal comma, missing-value markers, unrated codes, built ids) are in `fundgrpo/params.py`
-(IngestParams); the reading itself is `fundgrpo/ingestion.py`.
+(IngestParams); the reading itself is `fundgrpo/data/ingestion.py`.
 """
 
 from __future__ import annotations
 
-from fundgrpo import ingestion
+from fundgrpo.data import ingestion
 from fundgrpo.cli import run_stage
 from fundgrpo.io import write_parquet
 from fundgrpo.params import load_params

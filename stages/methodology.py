@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from fundgrpo import io
-from fundgrpo import methodology as meth
+from fundgrpo.methodology import compiler as meth
 from fundgrpo.cli import run_stage
 from fundgrpo.params import MethodologyParams, load_params
 

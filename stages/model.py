@@ -4,7 +4,7 @@
   prompts and answers and build a compact Qwen3, saved with `save_pretrained`.
 - a GGUF file (`package:<module>/<file>.gguf` or a path): convert it once into a Hugging
   Face folder (safetensors, tokenizer with chat template, generation config;
-  `fundgrpo/pretrained.py`).
+  `fundgrpo/training/pretrained.py`).
 - a Hugging Face folder or hub name (e.g. `Qwen/Qwen3-0.6B`): write a pointer that later
   stages pass to `from_pretrained`; nothing is copied.
 
@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fundgrpo import io, modelling, pretrained
+from fundgrpo import io
+from fundgrpo.training import modelling
+from fundgrpo.training import pretrained
 from fundgrpo.cli import run_stage
 from fundgrpo.params import ModelParams, load_params
 

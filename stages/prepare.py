@@ -1,6 +1,6 @@
 """Stage `prepare`: prompt/answer datasets, split by fund.
 
-The stage reads params.yaml and calls `fundgrpo.preparation`; the logic, and its documentation, live there.
+The stage reads params.yaml and calls `fundgrpo.methodology.preparation`; the logic, and its documentation, live there.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.params import load_params
-from fundgrpo.preparation import configured_tokenizer, lengths, run
+from fundgrpo.methodology.preparation import configured_tokenizer, lengths, run
 
 
 def main() -> None:

@@ -14,11 +14,13 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from fundgrpo import io, registry
-from fundgrpo.backtesting import evaluate_model
+from fundgrpo import io
+from fundgrpo.registry import mlflow_registry
+from fundgrpo.evaluation.backtesting import evaluate_model
 from fundgrpo.cli import StageError, run_stage
-from fundgrpo.methodology import load_compiled
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import Params, load_params, to_dict
+from fundgrpo.training import modelling
 
 
 def log_model(policy_dir: Path, max_new_tokens: int):
@@ -31,8 +33,6 @@ def log_model(policy_dir: Path, max_new_tokens: int):
 
     import mlflow
 
-    from fundgrpo import modelling
-
     model, tokenizer = modelling.load(policy_dir)
     return mlflow.transformers.log_model(
         transformers_model={"model": model, "tokenizer": tokenizer},
@@ -41,7 +41,6 @@ def log_model(policy_dir: Path, max_new_tokens: int):
         model_config={"max_new_tokens": max_new_tokens},
         pip_requirements=[f"{p}=={version(p)}" for p in ("torch", "transformers", "accelerate")],
     )
-
 
 def dvc_experiment() -> dict[str, str]:
     """MLflow tags naming the DVC experiment this run belongs to (empty outside `dvc exp run`).
@@ -52,13 +51,12 @@ def dvc_experiment() -> dict[str, str]:
     tags = {"dvc.exp_name": os.environ.get("DVC_EXP_NAME"), "dvc.baseline_rev": os.environ.get("DVC_EXP_BASELINE_REV")}
     return {k: v for k, v in tags.items() if v}
 
-
 def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict):
     """(metrics, name) of the current champion on this backtest, or None when there is none.
 
     If the champion was measured on another test set, it is re-evaluated on this one.
     """
-    version = registry.champion_version(client, params.register.model_name)
+    version = mlflow_registry.champion_version(client, params.register.model_name)
     if version is None:
         return None
     name = f"champion v{version.version}"
@@ -67,24 +65,23 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
         prefix = "backtest.grpo."
         return {k[len(prefix):]: v for k, v in run.data.metrics.items() if k.startswith(prefix)}, name
     with tempfile.TemporaryDirectory() as tmp:
-        folder = registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
+        folder = mlflow_registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
         metrics, _ = evaluate_model(folder, rows, rubric, schema, params.backtest.max_new_tokens, params.backtest.batch_size, desc=name)
     return metrics, f"{name} (re-evaluated on this test set)"
-
 
 def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: list[dict], rubric: dict, schema: dict, artifacts: list[Path]) -> dict:
     """Log, register, gate. Returns the decision record."""
     import mlflow
     from mlflow import MlflowClient
 
-    experiment_id = registry.setup(params.register)
+    experiment_id = mlflow_registry.setup(params.register)
     client = MlflowClient()
     name = params.register.model_name
     exp = dvc_experiment()
     with mlflow.start_run(experiment_id=experiment_id, run_name=exp.get("dvc.exp_name")) as active:
         if exp:
             mlflow.set_tags(exp)
-        mlflow.log_params(registry.flatten(to_dict(params)))
+        mlflow.log_params(mlflow_registry.flatten(to_dict(params)))
         mlflow.log_metrics({f"backtest.{model}.{k}": v for model, m in backtest["models"].items() for k, v in m.items()})
         mlflow.log_metrics({f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))})
         for row in curves:
@@ -97,13 +94,13 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
         mlflow.set_tags({"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"})
         info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens)
         # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
-        with registry.promotion_lock(client, name):
-            registry.finish_pending(client, name)
+        with mlflow_registry.promotion_lock(client, name):
+            mlflow_registry.finish_pending(client, name)
             version, decision, gate_passed = gate_and_register(client, params, backtest, rows, rubric, schema, info, active.info.run_id)
     return {
         "model_name": name,
         "version": int(version.version),
-        "alias": registry.CHAMPION if decision.promote else registry.CHALLENGER,
+        "alias": mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER,
         "promoted": decision.promote,
         "gate_passed": gate_passed,
         "reason": decision.reason,
@@ -114,7 +111,6 @@ def run(params: Params, backtest: dict, train: dict, curves: list[dict], rows: l
         "run_id": active.info.run_id,
     }
 
-
 def gate_and_register(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict, info, run_id: str):
     """Compare with the champion (or, without one, the rule scorer), register the version last
     (everything before it succeeded, so it is complete), move its alias; (version, decision, gate passed)."""
@@ -124,37 +120,35 @@ def gate_and_register(client, params: Params, backtest: dict, rows: list[dict], 
     baseline = champion_baseline(client, params, backtest, rows, rubric, schema)
     if baseline is None:
         baseline = (backtest["models"]["rule"], "rule scorer")
-    decision = registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
+    decision = mlflow_registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
     gate_passed = decision.promote
     if gate_passed and not params.register.promote:
         decision = replace(decision, promote=False, reason=f"{decision.reason}; not promoted: register.promote is false")
     mlflow.set_tags({"gate.promote": str(decision.promote), "gate.passed": str(gate_passed), "gate.reason": decision.reason})
     tags = {"test_fingerprint": backtest["test_fingerprint"], "gate.reason": decision.reason, "run_id": run_id,
-            registry.REGISTRATION: "pending"}
+            mlflow_registry.REGISTRATION: "pending"}
     version = mlflow.register_model(info.model_uri, name, tags=tags)  # the version and its tags in one request
     try:
-        client.set_registered_model_alias(name, registry.CHAMPION if decision.promote else registry.CHALLENGER, version.version)
+        client.set_registered_model_alias(name, mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER, version.version)
     except Exception:
-        registry.discard_pending(client, name, version.version)
+        mlflow_registry.discard_pending(client, name, version.version)
         raise
     try:  # the alias is set: the registration happened; a lost tag is finished by the next one
-        client.set_model_version_tag(name, version.version, registry.REGISTRATION, "complete")
+        client.set_model_version_tag(name, version.version, mlflow_registry.REGISTRATION, "complete")
     except Exception as err:  # noqa: BLE001
-        print(f"register: {name} v{version.version} stays tagged {registry.REGISTRATION}=pending ({str(err)[:200]}); "
+        print(f"register: {name} v{version.version} stays tagged {mlflow_registry.REGISTRATION}=pending ({str(err)[:200]}); "
               "the next registration marks it complete")
     return version, decision, gate_passed
-
 
 def unreachable(uri: str) -> StageError | None:
     """After a failed registration: a clear error when the tracking server no longer answers."""
     try:
-        registry.check_tracking(uri)
-    except registry.MlflowUnavailable as err:
+        mlflow_registry.check_tracking(uri)
+    except mlflow_registry.MlflowUnavailable as err:
         return StageError(f"{err}. It stopped answering during registration (after the MLflow client's retries): "
                           "no alias moved and metrics/register.json is unchanged; rerun `dvc repro register` once it "
                           "answers (an unfinished version is removed then)")
     return None
-
 
 def main() -> None:
     def body() -> None:
@@ -169,13 +163,12 @@ def main() -> None:
         try:
             decision = run(p, backtest, train, curves, rows, rubric, schema, artifacts)
         except Exception as err:
-            raise unreachable(registry.tracking_uri(p.register)) or err
+            raise unreachable(mlflow_registry.tracking_uri(p.register)) or err
         io.write_json(decision, p.register.decision)
         verb = "promoted to champion" if decision["promoted"] else "kept as challenger"
         print(f"register: {decision['model_name']} v{decision['version']} {verb}: {decision['reason']}")
 
     run_stage("register", body)
-
 
 if __name__ == "__main__":
     main()

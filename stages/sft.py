@@ -1,6 +1,6 @@
 """Stage `sft`: supervised cold start on the reference answers (TRL `SFTTrainer`).
 
-The stage reads params.yaml and calls `fundgrpo.sft`; the logic, and its documentation, live there.
+The stage reads params.yaml and calls `fundgrpo.training.sft_trainer`; the logic, and its documentation, live there.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.params import load_params
-from fundgrpo.sft import run
-from fundgrpo.training import is_main_process
+from fundgrpo.training.sft_trainer import run
+from fundgrpo.training.shared import is_main_process
 
 
 def main() -> None:

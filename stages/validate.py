@@ -1,6 +1,6 @@
 """Stage `validate`: a Great Expectations suite over the canonical fund table.
 
-The stage reads params.yaml and calls `fundgrpo.validation`; the logic, and its documentation, live there.
+The stage reads params.yaml and calls `fundgrpo.data.validation`; the logic, and its documentation, live there.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.params import load_params
-from fundgrpo.validation import run
+from fundgrpo.data.validation import run
 
 
 def main() -> None:

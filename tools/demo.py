@@ -7,7 +7,7 @@
 Each step is the command a user runs (README, docs/operations.md section 4):
 1. `dvc repro` on the embedded default (via `benchmarks/pipeline.py --keep`): the gate compares
    the first candidate with the rule scorer;
-2. `python -m monitoring.simulate --months 6 --regime none` + `python -m flows.monitoring`: a calm market;
+2. `python -m monitoring.simulate --months 6 --regime none` + `python -m flows.monitoring_flow`: a calm market;
 3. the same with `--regime vol_spike`: drift, the champion's prediction drift, a relearn, the gate.
 """
 
@@ -59,7 +59,7 @@ def train(root: Path | None) -> tuple[Path, float | None]:
 def monitor(root: Path, regime: str) -> tuple[dict, float]:
     """Steps 2-3: drop a batch 6 months on under `regime`, run the monitoring flow; its summary."""
     _run([sys.executable, "-m", "monitoring.simulate", "--months", "6", "--regime", regime], root)
-    _, seconds = _run([sys.executable, "-m", "flows.monitoring"], root)
+    _, seconds = _run([sys.executable, "-m", "flows.monitoring_flow"], root)
     [summary] = sorted(root.glob(f"monitoring/reports/*/batch-*{'' if regime == 'none' else '-' + regime}/summary.json"),
                        key=lambda p: p.stat().st_mtime)[-1:]
     return json.loads(summary.read_text(encoding="utf-8")), seconds

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from fundgrpo import io
-from fundgrpo.scaling import fit
+from fundgrpo.training.scaling import fit
 
 
 def main() -> None:

@@ -36,7 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from fundgrpo import registry, sweeps
+from fundgrpo.registry import mlflow_registry
+from fundgrpo.training import sweeps
 from fundgrpo.params import ParamsError, load_params, read_yaml
 
 
@@ -81,7 +82,7 @@ def main() -> None:
         print(f"note: uncommitted changes go into every member:\n{changed}", file=sys.stderr)
 
     register = load_params(root / "params.yaml").register
-    print(f"MLflow: members log into {registry.local_uri(registry.tracking_uri(register), root)} (MLFLOW_TRACKING_URI wins over params.yaml)")
+    print(f"MLflow: members log into {mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)} (MLFLOW_TRACKING_URI wins over params.yaml)")
     names: list[str] = []
     for c in commands:
         out = sweeps.dvc(c, root).stdout

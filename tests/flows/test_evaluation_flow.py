@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from flows.evaluation import evaluation
+from flows.evaluation_flow import evaluation
 
 
 def test_evaluation_flow_scores_the_configured_universe(trained, prefect_api):

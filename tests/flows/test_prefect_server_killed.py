@@ -96,7 +96,7 @@ def test_a_run_the_server_lost_is_recorded_true_after_restart_and_reconcile(trai
     env = {**server.env, "PREFECT_CLIENT_MAX_RETRIES": "0", "PYTHONPATH": str(support.REPO)}
     try:
         with common.workspace_lock(root, timeout_s=0):  # the run will wait here: the server dies meanwhile
-            run = subprocess.Popen([sys.executable, "-m", "flows.training"], cwd=root, env=env, stdout=subprocess.PIPE,
+            run = subprocess.Popen([sys.executable, "-m", "flows.training_flow"], cwd=root, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
             deadline = time.monotonic() + 180
             while not (new := set(folder.glob("*.jsonl")) - known if folder.exists() else set()) or "waiting" not in next(iter(new)).read_text():

@@ -63,7 +63,7 @@ def test_training_flow_runs_every_stage_as_a_task_and_gates(trained, prefect_api
 
 
 def test_a_second_run_is_a_no_op_and_overrides_are_dvc_exp_run_S(trained):
-    from flows.training import training
+    from flows.training_flow import training
 
     root, _ = trained
     before = digest(root, *GUARDED)
@@ -94,7 +94,7 @@ def test_apply_overrides_keeps_comments_types_and_refuses_unknown_keys(tmp_path)
 
 @pytest.mark.fault("a training flow failing at a late stage")
 def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
-    from flows.training import training
+    from flows.training_flow import training
 
     root, _ = trained
     client = support.mlflow_client(root)
@@ -117,7 +117,7 @@ def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
 
 @pytest.mark.fault("MLflow tracking server down")
 def test_mlflow_down_fails_clearly_after_retries_with_nothing_registered(trained, monkeypatch):
-    from flows.training import training
+    from flows.training_flow import training
 
     root, _ = trained
     with socket.socket() as s:  # a loopback port nobody listens on

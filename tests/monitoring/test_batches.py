@@ -12,7 +12,7 @@ import pytest
 
 from fundgrpo.params import IngestParams, MonitorParams
 from monitoring import batches
-from fundgrpo import ingestion as ingest
+from fundgrpo.data import ingestion as ingest
 from tests.support import run
 
 SOURCE = "share_class_id,fund_id,category,return_1y,expert_grade\nA,F1,Bonds,1.0,3\nB,F2,Bonds,2.0,4\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo import profiles
-from fundgrpo import synthetic
+from fundgrpo.data import synthetic
 from fundgrpo.params import load_params
 from monitoring import simulate
 from tests import support
@@ -28,7 +28,7 @@ def newest_report(root: Path, batch: str) -> Path:
 
 
 def test_bad_batches_are_quarantined_kept_and_never_merged(trained):
-    from flows.monitoring import monitoring
+    from flows.monitoring_flow import monitoring
 
     root, _ = trained
     good = synthetic.later_batch(TINY, 6)
@@ -56,7 +56,7 @@ def test_bad_batches_are_quarantined_kept_and_never_merged(trained):
 
 
 def test_a_batch_with_too_few_rows_gets_no_verdict_and_no_retrain(trained):
-    from flows.monitoring import monitoring
+    from flows.monitoring_flow import monitoring
 
     root, _ = trained
     drop(root, "batch-small.csv", synthetic.later_batch(TINY, 6).head(12))
@@ -70,7 +70,7 @@ def test_a_batch_with_too_few_rows_gets_no_verdict_and_no_retrain(trained):
 
 def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(trained, capsys):
     """The demo, end to end on the tiny profile."""
-    from flows.monitoring import monitoring
+    from flows.monitoring_flow import monitoring
 
     root, _ = trained
     client = support.mlflow_client(root)

@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fundgrpo import navmetrics, synthetic
+from fundgrpo.data import navmetrics
+from fundgrpo.data import synthetic
 from fundgrpo.params import IngestParams, MonitorParams, SyntheticParams
 from monitoring import drift, simulate
-from fundgrpo import ingestion as ingest
+from fundgrpo.data import ingestion as ingest
 
 TINY = SyntheticParams(n_funds=60, max_share_classes=2, n_months=48)  # profiles/tiny.yaml
 DEFAULT = SyntheticParams(n_funds=1000, max_share_classes=2, n_months=72)  # params.yaml

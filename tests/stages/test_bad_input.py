@@ -29,7 +29,8 @@ from typing import Callable
 import pytest
 import yaml
 
-from fundgrpo import profiles, synthetic
+from fundgrpo import profiles
+from fundgrpo.data import synthetic
 from fundgrpo.params import Params, from_dict, render
 from tests.support import REPO
 
@@ -243,8 +244,8 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
         kind, _, arg = entry.partition(":")
         if kind == "rewards":  # every reward function on one hostile completion: all 0, none raises
             def main() -> None:
-                from fundgrpo import methodology as meth
-                from fundgrpo.rewards import make_rewards
+                from fundgrpo.methodology import compiler as meth
+                from fundgrpo.training.rewards import make_rewards
 
                 m = meth.load("methodology/default.yaml")
                 completion = list(HOSTILE.values())[int(arg)]
@@ -258,7 +259,7 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
             main = importlib.import_module("fundgrpo.profiles").main
         elif kind == "flow":  # what the training flow does with its overrides, before any stage
             from flows import common
-            from flows.training import main as flow_main
+            from flows.training_flow import main as flow_main
 
             def main() -> None:
                 pairs = [arg]

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fundgrpo import profiles, synthetic
+from fundgrpo import profiles
+from fundgrpo.data import synthetic
 from fundgrpo.params import Params, from_dict, render
 from tests.support import REPO
 

@@ -93,11 +93,12 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
     # the served artifacts: the champion's model downloads and loads, as `evaluate` and the API do
     import mlflow
 
-    from fundgrpo import modelling, registry
+    from fundgrpo.training import modelling
+    from fundgrpo.registry import mlflow_registry
 
     mlflow.set_tracking_uri(mlflow_server)
     try:
-        folder = registry.load_components(f"models:/fund-evaluator/{champion.version}", tmp_path / "download")
+        folder = mlflow_registry.load_components(f"models:/fund-evaluator/{champion.version}", tmp_path / "download")
         model, tokenizer = modelling.load(folder)
         assert model.num_parameters() > 0
     finally:
@@ -112,15 +113,15 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
 def test_a_lock_left_by_a_dead_holder_times_out_naming_the_fix(mlflow_server):
     from mlflow import MlflowClient
 
-    from fundgrpo import registry
+    from fundgrpo.registry import mlflow_registry
 
     client = MlflowClient(tracking_uri=mlflow_server)
     client.create_registered_model("stale.promotion-lock", tags={"holder": "gone:1", "since": str(time.time())})
     with pytest.raises(TimeoutError, match=r"gone:1 still holds .*delete_registered_model\('stale.promotion-lock'\)"):
-        with registry.promotion_lock(client, "stale", timeout_s=1.0, poll_s=0.2):
+        with mlflow_registry.promotion_lock(client, "stale", timeout_s=1.0, poll_s=0.2):
             pass
     taken = []
-    with registry.promotion_lock(client, "stale", stale_s=0.0, log=taken.append):  # old enough: taken over, saying so
+    with mlflow_registry.promotion_lock(client, "stale", stale_s=0.0, log=taken.append):  # old enough: taken over, saying so
         assert client.get_registered_model("stale.promotion-lock").tags["holder"] != "gone:1"
     assert taken and "gone:1" in taken[0]
 
@@ -130,7 +131,8 @@ def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(traine
     drift), and the drift figures land in the server's monitoring experiment."""
     from mlflow import MlflowClient
 
-    from fundgrpo import profiles, synthetic
+    from fundgrpo import profiles
+    from fundgrpo.data import synthetic
     from monitoring import simulate
 
     root, _ = trained
@@ -147,7 +149,7 @@ def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(traine
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     tiny = profiles.load("tiny", REPO / "params.yaml", REPO / "profiles").synthetic
     simulate.write(synthetic.later_batch(tiny, 6), ws / "data/incoming" / "batch-calm.csv")
-    done = run([sys.executable, "-m", "flows.monitoring"], ws,
+    done = run([sys.executable, "-m", "flows.monitoring_flow"], ws,
                env={"MLFLOW_TRACKING_URI": mlflow_server, "PREFECT_API_URL": prefect_api, "PYTHONPATH": str(REPO)})
     assert "batch-calm" in done.stdout
     summary = json.loads(max((ws / "monitoring/reports").glob("*/batch-calm/summary.json")).read_text())

@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fundgrpo import methodology as meth
-from fundgrpo.evaluation import grade_metrics
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.params import Params, from_dict
 from fundgrpo.profiles import merged
-from fundgrpo.riskadjusted import mrar
-from fundgrpo import ingestion as ingest, preparation as prepare
+from fundgrpo.data.riskadjusted import mrar
+from fundgrpo.data import ingestion as ingest
+from fundgrpo.methodology import preparation as prepare
 from stages import baseline, methodology as schema
 
 REPO = Path(__file__).resolve().parents[2]

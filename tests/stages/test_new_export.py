@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from tests.support import REPO, SKIP, run
+from tests.support import REPO, run
+from fundgrpo.io import copy_project
 
 PLANS = ("Direct Plan - Growth", "Regular Plan - Growth")
 CATEGORIES = ("Large Cap", "Mid Cap", "Flexi Cap")
@@ -66,7 +67,7 @@ def export(n_schemes: int = 60, seed: int = 0) -> str:
 
 def test_new_export_by_profile_alone(tmp_path: Path) -> None:
     root = tmp_path / "repo"
-    shutil.copytree(REPO, root, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    copy_project(REPO, root)
     (root / "exports").mkdir()
     (root / "exports/india_funds.csv").write_text(export(), encoding="utf-8")
     (root / "profiles/india.yaml").write_text(yaml.safe_dump(PROFILE, sort_keys=False), encoding="utf-8")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fundgrpo import methodology as meth
+from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import GrpoParams, LoraParams, ModelParams, PrepareParams, RegisterParams, SftParams
 from tests.stages.test_training_chain import tiny_funds
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def setup():
-    from fundgrpo import preparation as prepare
+    from fundgrpo.methodology import preparation as prepare
 
     m = meth.load(REPO / "methodology/default.yaml")
     rubric, schema = meth.rubric(m), meth.output_schema(m)
@@ -37,12 +37,13 @@ def setup():
 
 @pytest.fixture(scope="module")
 def trained(smollm2_dir, setup, tmp_path_factory):
-    from fundgrpo import grpo as train, sft
+    from fundgrpo.training import grpo_trainer as train
+    from fundgrpo.training import sft_trainer
 
     rubric, schema, data = setup
     root = tmp_path_factory.mktemp("pretrained")
     torch.manual_seed(0)
-    sft_info = sft.run(SftParams(epochs=1, batch_size=2, learning_rate=5e-4, max_length=256, lora=LORA), MODEL, smollm2_dir, data["train"][:4], root / "sft")
+    sft_info = sft_trainer.run(SftParams(epochs=1, batch_size=2, learning_rate=5e-4, max_length=256, lora=LORA), MODEL, smollm2_dir, data["train"][:4], root / "sft")
     grpo = GrpoParams(max_steps=1, eval_steps=0, save_steps=0, per_device_train_batch_size=4, num_generations=2, max_completion_length=16, logging_steps=1, warmup_steps=0, lora=LORA)
     summary = train.run(grpo, MODEL, root / "sft", data["train"], rubric, schema, root / "policy")
     return root, sft_info, summary
@@ -65,8 +66,9 @@ def test_lora_sft_and_grpo_save_merged_folders_that_differ_from_the_base(smollm2
 
 
 def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_path, monkeypatch):
-    from fundgrpo import modelling, registry
-    from fundgrpo.backtesting import evaluate_model
+    from fundgrpo.training import modelling
+    from fundgrpo.registry import mlflow_registry
+    from fundgrpo.evaluation.backtesting import evaluate_model
     from stages.register import log_model
 
     rubric, schema, data = setup
@@ -79,10 +81,10 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     import mlflow
 
-    registry.setup(RegisterParams(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts")))
+    mlflow_registry.setup(RegisterParams(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts")))
     with mlflow.start_run():
         info = log_model(root / "policy", 40)
-    folder = registry.load_components(info.model_uri, tmp_path / "download")
+    folder = mlflow_registry.load_components(info.model_uri, tmp_path / "download")
     model, tokenizer = modelling.load(folder)
     local_model, local_tokenizer = modelling.load(root / "policy")
     prompts = [r["prompt"] for r in rows]
@@ -91,7 +93,7 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
 
 def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     """metrics/prepare.json's token figures come from the configured pretrained tokenizer (read from the GGUF)."""
-    from fundgrpo import preparation as prepare
+    from fundgrpo.methodology import preparation as prepare
 
     rubric, _, data = setup
     tokenizer = prepare.configured_tokenizer(MODEL)
@@ -111,7 +113,7 @@ def test_lora_on_the_top_layers_only_adapts_those_layers(smollm2_dir):
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from fundgrpo.training import lora_config
+    from fundgrpo.training.shared import lora_config
 
     top = LoraParams(enabled=True, r=4, alpha=8, target_modules=("q_proj", "down_proj"), top_layers=2)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2_dir), lora_config(top, str(smollm2_dir)))

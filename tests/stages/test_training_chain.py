@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fundgrpo import methodology as meth
+from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import BacktestParams, GateParams, GrpoParams, ModelArchParams, ModelParams, Params, PrepareParams, RegisterParams, SftParams
 
 TINY_ARCH = ModelArchParams(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
@@ -56,7 +56,7 @@ def repo_root_module():
 
 @pytest.fixture(scope="module")
 def datasets(rubric):
-    from fundgrpo import preparation as prepare
+    from fundgrpo.methodology import preparation as prepare
 
     funds = tiny_funds()
     m = meth.from_rubric(rubric)
@@ -71,13 +71,13 @@ def datasets(rubric):
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, datasets):
-    from fundgrpo import sft
+    from fundgrpo.training import sft_trainer
     from stages import model as base
 
     root = tmp_path_factory.mktemp("chain")
     model_params = ModelParams(arch=TINY_ARCH)
     base.run(model_params, datasets["train"], root / "base")
-    info = sft.run(SftParams(epochs=1, batch_size=8), model_params, root / "base", datasets["train"], root / "sft")
+    info = sft_trainer.run(SftParams(epochs=1, batch_size=8), model_params, root / "base", datasets["train"], root / "sft")
     return root, info
 
 
@@ -95,7 +95,7 @@ def test_prepare_never_splits_a_fund(datasets):
 
 
 def test_base_model_loads_by_path(chain):
-    from fundgrpo import modelling
+    from fundgrpo.training import modelling
 
     root, _ = chain
     model, tokenizer = modelling.load(root / "base")
@@ -106,7 +106,7 @@ def test_base_model_loads_by_path(chain):
 
 
 def test_base_with_a_pretrained_name_writes_a_pointer(tmp_path):
-    from fundgrpo import modelling
+    from fundgrpo.training import modelling
     from stages import model as base
 
     base.run(ModelParams(pretrained="Qwen/Qwen3-0.6B"), [], tmp_path)
@@ -123,7 +123,7 @@ def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
     """What benchmarks/sft_epoch_curve.py relies on: its callback sees the model after every epoch."""
     from transformers import TrainerCallback
 
-    from fundgrpo import sft
+    from fundgrpo.training import sft_trainer
 
     root, _ = chain
     seen = []
@@ -132,13 +132,13 @@ def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
         def on_epoch_end(self, args, state, control, model=None, **kwargs):
             seen.append((round(state.epoch), sum(p.numel() for p in model.parameters())))
 
-    sft.run(SftParams(epochs=2, batch_size=8), ModelParams(arch=TINY_ARCH), root / "base", datasets["train"], tmp_path, callbacks=[Epochs()])
+    sft_trainer.run(SftParams(epochs=2, batch_size=8), ModelParams(arch=TINY_ARCH), root / "base", datasets["train"], tmp_path, callbacks=[Epochs()])
     assert [e for e, _ in seen] == [1, 2] and all(n > 0 for _, n in seen)
 
 
 @pytest.fixture(scope="module")
 def policy(chain, datasets, rubric, schema):
-    from fundgrpo import grpo as train
+    from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
     params = GrpoParams(max_steps=2, eval_steps=0, save_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1, warmup_steps=0)
@@ -253,7 +253,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
     from safetensors.torch import load_file
     from transformers import TrainerCallback
 
-    from fundgrpo import grpo as train
+    from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
     params = GrpoParams(max_steps=4, save_steps=2, eval_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=16,
@@ -280,7 +280,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
 
 
 def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, tmp_path):
-    from fundgrpo import grpo as train
+    from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
     params = GrpoParams(max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
@@ -300,7 +300,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     import torch
     from safetensors.torch import load_file
 
-    from fundgrpo import grpo as train
+    from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
     # lr 0.05 wrecks the tiny policy: no trained step can beat the SFT start, which must come back unchanged
@@ -312,7 +312,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" in r for r in curve.values())
     assert out["start_value"] == curve[0]["eval_greedy_qwk"]
     # the callback's figures are the backtest's, for the start model on the same prompts
-    from fundgrpo.backtesting import evaluate_model
+    from fundgrpo.evaluation.backtesting import evaluate_model
 
     start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], rubric, schema, max_new_tokens=48)
     assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {
@@ -334,7 +334,7 @@ def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, 
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from fundgrpo.params import JudgeParams, RewardWeights
-    from fundgrpo import grpo as train
+    from fundgrpo.training import grpo_trainer as train
 
     requests: list[str] = []
 

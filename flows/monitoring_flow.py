@@ -1,0 +1,301 @@
+"""Prefect flow `monitoring`: new fund data -> validation -> drift -> relearning -> the same gate.
+
+For each new file in `monitor.incoming_dir` (see monitoring/batches.py for the format):
+
+1. load it as a table source and validate it with the project's GX suite; a batch that
+   cannot be read or fails validation is quarantined with its report
+   (`monitor.quarantine_dir/<date>/<batch>/`), never merged, and the flow goes on;
+2. compare it with the training reference (`validate.out`) with Evidently: data drift on
+   the fund features, and prediction drift on the champion's grade distribution and its
+   rating migration (the same share classes graded on the reference and on the batch);
+   reports land in `monitor.report_dir/<date>/<batch>/` (drift.html/.json,
+   prediction_drift.html/.json, summary.json), the figures in the MLflow experiment
+   `monitor.experiment`; too few rows give no verdict (the report says so);
+3. on drift (and `monitor.retrain`), accept the batch into the training data
+   (`ingest.batches_dir`) and run the `training` flow as a subflow: DVC retrains on the
+   reference plus the batch, backtests on the frozen expert test set, and the register
+   stage moves `champion` only if the candidate wins by `register.gate.margin`. The
+   candidate and the old champion are also scored on the batch's rated test-split funds;
+   both results go to summary.json and MLflow.
+
+The file is then moved to `monitor.processed_dir/<date>/`. A retrain that fails leaves
+the champion as it was; the batch stays accepted for the next training run, and the
+flow fails with the error after writing the summary.
+
+    python -m flows.monitoring_flow          # one run, here
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from dataclasses import asdict, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from flows import common
+from flows.training_flow import mlflow_check, training
+from fundgrpo import io
+from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.params import Params, load_params
+from fundgrpo.serving import champion
+from monitoring import batches, drift
+from fundgrpo.data.ingestion import IngestError
+from fundgrpo.data.validation import validate_frame
+from fundgrpo.evaluation.backtesting import rule_predictions
+from fundgrpo.registry import mlflow_registry
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+@task(name="load-batch", task_run_name="load {name}", cache_policy=NO_CACHE)
+def load_batch(path: str, name: str, params: Params) -> pd.DataFrame:
+    table = batches.load(Path(path), params.ingest)
+    get_run_logger().info("batch %s: %d rows, %d columns", name, len(table), len(table.columns))
+    return table
+
+@task(name="validate-batch", task_run_name="validate {name}", cache_policy=NO_CACHE)
+def validate_batch(table: pd.DataFrame, name: str, params: Params, report_dir: str):
+
+    return validate_frame(table, params.validate, Path(report_dir))
+
+@task(name="data-drift", task_run_name="data drift {name}", cache_policy=NO_CACHE)
+def data_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, params: Params, out: str) -> drift.DataDrift:
+    result = drift.data_drift(reference, table, params.monitor, Path(out))
+    get_run_logger().info("batch %s, data drift: %s", name, result.reason)
+    return result
+
+@task(name="prediction-drift", task_run_name="prediction drift {name}", cache_policy=NO_CACHE)
+def prediction_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, params: Params, root: str, uri: str, out: str) -> dict[str, Any]:
+    """The champion's grades on samples of both frames; its drift, and its scores on the batch."""
+    logger = get_run_logger()
+    monitor = params.monitor
+    rubric, schema = _schema(Path(root), params)
+    batch_records = champion.sample(champion.prompt_records(table, rubric, params.prepare), monitor.prediction_sample, monitor.seed)
+    if monitor.prediction_sample <= 0:
+        return {"drift": drift.PredictionDrift(None, "prediction drift off (monitor.prediction_sample is 0)"), "records": batch_records}
+    few = drift.too_few_rows(min(len(reference), monitor.prediction_sample), len(batch_records), monitor.min_rows)
+    if few:  # no verdict possible: do not spend minutes generating
+        return {"drift": drift.PredictionDrift(None, few), "records": batch_records}
+    with tempfile.TemporaryDirectory() as tmp:
+        loaded = champion.load_champion(uri, params.register.model_name, Path(tmp))
+        if loaded is None:
+            logger.info("no champion in the registry: prediction drift skipped")
+            return {"drift": drift.PredictionDrift(None, "no champion in the registry: prediction drift skipped"), "records": batch_records}
+        folder, version = loaded
+        # The same share classes on the reference where it has them (their grades then pair up for
+        # the rating migration); a batch of mostly new share classes is compared by distribution only.
+        known = set(reference["share_class_id"].astype(str))
+        paired_ids = [r["share_class_id"] for r in batch_records if r["share_class_id"] in known]
+        if len(paired_ids) >= monitor.min_rows:
+            ref_records = champion.prompt_records(reference, rubric, params.prepare, only=paired_ids)
+        else:
+            ref_records = champion.sample(champion.prompt_records(reference, rubric, params.prepare), monitor.prediction_sample, monitor.seed)
+        ref_preds = champion.grade(folder, ref_records, rubric, schema, params.backtest, f"champion v{version} on reference")
+        batch_preds = champion.grade(folder, batch_records, rubric, schema, params.backtest, f"champion v{version} on batch")
+    before = {r["share_class_id"]: p["grade"] for r, p in zip(ref_records, ref_preds)}
+    pairs = [(before[r["share_class_id"]], p["grade"]) for r, p in zip(batch_records, batch_preds) if r["share_class_id"] in before]
+    result = drift.prediction_drift([p["grade"] for p in ref_preds], [p["grade"] for p in batch_preds], monitor, Path(out), pairs)
+    logger.info("batch %s, prediction drift (champion v%s): %s", name, version, result.reason)
+    return {
+        "drift": result,
+        "records": batch_records,
+        "champion_version": version,
+        "champion_on_batch": champion.scored(batch_records, batch_preds, rubric),
+    }
+
+@task(name="candidate-on-batch", cache_policy=NO_CACHE)
+def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[str, Any]:
+    """The new candidate (models/policy) and the rule scorer on the batch's rated test-split funds."""
+
+    rubric, schema = _schema(Path(root), params)
+    rows = [r for r in records if r["labelled"] and r["split"] == "test"]
+    if not rows:
+        return {"n": 0, "note": "no rated test-split fund in the batch sample"}
+    preds = champion.grade(Path(root) / params.grpo.out_dir, rows, rubric, schema, params.backtest, "candidate on batch")
+    return {"candidate": champion.scored(rows, preds, rubric), "rule": champion.scored(rows, rule_predictions(rows), rubric)}
+
+# -------------------------------------------------------------------- helpers
+
+
+def _schema(root: Path, params: Params) -> tuple[dict, dict]:
+    """(rubric, output schema) as the schema stage wrote them."""
+    return load_compiled(root / params.methodology.out_dir)
+
+def _reference(root: Path, params: Params) -> pd.DataFrame:
+    path = root / params.validate.out
+    if not path.exists():
+        raise FileNotFoundError(f"no training reference at {path}: run the training flow (or dvc repro) first")
+    return pd.read_parquet(path)
+
+def _thresholds(params: Params) -> dict[str, Any]:
+    m = params.monitor
+    return {
+        "min_rows": m.min_rows, "method": m.method, "threshold": m.threshold, "drift_share": m.drift_share,
+        "prediction_method": m.prediction_method, "prediction_threshold": m.prediction_threshold, "migration_threshold": m.migration_threshold,
+        "prediction_sample": m.prediction_sample, "gate_metric": params.register.gate.metric, "gate_margin": params.register.gate.margin,
+    }
+
+class MonitoringRun:
+    """The batch's MLflow run in `monitor.experiment`, written through the client (tasks run in threads)."""
+
+    def __init__(self, uri: str, params: Params, root: Path, name: str) -> None:
+        from mlflow import MlflowClient
+
+        register = replace(params.register, experiment=params.monitor.experiment, tracking_uri=uri,
+                           artifact_location=str(root / params.register.artifact_location))
+        experiment_id = mlflow_registry.setup(register)
+        self.client = MlflowClient(tracking_uri=uri)
+        self.run_id = self.client.create_run(experiment_id, run_name=f"monitor {name}", tags={"batch": name}).info.run_id
+
+    def log(self, metrics: dict[str, float] | None = None, params: dict[str, Any] | None = None, tags: dict[str, Any] | None = None) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        now = int(datetime.now(timezone.utc).timestamp() * 1000)
+        self.client.log_batch(
+            self.run_id,
+            metrics=[Metric(k, float(v), now, 0) for k, v in (metrics or {}).items() if v is not None],
+            params=[Param(k, str(v)) for k, v in (params or {}).items()],
+            tags=[RunTag(k, str(v)[:5000]) for k, v in (tags or {}).items()],
+        )
+
+    def finish(self, report_dir: Path, ok: bool) -> None:
+        self.client.log_artifacts(self.run_id, str(report_dir), "report")
+        self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")
+
+def _drift_figures(data: drift.DataDrift, pred: drift.PredictionDrift) -> dict[str, float | None]:
+    figures: dict[str, float | None] = {
+        "drift.share": data.share,
+        "drift.columns_drifted": float(len(data.drifted)) if data.verdict is not None else None,
+        "drift.dataset": None if data.verdict is None else float(data.verdict),
+        "prediction_drift.score": pred.score,
+        "prediction_drift.migration": pred.migration,
+        "prediction_drift.detected": None if pred.verdict is None else float(pred.verdict),
+    }
+    figures.update({f"drift.score.{c}": v for c, v in data.scores.items()})
+    return figures
+
+# ----------------------------------------------------------------------- flow
+
+
+def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool, retries: int, retry_delay_s: float, day: str) -> dict[str, Any]:
+    """One batch from the watched folder to its verdict (and relearning); returns its summary."""
+
+    logger = get_run_logger()
+    name = batches.name_of(path)
+    out = root / params.monitor.report_dir / day / name
+    out.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {"batch": name, "file": path.name, "date": day, "thresholds": _thresholds(params)}
+
+    def quarantined(reason: str, report: Path | None) -> dict[str, Any]:
+        dest = batches.quarantine(path, report, reason, params.monitor, root, day)
+        logger.error("batch %s QUARANTINED (not merged) in %s: %s", name, dest, reason)
+        summary.update(verdict="quarantined", reason=reason, quarantine=str(dest.relative_to(root)))
+        io.write_json(summary, out / "summary.json")
+        return summary
+
+    try:
+        table = load_batch(str(path), name, params)
+    except IngestError as err:
+        return quarantined(f"cannot be read: {err}", None)
+    checked = validate_batch(table, name, params, str(out / "validation"))
+    if not checked.success:
+        return quarantined(f"failed validation ({len(checked.failures)} expectation(s)): " + "; ".join(checked.failures), out / "validation")
+    summary["rows"] = len(table)
+    summary["as_of"] = str(table["as_of"].iloc[0]) if "as_of" in table and len(table) else None
+
+    reference = _reference(root, params)
+    try:
+        data = data_drift(reference, table, name, params, str(out))
+    except drift.DriftError as err:  # e.g. no fund feature in common: bad input, not a verdict
+        return quarantined(f"cannot be compared with the reference: {err}", out / "validation")
+    predicted = prediction_drift(reference, table, name, params, str(root), uri, str(out))
+    pred: drift.PredictionDrift = predicted["drift"]
+    drifted = bool(data.verdict) or bool(pred.verdict)
+    if data.verdict is None and pred.verdict is None:
+        verdict = "no verdict"
+    else:
+        verdict = "drift" if drifted else "no drift"
+    reason = f"{data.reason}; {pred.reason}" if pred.verdict else data.reason
+    summary.update(verdict=verdict, reason=reason, data_drift=asdict(data), prediction_drift=asdict(pred),
+                   champion_version=predicted.get("champion_version"), champion_on_batch=predicted.get("champion_on_batch"))
+    io.write_json(summary, out / "summary.json")
+
+    run = MonitoringRun(uri, params, root, name)
+    run.log(_drift_figures(data, pred), params={f"monitor.{k}": v for k, v in summary["thresholds"].items()} | {"rows": len(table)},
+            tags={"verdict": verdict, "reason": reason, "prediction_drift.reason": pred.reason})
+    logger.info("batch %s: %s (%s; %s)", name, verdict.upper(), data.reason, pred.reason)
+
+    ok = True
+    try:
+        if drifted and retrain:
+            summary["retrain"] = relearn(root, params, name, table, predicted, retries, retry_delay_s, run)
+        elif drifted:
+            summary["retrain"] = {"status": "skipped", "reason": "drift found but retraining is off (monitor.retrain / retrain=False)"}
+        else:
+            summary["retrain"] = {"status": "not needed", "reason": f"{verdict}: the batch is archived, not merged"}
+    except Exception as err:
+        ok = False
+        summary["retrain"] = {"status": "failed", "error": str(err), "note": "the champion is unchanged; the batch stays accepted for the next training run"}
+        raise
+    finally:
+        summary["processed"] = str(batches.archive(path, params.monitor, root, day).relative_to(root))
+        io.write_json(summary, out / "summary.json")
+        run.log(tags={"retrain": summary["retrain"]["status"]})
+        run.finish(out, ok)
+    return summary
+
+def relearn(root: Path, params: Params, name: str, table: pd.DataFrame, predicted: dict, retries: int, retry_delay_s: float, run: MonitoringRun) -> dict[str, Any]:
+    """Accept the batch, run the training flow, score the candidate on the batch; the gate's decision."""
+    logger = get_run_logger()
+    with common.workspace_lock(root, -1, logger.info):  # never write a dependency under a running training
+        stored = batches.accept(table, name, root / params.ingest.batches_dir)
+    logger.info("batch %s accepted into the training data: %s; retraining", name, stored.relative_to(root))
+    result = training(root=str(root), retries=retries, retry_delay_s=retry_delay_s)
+    decision = result["decision"] if result["registered"] else None
+    outcome: dict[str, Any] = {"status": "done", "accepted": str(stored.relative_to(root)), "message": result["message"], "decision": decision}
+    if decision is not None:
+        backtest = json.loads((root / params.backtest.metrics).read_text(encoding="utf-8"))
+        outcome["on_test_set"] = {"n_funds": backtest.get("n_funds"), **{m: backtest["models"][m] for m in ("grpo", "rule") if m in backtest["models"]}}
+        outcome["on_batch"] = candidate_on_batch(predicted["records"], params, str(root))
+        outcome["on_batch"]["champion"] = predicted.get("champion_on_batch")
+        candidate = (outcome["on_batch"].get("candidate") or {}).get(params.register.gate.metric)
+        run.log(
+            metrics={"gate.promoted": float(decision["promoted"]), "gate.candidate": decision["candidate"], "gate.baseline": decision["baseline"],
+                     f"batch.candidate.{params.register.gate.metric}": candidate},
+            tags={"gate.reason": decision["reason"], "gate.version": decision["version"], "gate.alias": decision["alias"]},
+        )
+    logger.info("batch %s: %s", name, result["message"])
+    return outcome
+
+@flow(name="monitoring")
+def monitoring(root: str = ".", retrain: bool | None = None, retries: int = 2, retry_delay_s: float = 30.0) -> list[dict]:
+    """Handle every new batch in the watched folder; returns one summary per batch."""
+    logger = get_run_logger()
+    workspace = Path(root).resolve()
+    params = load_params(workspace / "params.yaml")
+    files = batches.incoming(params.monitor, workspace)
+    if not files:
+        logger.info("no new batch in %s", workspace / params.monitor.incoming_dir)
+        return []
+    uri = common.tracking_uri(params.register, workspace)
+    mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)(uri)
+    day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    relearn_on = params.monitor.retrain if retrain is None else retrain
+    return [handle_batch(workspace, params, path, uri, relearn_on, retries, retry_delay_s, day) for path in files]
+
+def main() -> int:
+    results = monitoring()
+    for s in results:
+        print(f"{s['batch']}: {s['verdict']}: {s.get('retrain', {}).get('message') or s['reason']}")
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Prefect flow `training`: the DVC pipeline, one task per stage, ending in the registry gate.
+
+DVC owns the DAG (dvc.yaml), the caching and the skip decisions: each task runs
+`dvc repro --single-item <stage>` in DVC's own order (`dvc dag`), so an unchanged stage
+is skipped by DVC while the Prefect UI still shows every stage's state, duration and log.
+The last stage, register, logs the candidate to MLflow and moves `champion` only through
+the gate; the flow returns (and logs) that decision from metrics/register.json.
+
+Overrides are `dvc exp run -S` pairs: the flow parameter {"grpo.beta": "0.04"} is the
+CLI's `dvc exp run -S grpo.beta=0.04`; they are written to params.yaml for this run only and the
+file is restored when the run ends, however it ends, so the next scheduled run trains with the
+committed parameters again (DVC then sees them differ from dvc.lock and reruns what they touch).
+
+A whole run holds a file lock on the workspace, so two runs queue instead of colliding
+(DVC's own lock would fail the second at once) and alias moves happen one at a time.
+A stage that fails after its retries fails the flow: the stages write atomically, so
+the earlier outputs, the registry and the champion stay as they were.
+
+    python -m flows.training_flow                              # one run, here
+    python -m flows.training_flow grpo.learning_rate=0.0001    # with overrides
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from prefect import flow, get_run_logger, runtime, task
+from prefect.cache_policies import NO_CACHE
+
+from flows import common, journal
+from fundgrpo.params import load_params
+
+REGISTER = "register"
+
+
+@task(name="params", cache_policy=NO_CACHE)
+def apply_params(root: str, overrides: dict[str, str]) -> list[str]:
+    changes = common.apply_overrides(Path(root) / "params.yaml", overrides)
+    get_run_logger().info("params.yaml: %s (CLI: dvc exp run -S %s)", ", ".join(changes), " -S ".join(changes))
+    return changes
+
+@task(name="mlflow-check", cache_policy=NO_CACHE)
+def mlflow_check(uri: str) -> str:
+    status = common.check_tracking(uri)
+    get_run_logger().info(status)
+    return status
+
+@task(name="dvc-stage", task_run_name="{stage}", cache_policy=NO_CACHE)
+def dvc_stage(root: str, stage: str) -> bool:
+    """One DVC stage; True when DVC ran it, False when it was up to date."""
+    logger = get_run_logger()
+    return common.repro_stage(Path(root), stage, logger.info)
+
+@task(name="reconcile", cache_policy=NO_CACHE)
+def reconcile_task(root: str) -> list[str]:
+    return journal.reconcile(Path(root), get_run_logger().info)
+
+@task(name="gate-decision", cache_policy=NO_CACHE)
+def read_decision(path: str) -> dict | None:
+    file = Path(path)
+    return json.loads(file.read_text(encoding="utf-8")) if file.exists() else None
+
+def describe(decision: dict | None, registered: bool) -> str:
+    """One line for the log and the flow result.
+
+    >>> describe({"model_name": "m", "version": 2, "promoted": False, "reason": "qwk 0.3 does not beat x"}, True)
+    'm v2 kept as challenger: qwk 0.3 does not beat x'
+    >>> describe(None, False)
+    'pipeline up to date: no new candidate, no decision on record'
+    """
+    if decision is None:
+        return "pipeline up to date: no new candidate, no decision on record"
+    verb = "promoted to champion" if decision["promoted"] else "kept as challenger"
+    line = f"{decision['model_name']} v{decision['version']} {verb}: {decision['reason']}"
+    return line if registered else f"pipeline up to date: no new candidate (last decision: {line})"
+
+@flow(name="training")
+def training(
+    root: str = ".",
+    overrides: dict[str, str] | None = None,
+    retries: int = 2,
+    retry_delay_s: float = 30.0,
+    lock_timeout_s: float = -1,
+) -> dict:
+    """Run the DVC stages (retrying transient failures), register, gate; return the decision."""
+
+    logger = get_run_logger()
+    workspace = Path(root).resolve()
+    reconcile_task(str(workspace))  # earlier runs the server lost track of (flows/journal.py)
+    record = journal.Journal(workspace, runtime.flow_run.id)
+    run_loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.task_runs")]
+    for run_logger in run_loggers:
+        run_logger.addHandler(record)
+    try:
+        with common.workspace_lock(workspace, lock_timeout_s, logger.info), common.restored(workspace / "params.yaml", logger.info):
+            if overrides:
+                record.task(apply_params, str(workspace), overrides)
+            params = load_params(workspace / "params.yaml")
+            uri = common.tracking_uri(params.register, workspace)
+            check = mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
+            record.task(check, uri)  # fail before hours of training, not after
+            stages = common.stage_order(workspace)
+            logger.info("stages in DVC order: %s", " -> ".join(stages))
+            ran = []
+            for stage in stages:
+                if stage == REGISTER:
+                    record.task(check, uri)  # again: nothing may be half-registered
+                task_ = dvc_stage.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
+                if record.task(task_, str(workspace), stage, label=stage):
+                    ran.append(stage)
+            decision = record.task(read_decision, str(workspace / params.register.decision))
+        registered = REGISTER in ran
+        message = describe(decision, registered)
+        logger.info(message)
+        record.finish("COMPLETED", message)
+    except BaseException as e:
+        record.finish("FAILED", f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        for run_logger in run_loggers:
+            run_logger.removeHandler(record)
+    return {"stages": stages, "stages_run": ran, "registered": registered, "decision": decision, "message": message}
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m flows.training_flow [key=value ...]`: one run in this folder."""
+    argv = sys.argv[1:] if argv is None else argv
+    bad = [a for a in argv if "=" not in a]
+    if bad:
+        print(f"expected key=value overrides (as for dvc exp run -S), got {bad}", file=sys.stderr)
+        return 2
+    result = training(overrides=dict(a.split("=", 1) for a in argv) or None)
+    print(result["message"])
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""Validation (stage `validate`): a Great Expectations suite over the canonical fund table.
+
+The suite is derived from `fundgrpo.data.canonical.COLUMNS` (plausible ranges) and
+`params.validate` (required columns, row count, null budgets, labelled share).
+Every run writes a report directory (GX data docs as index.html, plus our own
+self-contained summary.html and summary.json with row counts: unlabelled rows and
+rows with missing history are counted there, never dropped silently). Only a
+passing table is written to `validate.out`; a failing run leaves the previous one.
+
+`validate_frame` is the same check for a new batch (e.g. from a monitoring flow).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fundgrpo import io
+from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.cli import offline
+from fundgrpo.params import ValidateParams
+
+GRADES = [1, 2, 3, 4, 5]
+HISTORY = ("return_5y", "return_10y")  # long-horizon returns young funds lack
+# dtype names GX accepts for pandas (numpy names, and pandas nullable dtypes by class name)
+NUMERIC_TYPES = [
+    *(f"{k}{b}" for k in ("int", "uint") for b in (8, 16, 32, 64)),
+    "float16", "float32", "float64",
+    *(f"{k}{b}Dtype" for k in ("Int", "UInt") for b in (8, 16, 32, 64)),
+    "Float32Dtype", "Float64Dtype",
+]
+SUITE = "canonical_funds"
+SITE = "validation_report"
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    success: bool
+    failures: list[str]  # one readable line per failed expectation
+    summary: dict[str, Any]  # counts and per-expectation outcomes (also summary.json)
+    report: Path | None = None  # report_dir/index.html
+    checks: list[dict[str, Any]] = field(default_factory=list)  # every expectation, passed or not
+
+
+# ------------------------------------------------------------------------ suite
+
+
+def null_budget(column: str, params: ValidateParams) -> float:
+    """Max share of nulls allowed in `column` (the label's budget comes from min_labelled_share)."""
+    if column == "expert_grade":
+        return 1.0 - params.min_labelled_share
+    return params.null_budget.get(column, params.default_null_budget)
+
+
+def build_suite(df_columns: list[str] | pd.Index, params: ValidateParams) -> list[Any]:
+    """GX expectations for a frame with these columns; order is the report's order."""
+    import great_expectations.expectations as gxe
+
+    cols = set(df_columns)
+    exps: list[Any] = [gxe.ExpectTableRowCountToBeBetween(min_value=params.min_rows)]
+    required = list(params.required_columns)
+    if params.min_labelled_share > 0 and "expert_grade" not in required:
+        required.append("expert_grade")  # a labelled share cannot be met without the label column
+    exps += [gxe.ExpectColumnToExist(column=c) for c in required]
+    # Column checks only for present columns: a missing one is reported once, above.
+    if "share_class_id" in cols:
+        exps += [
+            gxe.ExpectColumnValuesToNotBeNull(column="share_class_id"),
+            gxe.ExpectColumnValuesToBeUnique(column="share_class_id"),
+        ]
+    for c in ("fund_id", "category"):
+        if c in cols:
+            exps.append(gxe.ExpectColumnValuesToNotBeNull(column=c))
+    for col in COLUMNS:
+        if col.kind not in ("number", "grade") or col.name not in cols:
+            continue
+        exps.append(gxe.ExpectColumnValuesToBeInTypeList(column=col.name, type_list=NUMERIC_TYPES))
+        if col.kind == "grade":
+            exps.append(gxe.ExpectColumnValuesToBeInSet(column=col.name, value_set=GRADES))
+        else:  # nulls are ignored by GX here; the null budget below counts them
+            mostly = 1.0 - params.range_budget.get(col.name, 0.0)
+            exps.append(gxe.ExpectColumnValuesToBeBetween(column=col.name, min_value=col.low, max_value=col.high, mostly=mostly))
+        budget = null_budget(col.name, params)
+        if budget < 1.0:  # a budget of 1 means "may be empty": nothing to check
+            exps.append(gxe.ExpectColumnValuesToNotBeNull(column=col.name, mostly=round(1.0 - budget, 6)))
+    return exps
+
+
+# ------------------------------------------------------------------ validation
+
+
+def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> ValidationResult:
+    """Validate `df`, write the report directory (atomically) and return the outcome."""
+    offline()  # before the GX import: no analytics
+    import great_expectations as gx
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    report_dir = Path(report_dir)
+    with io.atomic_path(report_dir) as tmp:
+        tmp.mkdir(parents=True)
+        context = gx.get_context(mode="ephemeral")  # nothing persisted but the report
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        # Data docs need a site with a fixed base directory; it becomes report_dir.
+        context.add_data_docs_site(
+            site_name=SITE,
+            site_config={
+                "class_name": "SiteBuilder",
+                "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(tmp.resolve())},
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            },
+        )
+        batch = context.data_sources.add_pandas("funds").add_dataframe_asset("canonical").add_batch_definition_whole_dataframe("all")
+        suite = context.suites.add(gx.ExpectationSuite(name=SUITE, expectations=build_suite(df.columns, params)))
+        definition = context.validation_definitions.add(gx.ValidationDefinition(name=SUITE, data=batch, suite=suite))
+        checkpoint = context.checkpoints.add(
+            gx.Checkpoint(
+                name=SUITE,
+                validation_definitions=[definition],
+                actions=[UpdateDataDocsAction(name="data_docs", site_names=[SITE])],
+                result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
+            )
+        )
+        outcome = checkpoint.run(batch_parameters={"dataframe": df})
+
+        # Results in suite order (GX groups them by metric).
+        order = {e.id: i for i, e in enumerate(suite.expectations)}
+        results = [r.to_json_dict() for vr in outcome.run_results.values() for r in vr.results]
+        results.sort(key=lambda r: order.get(r["expectation_config"].get("id"), len(order)))
+        checks = [_check(r) for r in results]
+        failures = [c["message"] for c in checks if not c["success"]]
+        summary = {
+            "success": bool(outcome.success),
+            "counts": counts(df),
+            "expectations": {"evaluated": len(checks), "failed": len(failures)},
+            "failures": failures,
+            "checks": checks,
+            "ingest_notes": list(df.attrs.get("notes", [])),  # doubts ingest could not decide (encoding guesses, a last row without a line end)
+        }
+        io.write_json(summary, tmp / "summary.json")
+        data_docs = (tmp / "index.html").exists()
+        io.write_text(summary_html(summary, data_docs), tmp / "summary.html")
+        if not data_docs:  # data docs not rendered: our summary is the index
+            io.write_text(summary_html(summary, False), tmp / "index.html")
+    return ValidationResult(bool(outcome.success), failures, summary, report_dir / "index.html", checks)
+
+
+def validate_frame(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> ValidationResult:
+    """Validate a new batch with the same suite (for monitoring flows); writes no table."""
+    return run(df, params, report_dir)
+
+
+def counts(df: pd.DataFrame) -> dict[str, Any]:
+    """Row counts the report must show, so no row is lost without a number."""
+    n = len(df)
+    labelled = int(df["expert_grade"].notna().sum()) if "expert_grade" in df else 0
+    # Only columns the source has: an export without 10-year returns is not "missing" them row by row.
+    present = [c for c in HISTORY if c in df]
+    missing = {c: int(df[c].isna().sum()) for c in present}
+    any_missing = int(df[present].isna().any(axis=1).sum()) if present else 0
+    return {
+        "rows": n,
+        "columns": len(df.columns),
+        "funds": int(df["fund_id"].nunique()) if "fund_id" in df else None,
+        "categories": int(df["category"].nunique()) if "category" in df else None,
+        "rows_per_category": {str(k): int(v) for k, v in df["category"].value_counts(dropna=False).items()} if "category" in df else {},
+        "labelled_rows": labelled,
+        "unlabelled_rows": n - labelled,
+        "rows_missing_history": missing,
+        "rows_missing_any_history": any_missing,
+        "history_columns_absent": [c for c in HISTORY if c not in df],
+        "nulls": {str(c): int(v) for c, v in df.isna().sum().items()},
+    }
+
+
+# --------------------------------------------------------------------- messages
+
+
+def _check(r: dict) -> dict[str, Any]:
+    """One expectation's outcome as plain data plus a readable line."""
+    cfg = r["expectation_config"]
+    kwargs = {k: v for k, v in cfg["kwargs"].items() if k != "batch_id"}
+    res = r.get("result") or {}
+    exc = r.get("exception_info") or {}
+    column = kwargs.get("column")
+    name = f"{cfg['type']}({column})" if column else cfg["type"]
+    return {
+        "expectation": cfg["type"],
+        "column": column,
+        "kwargs": {k: v for k, v in kwargs.items() if k != "column"},
+        "success": bool(r["success"]),
+        "observed": _observed(res),
+        "message": f"{name}: {_detail(cfg['type'], kwargs, res, exc)}",
+    }
+
+
+def _observed(res: dict) -> str:
+    if "observed_value" in res:
+        return str(res["observed_value"])
+    if "unexpected_count" in res:
+        return f"{res['unexpected_count']} unexpected of {res.get('element_count')}"
+    return ""
+
+
+def _exception_message(exc: dict) -> str | None:
+    # GX nests exception info by metric when a metric fails to compute.
+    if exc.get("raised_exception"):
+        return str(exc.get("exception_message"))
+    for v in exc.values():
+        if isinstance(v, dict) and v.get("raised_exception"):
+            return str(v.get("exception_message"))
+    return None
+
+
+def _detail(kind: str, kwargs: dict, res: dict, exc: dict) -> str:
+    err = _exception_message(exc)
+    if err:
+        return f"could not be evaluated ({err})"
+    if kind == "expect_column_to_exist":
+        return "column is missing"
+    if kind == "expect_table_row_count_to_be_between":
+        return f"{res.get('observed_value')} rows, at least {kwargs.get('min_value')} required"
+    if "unexpected_count" not in res:
+        return f"observed {res.get('observed_value')!r}"
+    n, pct = res["unexpected_count"], res.get("unexpected_percent") or 0.0
+    examples = list({repr(v): v for v in res.get("partial_unexpected_list", [])}.values())[:5]
+    if kind == "expect_column_values_to_not_be_null":
+        allowed = 100 * (1 - kwargs.get("mostly", 1.0))
+        return f"{n} null values ({pct:.1f} %), at most {allowed:.1f} % allowed"
+    text = f"{n} unexpected values ({pct:.1f} % of non-null), e.g. {examples}"
+    if kind == "expect_column_values_to_be_between":
+        text += f"; plausible range [{kwargs.get('min_value')}, {kwargs.get('max_value')}]"
+    elif kind == "expect_column_values_to_be_in_set":
+        text += f"; allowed {kwargs.get('value_set')}"
+    elif kind == "expect_column_values_to_be_in_type_list":
+        text += "; a numeric dtype is required"
+    return text
+
+
+# ------------------------------------------------------------------------ HTML
+
+
+def summary_html(summary: dict, data_docs: bool = False) -> str:
+    """A self-contained page (no scripts, no external assets); links the GX data docs if rendered."""
+    e = lambda v: html.escape("" if v is None else str(v))  # noqa: E731
+    c = summary["counts"]
+    status = "PASSED" if summary["success"] else f"FAILED ({summary['expectations']['failed']} expectation(s))"
+    count_rows = [
+        ("rows", c["rows"]),
+        ("funds", c["funds"]),
+        ("categories", c["categories"]),
+        ("labelled rows (expert_grade)", c["labelled_rows"]),
+        ("unlabelled rows (not trainable, kept in the table)", c["unlabelled_rows"]),
+        *((f"rows missing {k}", v) for k, v in c["rows_missing_history"].items()),
+        *([("rows missing any of " + ", ".join(c["rows_missing_history"]), c["rows_missing_any_history"])] if c["rows_missing_history"] else []),
+        *((f"{k}: not in the source (no row counted as missing it)", "–") for k in c.get("history_columns_absent", [])),
+    ]
+    checks = "".join(
+        f"<tr class='{'ok' if ch['success'] else 'bad'}'><td>{'pass' if ch['success'] else 'FAIL'}</td>"
+        f"<td>{e(ch['expectation'])}</td><td>{e(ch['column'])}</td><td>{e(json.dumps(ch['kwargs'], default=str))}</td>"
+        f"<td>{e(ch['observed'])}</td><td>{'' if ch['success'] else e(ch['message'])}</td></tr>"
+        for ch in summary["checks"]
+    )
+    n = max(c["rows"], 1)
+    nulls = "".join(f"<tr><td>{e(k)}</td><td>{v}</td><td>{100 * v / n:.1f} %</td></tr>" for k, v in c["nulls"].items())
+    cats = "".join(f"<tr><td>{e(k)}</td><td>{v}</td></tr>" for k, v in c["rows_per_category"].items())
+    table = lambda head, body: f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table>"  # noqa: E731
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Fund table validation</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:14px}}
+tr.bad td{{background:#fdd}}tr.ok td:first-child{{color:#080}}.status{{font-size:1.3em;font-weight:bold}}</style></head>
+<body><h1>Fund table validation</h1>
+<p class="status">{e(status)}</p>
+{'<p>Full Great Expectations data docs: <a href="index.html">index.html</a></p>' if data_docs else ''}
+{'<h2>Notes from ingest (not errors: doubts it could not decide)</h2><ul>' + ''.join(f'<li>{e(n)}</li>' for n in summary.get('ingest_notes', [])) + '</ul>' if summary.get('ingest_notes') else ''}
+<h2>Counts</h2>{table(["", "n"], "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in count_rows))}
+<h2>Expectations</h2>{table(["", "expectation", "column", "arguments", "observed", "failure"], checks)}
+<h2>Nulls per column</h2>{table(["column", "nulls", "share"], nulls)}
+<h2>Rows per category</h2>{table(["category", "rows"], cats)}
+</body></html>
+"""

@@ -1,0 +1,1 @@
+"""Agreement with the experts: metrics, backtests, and the non-LLM baselines."""

@@ -1,0 +1,1 @@
+"""The analysts' methodology: compile it, place funds among their peers, write prompts and answers."""

@@ -1,0 +1,339 @@
+"""The rating methodology: load the analysts' YAML, check it, compile it.
+
+A methodology file names the criteria (a canonical metric each, a weight, a
+direction, a label per language), the grade bands on a 0-100 score, how the
+score is formed, and the output fields. It compiles into
+  * a JSON Schema for the model's answer (`output_schema`),
+  * a rubric (`rubric`): what the rewards and the prompt builder read,
+  * a rule-based reference scorer (`rule_score`).
+
+Missing metrics: a criterion whose metric is NaN for a fund is left out and the
+other weights renormalised. With return criteria for 3, 5 and 10 years weighted
+0.2 / 0.3 / 0.5 this gives exactly the Morningstar rule of 100 % / 60-40 / 50-30-20
+by length of history.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from fundgrpo.data import canonical
+from fundgrpo.methodology.peers import percentile_within
+
+LANGUAGES = ("en", "ko")
+SCORING = ("weighted", "ranked")
+
+
+class MethodologyError(ValueError):
+    """The methodology file is not usable; the message says why and where."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    id: str
+    metric: str
+    weight: float
+    higher_is_better: bool
+    label: dict[str, str]
+
+    def text(self, language: str) -> str:
+        return self.label.get(language) or self.label.get("en") or self.id
+
+
+@dataclass(frozen=True)
+class Band:
+    grade: int
+    low: float
+    high: float
+    label: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def midpoint(self) -> float:
+        return (self.low + self.high) / 2
+
+
+@dataclass(frozen=True)
+class Methodology:
+    name: str
+    version: str
+    language: str
+    scoring: str
+    criteria: tuple[Criterion, ...]
+    bands: tuple[Band, ...]  # ascending by score
+    reasoning_min_chars: int = 20
+    reasoning_max_chars: int = 200
+    cite_top: int = 3  # how many of the weightiest criteria a good reasoning cites
+    # Metrics the evaluator is shown beside the criteria but that carry no weight in
+    # the rule scorer (weight 0): what an analyst also looks at before grading.
+    context: tuple[Criterion, ...] = ()
+
+    @property
+    def grades(self) -> list[int]:
+        return [b.grade for b in self.bands]
+
+    def grade_for(self, score: float) -> int:
+        """Grade of a 0-100 score: bands are [low, high), the top band includes 100."""
+        for band in self.bands:
+            if band.low <= score < band.high:
+                return band.grade
+        return self.bands[-1].grade if score >= self.bands[-1].high else self.bands[0].grade
+
+    def band(self, grade: int) -> Band:
+        return next(b for b in self.bands if b.grade == grade)
+
+
+# ----------------------------------------------------------------- load, check
+
+
+def load(path: str | Path) -> Methodology:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise MethodologyError(f"methodology file not found: {path}") from None
+    except yaml.YAMLError as e:
+        raise MethodologyError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise MethodologyError(f"{path}: expected a mapping at the top level")
+    return parse(raw, where=str(path))
+
+
+def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
+    def number(value: Any, field: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise MethodologyError(f"{where}: {field} must be a number, got {value!r}")
+        return float(value)
+
+    def need(d: dict, key: str, ctx: str) -> Any:
+        if key not in d:
+            raise MethodologyError(f"{where}: {ctx} is missing '{key}'")
+        return d[key]
+
+    language = raw.get("language", "en")
+    if language not in LANGUAGES:
+        raise MethodologyError(f"{where}: language must be one of {LANGUAGES}, got {language!r}")
+    scoring = raw.get("scoring", "weighted")
+    if scoring not in SCORING:
+        raise MethodologyError(f"{where}: scoring must be one of {SCORING}, got {scoring!r}")
+
+    criteria = []
+    for i, c in enumerate(need(raw, "criteria", "the file") or []):
+        ctx = f"criterion {i + 1}"
+        metric = need(c, "metric", ctx)
+        if metric in canonical.LABELS:
+            raise MethodologyError(f"{where}: {ctx} reads {metric!r}, the analysts' label the model learns to predict; "
+                                   "a criterion must be a fund metric, or the label leaks into the prompt")
+        if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
+            raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
+        weight = need(c, "weight", ctx)
+        if not isinstance(weight, (int, float)) or weight <= 0:
+            raise MethodologyError(f"{where}: {ctx} ({metric}) weight must be a positive number, got {weight!r}")
+        label = c.get("label", {})
+        label = {language: label} if isinstance(label, str) else dict(label)
+        criteria.append(
+            Criterion(
+                id=str(c.get("id", metric)),
+                metric=metric,
+                weight=float(weight),
+                higher_is_better=bool(c.get("higher_is_better", True)),
+                label=label,
+            )
+        )
+    if not criteria:
+        raise MethodologyError(f"{where}: no criteria")
+    ids = [c.id for c in criteria]
+    if len(set(ids)) != len(ids):
+        raise MethodologyError(f"{where}: criterion ids repeat: {ids}")
+    total = sum(c.weight for c in criteria)
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        detail = ", ".join(f"{c.id}={c.weight:g}" for c in criteria)
+        raise MethodologyError(f"{where}: criterion weights must sum to 1, they sum to {total:.4g} ({detail})")
+
+    context = []
+    for i, c in enumerate(raw.get("context") or []):
+        ctx = f"context metric {i + 1}"
+        metric = need(c, "metric", ctx)
+        if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
+            raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
+        if metric in {c.metric for c in criteria}:
+            raise MethodologyError(f"{where}: {ctx} ({metric}) is already a criterion")
+        label = c.get("label", {})
+        label = {language: label} if isinstance(label, str) else dict(label)
+        context.append(Criterion(str(c.get("id", metric)), metric, 0.0, bool(c.get("higher_is_better", True)), label))
+    shown = ids + [c.id for c in context]
+    if len(set(shown)) != len(shown):
+        raise MethodologyError(f"{where}: criterion and context ids repeat: {shown}")
+
+    bands = []
+    for i, b in enumerate(need(raw, "grades", "the file") or []):
+        ctx = f"grade band {i + 1}"
+        label = b.get("label", {})
+        label = {"en": label} if isinstance(label, str) else dict(label)
+        bands.append(Band(int(number(need(b, "grade", ctx), f"{ctx} grade")), number(need(b, "min", ctx), f"{ctx} min"),
+                          number(need(b, "max", ctx), f"{ctx} max"), label))
+    bands = _check_bands(bands, where)
+
+    output = raw.get("output", {}) or {}
+    reasoning = output.get("reasoning", {}) or {}
+    low = int(number(reasoning.get("min_chars", 20), "output.reasoning.min_chars"))
+    high = int(number(reasoning.get("max_chars", 200), "output.reasoning.max_chars"))
+    if not 0 < low < high:
+        raise MethodologyError(f"{where}: output.reasoning needs 0 < min_chars < max_chars, got min_chars {low} and max_chars {high}")
+    return Methodology(
+        name=str(raw.get("name", "methodology")),
+        version=str(raw.get("version", "1")),
+        language=language,
+        scoring=scoring,
+        criteria=tuple(criteria),
+        bands=tuple(bands),
+        reasoning_min_chars=low,
+        reasoning_max_chars=high,
+        cite_top=int(output.get("cite_top", 3)),
+        context=tuple(context),
+    )
+
+
+def _check_bands(bands: list[Band], where: str) -> list[Band]:
+    if len(bands) < 2:
+        raise MethodologyError(f"{where}: need at least two grade bands")
+    for b in bands:
+        if not b.low < b.high:
+            raise MethodologyError(f"{where}: grade {b.grade} band has min {b.low:g} >= max {b.high:g}")
+    bands = sorted(bands, key=lambda b: b.low)
+    if bands[0].low != 0 or bands[-1].high != 100:
+        raise MethodologyError(f"{where}: grade bands must cover 0-100, they cover {bands[0].low:g}-{bands[-1].high:g}")
+    for prev, nxt in zip(bands, bands[1:]):
+        if nxt.low < prev.high:
+            raise MethodologyError(
+                f"{where}: grade bands overlap: grade {prev.grade} [{prev.low:g}, {prev.high:g}) "
+                f"and grade {nxt.grade} [{nxt.low:g}, {nxt.high:g})"
+            )
+        if nxt.low > prev.high:
+            raise MethodologyError(f"{where}: gap between grade {prev.grade} and {nxt.grade} bands ({prev.high:g}-{nxt.low:g})")
+    grades = [b.grade for b in bands]
+    if grades != sorted(grades) or len(set(grades)) != len(grades):
+        raise MethodologyError(f"{where}: grades must rise with the score and be distinct, got {grades}")
+    return bands
+
+
+# ------------------------------------------------------------------- compile
+
+
+def output_schema(m: Methodology) -> dict[str, Any]:
+    """JSON Schema of the model's answer."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"{m.name} evaluation",
+        "type": "object",
+        "properties": {
+            "grade": {"type": "integer", "enum": m.grades},
+            "score": {"type": "number", "minimum": 0, "maximum": 100},
+            "reasoning": {"type": "string", "minLength": 1, "maxLength": 2 * m.reasoning_max_chars},
+        },
+        "required": ["grade", "score", "reasoning"],
+        "additionalProperties": False,
+    }
+
+
+def rubric(m: Methodology) -> dict[str, Any]:
+    """What the rewards, the prompts and the reports read (JSON-serialisable)."""
+    return {
+        "name": m.name,
+        "version": m.version,
+        "language": m.language,
+        "scoring": m.scoring,
+        "grades": m.grades,
+        "bands": [{"grade": b.grade, "min": b.low, "max": b.high, "label": b.label} for b in m.bands],
+        "criteria": [
+            {
+                "id": c.id,
+                "metric": c.metric,
+                "weight": c.weight,
+                "higher_is_better": c.higher_is_better,
+                "label": c.text(m.language),
+            }
+            for c in m.criteria
+        ],
+        "reasoning": {"min_chars": m.reasoning_min_chars, "max_chars": m.reasoning_max_chars},
+        "cite_top": m.cite_top,
+        "context": [
+            {"id": c.id, "metric": c.metric, "higher_is_better": c.higher_is_better, "label": c.text(m.language)} for c in m.context
+        ],
+    }
+
+
+def load_compiled(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(rubric, output_schema) as the `methodology` stage wrote them into `out_dir`."""
+    import json
+
+    folder = Path(out_dir)
+    rubric_ = json.loads((folder / "rubric.json").read_text(encoding="utf-8"))
+    schema = json.loads((folder / "output_schema.json").read_text(encoding="utf-8"))
+    return rubric_, schema
+
+
+def from_rubric(r: dict[str, Any]) -> Methodology:
+    """Rebuild the methodology from its compiled rubric (what downstream stages read)."""
+    return parse(
+        {
+            "name": r["name"],
+            "version": r["version"],
+            "language": r["language"],
+            "scoring": r["scoring"],
+            "criteria": [{k: c[k] for k in ("id", "metric", "weight", "higher_is_better", "label")} for c in r["criteria"]],
+            "grades": [{"grade": b["grade"], "min": b["min"], "max": b["max"], "label": b["label"]} for b in r["bands"]],
+            "output": {"reasoning": r["reasoning"], "cite_top": r["cite_top"]},
+            "context": r.get("context", []),
+        },
+        where="rubric",
+    )
+
+
+# ---------------------------------------------------------------- rule scorer
+
+
+def criterion_percentiles(m: Methodology, funds: pd.DataFrame, within_category: bool = True, with_context: bool = False) -> pd.DataFrame:
+    """Per-criterion percentile (0-100, 100 = best) of each fund within its category
+    (or, with `within_category=False`, among all funds passed in); `with_context` adds
+    the context metrics' columns.
+
+    A criterion whose metric column is absent is all-NaN (left out by the scorer).
+    """
+    out = pd.DataFrame(index=funds.index)
+    frame = funds if within_category else funds.assign(_universe=0)
+    group = "category" if within_category else "_universe"
+    for c in m.criteria + (m.context if with_context else ()):
+        if c.metric in funds:
+            out[c.id] = percentile_within(frame, c.metric, c.higher_is_better, group=group)
+        else:
+            out[c.id] = np.nan
+    return out
+
+
+def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Apply the methodology to funds: columns `rule_score` (0-100) and `rule_grade`.
+
+    `percentiles` (from `criterion_percentiles` over the whole peer universe) may be
+    passed so a subset of funds is scored against all its peers.
+    """
+    pct = criterion_percentiles(m, funds) if percentiles is None else percentiles.loc[funds.index]
+    weights = pd.Series({c.id: c.weight for c in m.criteria})
+    present = pct.notna()
+    weight_sum = present.mul(weights, axis=1).sum(axis=1)
+    composite = pct.fillna(0).mul(weights, axis=1).sum(axis=1) / weight_sum.replace(0, np.nan)
+    if m.scoring == "ranked":
+        frame = pd.DataFrame({"category": funds["category"], "composite": composite})
+        score = percentile_within(frame, "composite")
+    else:
+        score = composite
+    score = score.fillna(50.0)  # a fund with no usable metric sits mid-band, said in the report
+    return pd.DataFrame(
+        {"rule_score": score.round(1), "rule_grade": score.map(m.grade_for).astype(int)}, index=funds.index
+    )

@@ -1,0 +1,179 @@
+"""Preparation (stage `prepare`): prompt/answer datasets, split by fund.
+
+Peer context (category medians, within-category percentiles) is computed over the
+whole validated universe, as an analyst sees the market, before the split. The
+split is by `fund_id`, so share classes of one fund never straddle train and test.
+Rows without an expert grade cannot be trained or tested on: they are counted in
+metrics/prepare.json, not silently lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Collection
+
+import numpy as np
+import pandas as pd
+
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import prompts
+from fundgrpo.cli import StageError
+from fundgrpo.params import ModelParams, PrepareParams
+from fundgrpo.training.pretrained import load_tokenizer
+
+SPLITS = ("train", "validation", "test")
+
+
+def split_of(fund_id: str, params: PrepareParams) -> str:
+    """The split a fund belongs to, from a seeded hash of its id.
+
+    Stable as the universe grows: a fund keeps its split when new funds or new
+    batches arrive, so the expert test set stays frozen across relearning.
+
+    >>> split_of("F1", PrepareParams()) == split_of("F1", PrepareParams())
+    True
+    """
+    u = int(hashlib.sha256(f"{params.seed}:{fund_id}".encode()).hexdigest()[:12], 16) / 16**12
+    if u < params.train_share:
+        return "train"
+    return "validation" if u < params.train_share + params.validation_share else "test"
+
+def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
+    """Assign each row the split of its fund; every split must get at least one fund.
+
+    >>> s = split_funds(pd.Series([f"F{i // 2}" for i in range(60)]), PrepareParams())
+    >>> bool(s.iloc[0] == s.iloc[1]), sorted(s.unique())
+    (True, ['test', 'train', 'validation'])
+    """
+    split = fund_ids.map(lambda f: split_of(str(f), params))
+    empty = [name for name in SPLITS if not (split == name).any()]
+    if empty:
+        raise StageError(f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; add funds or change the shares")
+    return split
+
+def _clean(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
+
+def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams(), only: Collection[str] | None = None) -> list[dict]:
+    """One record per labelled share class: prompt, reference answer and the columns rewards read.
+
+    `only` (share class ids) limits the records built; percentiles and medians still come from
+    every row, so scoring one fund against a universe costs one prompt, not thousands.
+
+    `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`): monitoring
+    re-scores new funds with the same params, so the champion sees prompts as it was trained.
+    """
+    m = meth.from_rubric(rubric)
+    shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
+    pct = meth.criterion_percentiles(m, funds, with_context=True)
+    pct_all = meth.criterion_percentiles(m, funds, within_category=False, with_context=True) if params.universe_percentile else None
+    rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
+    metrics = [c.metric for c in shown if c.metric in funds]
+    medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
+    peers = funds.groupby("category")["share_class_id"].transform("count")
+
+    records = []
+    rows = funds if only is None else funds[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
+    for i, row in rows.iterrows():
+        evidence = {
+            c.id: {
+                "value": _clean(row.get(c.metric, np.nan)),
+                "median": _clean(medians.at[i, c.metric]) if c.metric in medians else None,
+                "pct": float(pct.at[i, c.id]) if not math.isnan(pct.at[i, c.id]) else float("nan"),
+                **({"pct_all": _clean(pct_all.at[i, c.id])} if pct_all is not None else {}),
+            }
+            for c in shown
+        }
+        grade = row.get("expert_grade")
+        if pd.isna(grade):
+            continue
+        grade = int(grade)
+        band = m.band(grade)
+        score = row.get("expert_score", np.nan)
+        # The reference score must agree with the grade: clip the analysts' score into the band.
+        score = band.midpoint if pd.isna(score) else min(max(float(score), band.low), band.high - 0.5)
+        messages = prompts.build_messages(
+            rubric,
+            {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
+            evidence,
+            params.prompt_style,
+            (float(rules.at[i, "rule_score"]), int(rules.at[i, "rule_grade"])) if params.show_rule else None,
+        )
+        reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence, params.answer_style))
+        records.append(
+            {
+                "share_class_id": str(row["share_class_id"]),
+                "fund_id": str(row["fund_id"]),
+                "category": str(row["category"]),
+                "prompt": messages,
+                "reference": reference,
+                "expert_grade": grade,
+                "expert_score": round(score, 2),
+                "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in m.criteria}),
+                "rule_grade": int(rules.at[i, "rule_grade"]),
+                "rule_score": float(rules.at[i, "rule_score"]),
+            }
+        )
+    return records
+
+def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[str, list[dict]], dict]:
+    """Datasets by split, and a summary of what went where."""
+    funds = funds.reset_index(drop=True)
+    labelled = funds["expert_grade"].notna()
+    if labelled.sum() == 0:
+        raise StageError("prepare: no row has an expert grade; nothing to train or test on")
+    unknown = sorted(set(funds.loc[labelled, "expert_grade"].astype(int)) - set(rubric["grades"]))
+    if unknown:
+        rows = [i + 1 for i in funds.index[funds["expert_grade"].isin(unknown)][:3]]
+        raise StageError(f"prepare: expert_grade {', '.join(map(str, unknown))} (data rows {', '.join(map(str, rows))}, ...) is not a grade "
+                         f"of the methodology, whose grades are {rubric['grades']}; the methodology's bands must cover every grade the analysts give")
+    records = build_records(funds, rubric, params)
+    split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
+    datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
+    summary = {
+        "rows": int(len(funds)),
+        "unlabelled_rows_excluded": int((~labelled).sum()),
+        **{f"{s}_rows": len(datasets[s]) for s in SPLITS},
+        **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
+    }
+    return datasets, summary
+
+def lengths(rows: list[dict], tokenizer=None) -> dict:
+    """Prompt and answer sizes: characters, and tokens of `tokenizer` (the prompt with its chat
+    template and generation prompt, as the model reads it). On CPU, prefill of the prompt
+    dominates generation time, so this is what a prompt costs.
+
+    >>> rows = [{"prompt": [{"role": "user", "content": "abc"}], "reference": "{}"}]
+    >>> lengths(rows)
+    {'prompt_chars_mean': 3.0, 'prompt_chars_max': 3, 'answer_chars_mean': 2.0, 'answer_chars_max': 2}
+    """
+    prompt_chars = [sum(len(m["content"]) for m in r["prompt"]) for r in rows]
+    answer_chars = [len(r["reference"]) for r in rows]
+    out = {
+        "prompt_chars_mean": round(float(np.mean(prompt_chars)), 1),
+        "prompt_chars_max": int(max(prompt_chars)),
+        "answer_chars_mean": round(float(np.mean(answer_chars)), 1),
+        "answer_chars_max": int(max(answer_chars)),
+    }
+    if tokenizer is not None:
+        texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+        prompt_tokens = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        answer_tokens = [len(ids) for ids in tokenizer([r["reference"] for r in rows], add_special_tokens=False)["input_ids"]]
+        out.update(
+            prompt_tokens_mean=round(float(np.mean(prompt_tokens)), 1),
+            prompt_tokens_p95=int(np.percentile(prompt_tokens, 95)),
+            prompt_tokens_max=int(max(prompt_tokens)),
+            answer_tokens_mean=round(float(np.mean(answer_tokens)), 1),
+            answer_tokens_max=int(max(answer_tokens)),
+        )
+    return out
+
+def configured_tokenizer(model: ModelParams):
+    """The pretrained model's tokenizer, or None for the embedded model (whose tokenizer
+    the `model` stage trains on these very prompts, after this stage)."""
+    if not model.pretrained:
+        return None
+
+    return load_tokenizer(model.pretrained, model.chat_template)

@@ -1,0 +1,230 @@
+"""Prompts and reference answers, in English or Korean (the methodology's language).
+
+A prompt states the fund's metrics with their peer context: the category median
+and the fund's percentile among its peers (0-100, 100 = best), which a small
+model reads far more easily than raw decimals. A reference answer is the JSON
+the analysts would write: grade, score, and a short reasoning that cites the
+criteria that weigh most for this fund.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from fundgrpo.params import ANSWER_STYLES, PROMPT_STYLES
+
+TEXT = {
+    "en": {
+        "system": "You are a fund analyst. You rate funds by the house methodology and answer only with JSON.",
+        "task": 'Rate this fund by "{name}". Answer with JSON: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
+        "fund": "Fund: {fund} | Category: {category} ({peers} peers)",
+        "line": "- {label} ({tag}): {value} | peer median {median} | percentile {pct}",
+        "weight": "weight {weight}%",
+        "context": "context",
+        "universe": " | all funds {pct}",
+        "missing": "- {label} ({tag}): no data",
+        "top": "{label} top {n}%",
+        "bottom": "{label} bottom {n}%",
+        "sep": "; ",
+        "weighted": "weighted {pct}",
+        # compact style: one short line per criterion, percentiles only
+        "c_system": "You rate funds by the house methodology. Answer only with JSON.",
+        "c_head": "{name}. Category: {category} ({peers} peers).\nPercentile among peers (100 = best), weight:",
+        "c_line": "{label} {pct} ({tag})",
+        "c_universe": ", all funds {pct}",
+        "c_missing": "{label} n/a ({tag})",
+        "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
+        "rule": "Methodology score {score} (grade {grade})",
+    },
+    "ko": {
+        "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
+        "task": '"{name}" 방법론으로 이 펀드를 평가하세요. JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
+        "fund": "펀드: {fund} | 유형: {category} (비교 펀드 {peers}개)",
+        "line": "- {label} ({tag}): {value} | 유형 중앙값 {median} | 백분위 {pct}",
+        "weight": "가중치 {weight}%",
+        "context": "참고",
+        "universe": " | 전체 백분위 {pct}",
+        "missing": "- {label} ({tag}): 자료 없음",
+        "top": "{label} 상위 {n}%",
+        "bottom": "{label} 하위 {n}%",
+        "sep": "; ",
+        "weighted": "가중 백분위 {pct}",
+        "c_system": "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요.",
+        "c_head": "{name}. 유형: {category} (비교 펀드 {peers}개).\n유형 내 백분위(100 = 최고), 가중치:",
+        "c_line": "{label} {pct} ({tag})",
+        "c_universe": ", 전체 {pct}",
+        "c_missing": "{label} 자료 없음 ({tag})",
+        "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
+        "rule": "방법론 점수 {score} (등급 {grade})",
+    },
+}
+# Words a reasoning uses to place a fund among its peers, by language.
+TOP_WORDS = {"en": "top", "ko": "상위"}
+BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
+
+
+def _fmt(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.2f}"
+
+
+def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "full",
+                   rule: tuple[float, int] | None = None) -> list[dict]:
+    """Chat messages for one fund.
+
+    `style` "full" states each metric's value, peer median and percentile; "compact" states
+    the percentiles and weights only, about half the tokens for a pretrained tokenizer (on
+    CPU the prompt's prefill dominates generation time).
+
+    `fund` holds name, category, peers (count); `evidence` maps criterion (and context
+    metric) id to
+    {"value", "median", "pct"} (pct NaN when the metric is missing), and optionally
+    "pct_all", the percentile among all funds (shown after the peer percentile).
+    `rule` (score, grade), when given, is the methodology's own verdict, stated after the
+    fund line: the model then learns where the analysts depart from it.
+
+    >>> r = {"name": "R", "language": "en", "grades": [1, 2, 3],
+    ...      "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
+    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}})
+    >>> print(m[1]["content"].splitlines()[-1])
+    - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71
+    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2}})
+    >>> print(m[1]["content"].splitlines()[-1])
+    - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
+    >>> r["context"] = [{"id": "c", "label": "Ongoing cost"}]
+    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}})
+    >>> print(m[1]["content"].splitlines()[-1])
+    - Ongoing cost (context): 1.10 | peer median 0.90 | percentile 30
+    >>> print(build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                      {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
+    ...                       "c": {"value": 1.1, "median": 0.9, "pct": float("nan")}}, style="compact")[1]["content"])
+    R. Category: C (9 peers).
+    Percentile among peers (100 = best), weight:
+    Sharpe ratio 71, all funds 40 (100%)
+    Ongoing cost n/a (context)
+    JSON: {"reasoning": "...", "score": 0-100, "grade": 1-3}
+    >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
+    ...                rule=(71.0, 2))[1]["content"].splitlines()[2]
+    'Methodology score 71 (grade 2)'
+    """
+    if style == "compact":
+        return _compact_messages(rubric, fund, evidence, rule)
+    if style != "full":
+        raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
+    t = TEXT[rubric["language"]]
+    grades = "|".join(str(g) for g in rubric["grades"])
+    lines = [
+        t["task"].format(name=rubric["name"], grades=grades),
+        t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
+    ]
+    if rule is not None:
+        lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
+    shown = [(c, t["weight"].format(weight=round(c["weight"] * 100))) for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
+    shown += [(c, t["context"]) for c in rubric.get("context", [])]  # shown, not weighted
+    for c, tag in shown:
+        e = evidence[c["id"]]
+        if e["pct"] is None or math.isnan(e["pct"]):
+            lines.append(t["missing"].format(label=c["label"], tag=tag))
+        else:
+            lines.append(
+                t["line"].format(label=c["label"], tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"]))
+                + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
+            )
+    return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def _compact_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]],
+                      rule: tuple[float, int] | None = None) -> list[dict]:
+    t = TEXT[rubric["language"]]
+    grades = rubric["grades"]
+    grade_range = f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
+    lines = [t["c_head"].format(name=rubric["name"], category=fund["category"], peers=fund["peers"])]
+    shown = [(c, f"{round(c['weight'] * 100)}%") for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
+    shown += [(c, t["context"]) for c in rubric.get("context", [])]
+    for c, tag in shown:
+        e = evidence[c["id"]]
+        if e["pct"] is None or math.isnan(e["pct"]):
+            lines.append(t["c_missing"].format(label=c["label"], tag=tag))
+        else:
+            universe = t["c_universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else ""
+            lines.append(t["c_line"].format(label=c["label"], pct=f"{round(e['pct'])}{universe}", tag=tag))
+    if rule is not None:
+        lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
+    lines.append(t["c_answer"].format(grades=grade_range))
+    return [{"role": "system", "content": t["c_system"]}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[str]:
+    """Criteria a good reasoning cites: the `cite_top` that pull the score furthest from the middle.
+
+    >>> r = {"cite_top": 1, "criteria": [{"id": "a", "weight": 0.5}, {"id": "b", "weight": 0.5}]}
+    >>> cited_criteria(r, {"a": {"pct": 55.0}, "b": {"pct": 5.0}})
+    ['b']
+    """
+    pull = []
+    for c in rubric["criteria"]:
+        pct = evidence[c["id"]]["pct"]
+        if pct is not None and not math.isnan(pct):
+            pull.append((abs(pct - 50) * c["weight"], c["id"]))
+    return [cid for _, cid in sorted(pull, reverse=True)[: rubric.get("cite_top", 3)]]
+
+
+def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> float | None:
+    """The criteria's weighted mean percentile, weights renormalised over the criteria with data
+    (the rule scorer's composite, before any ranking), or None when no criterion has data.
+
+    >>> r = {"criteria": [{"id": "a", "weight": 0.75}, {"id": "b", "weight": 0.25}, {"id": "c", "weight": 0.5}]}
+    >>> weighted_percentile(r, {"a": {"pct": 80.0}, "b": {"pct": 40.0}, "c": {"pct": float("nan")}})
+    70.0
+    """
+    present = [(c["weight"], evidence[c["id"]]["pct"]) for c in rubric["criteria"]
+               if evidence[c["id"]]["pct"] is not None and not math.isnan(evidence[c["id"]]["pct"])]
+    total = sum(w for w, _ in present)
+    return sum(w * p for w, p in present) / total if total else None
+
+
+def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "brief") -> str:
+    """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
+
+    Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
+    rounded up to a multiple of 10 so that the claim is true and short. `style` "weighted" ends
+    with the weighted mean percentile ("...; weighted 64"): the answer states the weighted
+    evidence before the score and grade that follow from it.
+
+    >>> r = {"language": "en", "cite_top": 1, "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
+    >>> reasoning_text(r, {"s": {"pct": 71.0}}), reasoning_text(r, {"s": {"pct": 71.0}}, "weighted")
+    ('Sharpe ratio top 30%', 'Sharpe ratio top 30%; weighted 71')
+    """
+    if style not in ANSWER_STYLES:
+        raise ValueError(f"prepare.answer_style must be one of {ANSWER_STYLES}, got {style!r}")
+    t = TEXT[rubric["language"]]
+    labels = {c["id"]: c["label"] for c in rubric["criteria"]}
+    parts = []
+    for cid in cited_criteria(rubric, evidence):
+        pct = evidence[cid]["pct"]
+        if pct >= 50:
+            parts.append(t["top"].format(label=labels[cid], n=max(10, math.ceil((100 - pct) / 10) * 10)))
+        else:
+            parts.append(t["bottom"].format(label=labels[cid], n=max(10, math.ceil(pct / 10) * 10)))
+    weighted = weighted_percentile(rubric, evidence)
+    if style == "weighted" and weighted is not None:
+        parts.append(t["weighted"].format(pct=round(weighted)))
+    return t["sep"].join(parts)
+
+
+def answer_json(grade: int, score: float, reasoning: str) -> str:
+    """The reference answer as JSON, evidence first: the reasoning, then the score it
+    supports, then the grade that score falls in (a short chain of thought; key order
+    does not matter to the schema).
+
+    >>> answer_json(4, 71.04, "Sharpe ratio top 30%")
+    '{"reasoning": "Sharpe ratio top 30%", "score": 71, "grade": 4}'
+    """
+    return json.dumps({"reasoning": reasoning, "score": int(round(score)), "grade": int(grade)}, ensure_ascii=False)

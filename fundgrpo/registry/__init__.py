@@ -1,0 +1,1 @@
+"""The MLflow registry: register candidates and move aliases only through the gate."""

@@ -1,0 +1,310 @@
+"""MLflow registry: log a candidate, register it, and move aliases only through the gate.
+
+The gate compares the candidate with the current `champion` on the same backtest
+(same test funds and labels, identified by a fingerprint). The first model must
+beat the rule scorer. A candidate that loses, or produces too little valid JSON,
+gets the `challenger` alias; `champion` never moves on a failed or worse run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fundgrpo.params import GateParams, RegisterParams
+
+CHAMPION, CHALLENGER = "champion", "challenger"
+
+
+class MlflowUnavailable(RuntimeError):
+    """The MLflow tracking store cannot be reached; the message names the URI."""
+
+
+def check_tracking(uri: str, timeout_s: float = 5.0) -> str:
+    """Fail with a clear message when the tracking store cannot be reached; return a one-line status."""
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                if response.status != 200:
+                    raise MlflowUnavailable(f"MLflow tracking server {uri} answered {response.status} on /health")
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise MlflowUnavailable(
+                f"MLflow tracking server {uri} is unreachable ({reason}); start it "
+                "(docs/operations.md) or point MLFLOW_TRACKING_URI at a running one"
+            ) from err
+        return f"MLflow tracking server {uri} is up"
+    if uri.startswith("sqlite:///"):
+        folder = Path(uri[len("sqlite:///"):]).parent
+        if not folder.is_dir():
+            raise MlflowUnavailable(f"MLflow store {uri}: folder {folder} does not exist")
+        return f"MLflow store {uri}"
+    return f"MLflow store {uri} (not checked)"
+
+
+@dataclass(frozen=True)
+class Decision:
+    promote: bool
+    reason: str
+    candidate: float
+    baseline: float
+    baseline_name: str
+
+
+def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_name: str, gate: GateParams) -> Decision:
+    """The promotion rule, pure.
+
+    >>> g = GateParams(metric="qwk", margin=0.01, min_valid_json=0.9)
+    >>> decide({"qwk": 0.5, "valid_json": 1.0}, {"qwk": 0.4}, "rule", g).promote
+    True
+    >>> decide({"qwk": 0.405, "valid_json": 1.0}, {"qwk": 0.4}, "champion v1", g).reason
+    'qwk 0.405 does not beat champion v1 0.4 by more than 0.01'
+    >>> decide({"qwk": 0.9, "valid_json": 0.5}, {"qwk": 0.4}, "rule", g).promote
+    False
+    """
+    value, base = float(candidate[gate.metric]), float(baseline[gate.metric])
+    if candidate.get("valid_json", 1.0) < gate.min_valid_json:
+        return Decision(False, f"valid JSON rate {candidate['valid_json']:.3g} is below {gate.min_valid_json:g}", value, base, baseline_name)
+    if value > base + gate.margin:
+        return Decision(True, f"{gate.metric} {value:.4g} beats {baseline_name} {base:.4g} by more than {gate.margin:g}", value, base, baseline_name)
+    return Decision(False, f"{gate.metric} {value:.4g} does not beat {baseline_name} {base:.4g} by more than {gate.margin:g}", value, base, baseline_name)
+
+
+def tracking_uri(params: RegisterParams) -> str:
+    """MLFLOW_TRACKING_URI from the environment wins over params (server credentials stay there too)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking_uri
+
+
+def workspace() -> Path:
+    """The DVC workspace a stage belongs to: `DVC_ROOT`, else the current directory.
+
+    `dvc exp run --queue` (and `--temp`) runs the stages in a copy under `.dvc/tmp/exps/`
+    and sets DVC_ROOT to the user's workspace, so relative MLflow paths in params are
+    anchored there and queued experiments log into the workspace's own store.
+    """
+    return Path(os.environ.get("DVC_ROOT") or ".").absolute()
+
+
+def local_uri(uri: str, root: Path) -> str:
+    """A relative sqlite URI made absolute under `root`; any other URI unchanged.
+
+    >>> local_uri("sqlite:///mlflow.db", Path("/ws"))
+    'sqlite:////ws/mlflow.db'
+    >>> local_uri("sqlite:////abs/mlflow.db", Path("/ws")), local_uri("http://127.0.0.1:5000", Path("/ws"))
+    ('sqlite:////abs/mlflow.db', 'http://127.0.0.1:5000')
+    """
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return f"sqlite:///{(root / uri[len('sqlite:///'):]).absolute()}"
+    return uri
+
+
+def setup(params: RegisterParams) -> str:
+    """Point MLflow at the tracking store and make sure the experiment exists; return its id.
+
+    Relative paths (a sqlite store, the artifact location) are taken from the workspace
+    (`workspace()`), so a run inside a queued DVC experiment's temporary copy still logs
+    into the workspace's store, and an experiment first created there keeps its artifacts
+    in the workspace, not in a folder DVC deletes after the run.
+    """
+    import mlflow
+
+    root = workspace()
+    uri = local_uri(tracking_uri(params), root)
+    mlflow.set_tracking_uri(uri)
+    experiment = mlflow.get_experiment_by_name(params.experiment)
+    if experiment is not None:
+        return experiment.experiment_id
+    location = None
+    if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
+        location = (root / params.artifact_location).resolve().as_uri()
+    try:
+        return mlflow.create_experiment(params.experiment, artifact_location=location)
+    except mlflow.exceptions.MlflowException as err:  # another process created it in between
+        if err.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        return mlflow.get_experiment_by_name(params.experiment).experiment_id
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}
+
+    >>> flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x"})
+    {'a.b': 1, 'a.c': '[1, 2]', 'd': 'x'}
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{key}."))
+        elif isinstance(v, (list, tuple)):
+            out[key] = str(list(v))
+        else:
+            out[key] = v
+    return out
+
+
+LOCK_SUFFIX = ".promotion-lock"
+
+
+@contextmanager
+def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float = 3600.0, poll_s: float = 0.5, log=print):
+    """One gate decision at a time for `name`, across processes and machines sharing a registry.
+
+    Reading the champion, deciding and moving the alias must not interleave: two candidates that
+    both read "no champion" would both be promoted, and the worse one could end up `champion`.
+    The lock is a registered model named `<name>.promotion-lock`: the registry creates a name
+    atomically (a second create fails), on SQLite and on a tracking server's database alike.
+    A lock older than `stale_s` (its holder died) is taken over, saying so.
+    """
+    import socket
+
+    from mlflow.exceptions import MlflowException
+
+    lock = f"{name}{LOCK_SUFFIX}"
+    deadline = time.monotonic() + timeout_s
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    while True:
+        try:
+            client.create_registered_model(lock, tags={"holder": me, "since": f"{time.time():.3f}"},
+                                           description="held while a candidate passes the promotion gate; see fundgrpo/registry/mlflow_registry.py")
+            break
+        except MlflowException as err:
+            if err.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        try:
+            held = client.get_registered_model(lock)
+        except MlflowException:
+            continue  # released in between
+        holder, since = held.tags.get("holder", "?"), float(held.tags.get("since", "0") or 0)
+        if time.time() - since > stale_s or not holder_alive(holder):
+            log(f"taking over the promotion lock {lock!r} of {holder}, held {time.time() - since:.0f} s (its holder is gone)")
+            client.delete_registered_model(lock)
+            continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{holder} still holds the promotion lock {lock!r} after {timeout_s:g} s; if no registration "
+                               f"is running, remove it: MlflowClient().delete_registered_model({lock!r})")
+        time.sleep(poll_s)
+    try:
+        yield
+    finally:
+        try:
+            client.delete_registered_model(lock)
+        except MlflowException as err:  # the registry went away: say so, and let the first error through
+            log(f"could not release the promotion lock {lock!r} ({str(err)[:200]}); the next registration takes it over "
+                f"at once on this host, after {stale_s:g} s elsewhere")
+
+
+def holder_alive(holder: str) -> bool:
+    """False only for a lock holder `host:pid` on this host whose process is gone.
+
+    >>> import os, socket
+    >>> holder_alive(f"{socket.gethostname()}:{os.getpid()}"), holder_alive("elsewhere:1")
+    (True, True)
+    """
+    import socket
+
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's process: only its age tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# A version is created tagged `registration: pending` and marked `complete` once its alias is set:
+# a registration cut off in between (the stage killed, the server gone) leaves a pending version
+# without an alias, which the next registration removes before it reads the champion.
+REGISTRATION = "registration"
+
+
+def finish_pending(client, name: str, log=print) -> None:
+    """Remove the versions of `name` whose registration never set their alias; mark complete the
+    pending ones that did get it (the tag update was what failed)."""
+    for found in client.search_model_versions(f"name = '{name}'"):
+        if found.tags.get(REGISTRATION) != "pending":
+            continue
+        version = client.get_model_version(name, found.version)  # carries its aliases
+        if version.aliases:
+            client.set_model_version_tag(name, version.version, REGISTRATION, "complete")
+        else:
+            log(f"removing {name} v{version.version}: its registration did not finish (run {version.run_id})")
+            client.delete_model_version(name, version.version)
+
+
+def discard_pending(client, name: str, version: str, log=print) -> None:
+    """Best effort, after a failed registration: delete the version unless it holds an alias.
+    When the registry does not answer, the next registration removes it (finish_pending)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        if not client.get_model_version(name, version).aliases:
+            client.delete_model_version(name, version)
+            log(f"removed {name} v{version}: its registration did not finish")
+    except MlflowException:
+        log(f"{name} v{version} is left tagged {REGISTRATION}=pending; the next registration removes it")
+
+
+def champion_version(client, name: str):
+    """The version holding the champion alias, or None."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        return None
+
+
+class AliasError(LookupError):
+    """A models:/NAME@ALIAS that points at nothing, with what to do instead."""
+
+
+def version_by_alias(client, name: str, alias: str) -> str:
+    """The version `alias` points at; an AliasError naming what to serve instead when none does
+    (on a fresh run no version is `champion` until the gate promotes one)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException as err:
+        try:
+            versions = client.search_model_versions(f"name = '{name}'")
+        except MlflowException:
+            versions = []
+        if not versions:
+            raise AliasError(f"models:/{name}@{alias}: no model {name!r} is registered yet (run `dvc repro`)") from err
+        latest = max(int(v.version) for v in versions)
+        why = " (the gate has not promoted any version; metrics/register.json says why)" if alias == CHAMPION else ""
+        raise AliasError(f"models:/{name}@{alias}: no version carries the alias {alias!r}{why}; serve one explicitly, "
+                         f"e.g. models:/{name}/{latest}, or a model folder such as models/policy") from err
+
+
+def load_components(model_uri: str, dst: Path) -> Path:
+    """Download a registered model into `dst`; return one folder `from_pretrained` loads.
+
+    The transformers flavour keeps weights in `model/` and the tokenizer in
+    `components/tokenizer/`; the tokenizer files are copied beside the weights.
+    """
+    import shutil
+
+    import mlflow
+
+    local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(dst)))
+    weights = next((p.parent for p in local.rglob("config.json")), None)
+    if weights is None:
+        raise FileNotFoundError(f"no Hugging Face model files under {model_uri}")
+    tokenizer = local / "components" / "tokenizer"
+    if tokenizer.is_dir():
+        for f in tokenizer.iterdir():
+            shutil.copy2(f, weights / f.name)
+    return weights

@@ -1,0 +1,46 @@
+"""`python -m fundgrpo.serving.api add-key NAME --scopes ...` and `... serve --host --port`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import fundgrpo.serving.api as api_package
+from fundgrpo.serving.api.app import create_app
+from fundgrpo.serving.api.keys import add_key
+from fundgrpo.serving.api.settings import ApiSettings
+from fundgrpo.cli import offline
+
+
+def main(argv: list[str] | None = None) -> int:
+
+    ap = argparse.ArgumentParser(prog="python -m fundgrpo.serving.api", description=api_package.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    k = sub.add_parser("add-key", help="create an API key (printed once; only its hash is stored)")
+    k.add_argument("name")
+    k.add_argument("--scopes", default="read,evaluate")
+    s = sub.add_parser("serve", help="serve the API with uvicorn")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    args = ap.parse_args(argv)
+    settings = ApiSettings.from_env()
+    if args.command == "add-key":
+        try:
+            key = add_key(settings.keys_file, args.name, [x.strip() for x in args.scopes.split(",") if x.strip()])
+        except ValueError as err:
+            print(f"add-key failed: {err}", file=sys.stderr)
+            return 1
+        print(key)
+        print(f"(stored as a SHA-256 hash in {settings.keys_file}; the key is not shown again)", file=sys.stderr)
+        return 0
+    import uvicorn
+
+    offline()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    uvicorn.run(create_app(Path("."), settings), host=args.host, port=args.port, access_log=False)
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())

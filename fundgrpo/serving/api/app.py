@@ -1,0 +1,149 @@
+"""The FastAPI application: keys and scopes, limits, the access log, and the endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader
+
+from fundgrpo.serving.api.evaluator import Evaluator
+from fundgrpo.serving.api.keys import hash_key, load_keys
+from fundgrpo.serving.api.limits import RateLimiter
+from fundgrpo.serving.api.schemas import EvaluationRequest
+from fundgrpo.serving.api.settings import ApiSettings
+from fundgrpo.serving.api.store import Store
+from fundgrpo.registry import mlflow_registry
+
+ACCESS = logging.getLogger("fundgrpo.serving.api.access")
+
+
+def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
+    from contextlib import asynccontextmanager
+
+    settings = settings or ApiSettings.from_env()
+    root = Path(root).resolve()
+    state: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app):
+        state["store"] = Store(settings.db_url)
+        state["keys"] = load_keys(settings.keys_file if settings.keys_file.is_absolute() else root / settings.keys_file)
+        state["limiter"] = RateLimiter(settings.rate_per_min)
+        evaluator = Evaluator(root, settings)
+        evaluator.queue = asyncio.Queue()
+        state["evaluator"] = evaluator
+        worker = asyncio.create_task(evaluator.batcher())
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, evaluator.serving)
+        except Exception as err:  # noqa: BLE001 - no model yet: /readyz says so, requests get 503
+            state["load_error"] = str(err)
+        yield
+        worker.cancel()
+
+    app = FastAPI(title="fund-grpo evaluations", version="1", lifespan=lifespan)
+    header = APIKeyHeader(name="X-API-Key", auto_error=False)
+
+    @app.middleware("http")
+    async def limits_and_access_log(request: Request, call_next):
+        started = time.perf_counter()
+        length = request.headers.get("content-length")
+        if length and int(length) > settings.max_bytes:
+            response = JSONResponse({"detail": f"request body over {settings.max_bytes} bytes"}, status_code=413)
+        else:
+            response = await call_next(request)
+        ACCESS.info(json.dumps({"method": request.method, "path": request.url.path, "status": response.status_code,
+                                "ms": round((time.perf_counter() - started) * 1000, 1), "key": getattr(request.state, "key_name", None)}))
+        return response
+
+    def need(scope: str):
+        def check(request: Request, key: str | None = Depends(header)) -> str:
+            if not key:
+                raise HTTPException(401, "no API key (send X-API-Key)", headers={"WWW-Authenticate": "API-Key"})
+            entry = state["keys"].get(hash_key(key))
+            if entry is None:
+                raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "API-Key"})
+            request.state.key_name = entry["name"]
+            if scope not in entry["scopes"]:
+                raise HTTPException(403, f"this key lacks the {scope!r} scope")
+            if not state["limiter"].allow(entry["name"]):
+                raise HTTPException(429, f"over {settings.rate_per_min} requests a minute for this key", headers={"Retry-After": "60"})
+            return entry["name"]
+        return check
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz():
+        evaluator = state.get("evaluator")
+        ok = evaluator is not None and evaluator.current is not None and state["store"].ping()
+        body = {"ready": ok, "model_version": evaluator.current.version if ok else None, "error": state.get("load_error")}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.post("/v1/evaluations")
+    async def post_evaluations(body: EvaluationRequest, _: str = Depends(need("evaluate"))) -> dict:
+        if len(body.funds) > settings.max_funds:
+            raise HTTPException(422, f"funds: at most {settings.max_funds} per request, got {len(body.funds)}")
+        ids = [f.share_class_id for f in body.funds]
+        if len(set(ids)) != len(ids):
+            raise HTTPException(422, "funds: share_class_id repeats within the request")
+        evaluator: Evaluator = state["evaluator"]
+        if evaluator.current is None:  # none at start-up: try again, the alias may have been set since
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, lambda: evaluator.serving(force=True))
+                state.pop("load_error", None)
+            except Exception as err:  # noqa: BLE001 - the reason goes to the client
+                state["load_error"] = str(err)
+                raise HTTPException(503, f"no model to serve: {err}") from None
+        try:
+            version, rows = await evaluator.evaluate([f.model_dump() for f in body.funds])
+        except asyncio.TimeoutError:
+            raise HTTPException(504, f"generation took over {settings.timeout_s} s") from None
+        state["store"].add(rows, version)
+        return {"model_version": version, "evaluations": rows}
+
+    @app.get("/v1/evaluations/{share_class_id}")
+    def get_evaluation(share_class_id: str, _: str = Depends(need("read"))) -> dict:
+        found = state["store"].latest(share_class_id)
+        if found is None:
+            raise HTTPException(404, f"no stored evaluation for share class {share_class_id!r}")
+        return found
+
+    @app.get("/v1/model")
+    def get_model(_: str = Depends(need("read"))) -> dict:
+        evaluator: Evaluator = state["evaluator"]
+        if evaluator.current is None:
+            raise HTTPException(503, "no model is being served")
+        return model_card(root, evaluator)
+
+    return app
+
+def model_card(root: Path, evaluator: Evaluator) -> dict:
+    """The serving version, its backtest metrics and gate decision (MLflow run of a registered
+    version; metrics/register.json for the same version)."""
+    version = evaluator.current.version
+    card: dict[str, Any] = {"model_version": version, "target": evaluator.target}
+    if version.startswith("models:/"):
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=mlflow_registry.local_uri(mlflow_registry.tracking_uri(evaluator.params.register), root))
+        name, number = version[len("models:/"):].split("/")
+        mv = client.get_model_version(name, number)
+        run = client.get_run(mv.run_id)
+        card["aliases"] = list(mv.aliases)
+        card["backtest"] = {k[len("backtest."):]: v for k, v in run.data.metrics.items() if k.startswith("backtest.")}
+        card["gate"] = {k[len("gate."):]: v for k, v in run.data.tags.items() if k.startswith("gate.")}
+    decision = root / evaluator.params.register.decision
+    if decision.exists():
+        d = json.loads(decision.read_text())
+        if version.endswith(f"/{d.get('version')}"):
+            card["decision"] = d
+    return card

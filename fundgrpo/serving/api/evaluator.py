@@ -1,0 +1,160 @@
+"""The serving model, swapped when its alias moves, and a micro-batcher for concurrent requests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fundgrpo.serving.api.settings import ApiSettings
+from fundgrpo.data.canonical import NUMERIC
+from fundgrpo.evaluation.backtesting import predictions_from_texts
+from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.params import load_params
+from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving.batch import with_reference
+from fundgrpo.serving.champion import prompt_records
+from fundgrpo.training import modelling
+
+
+@dataclass
+class Loaded:
+    """One servable model version: weights and tokenizer in memory, and where they came from."""
+
+    version: str
+    model: Any
+    tokenizer: Any
+    folder: Path
+    scratch: Any = None  # keeps a downloaded registry copy alive while this version serves
+
+class Evaluator:
+    """The serving model (swapped when the alias moves), the rubric and the reference universe,
+    and a micro-batcher that generates for concurrent requests together."""
+
+    def __init__(self, root: Path, settings: ApiSettings) -> None:
+
+        self.root, self.settings = root, settings
+        self.params = load_params(root / "params.yaml")
+        self.rubric, self.schema = load_compiled(root / self.params.methodology.out_dir)
+        self.reference = pd.read_parquet(root / self.params.validate.out)
+        self.target = settings.model or f"models:/{self.params.register.model_name}@champion"
+        self.current: Loaded | None = None
+        self.checked_at = 0.0
+        self.swap_lock = threading.Lock()
+        self.queue: asyncio.Queue | None = None
+
+    # -- which version
+
+    def _resolve(self) -> str:
+        """The version string the target points at now (a folder is its own version)."""
+        if not self.target.startswith("models:/"):
+            return str(self.target)
+        from mlflow import MlflowClient
+
+        uri = mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root)
+        name, _, alias = self.target[len("models:/"):].partition("@")
+        version = mlflow_registry.version_by_alias(MlflowClient(tracking_uri=uri), name, alias)  # AliasError says what to serve instead
+        return f"models:/{name}/{version}"
+
+    def _load(self, version: str) -> Loaded:
+
+        if not version.startswith("models:/"):
+            model, tokenizer = modelling.load(version)
+            return Loaded(version, model, tokenizer, Path(version))
+        import mlflow
+
+        mlflow.set_tracking_uri(mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root))
+        scratch = tempfile.TemporaryDirectory(prefix="fundgrpo-api-")
+        folder = mlflow_registry.load_components(version, Path(scratch.name))
+        model, tokenizer = modelling.load(folder)
+        return Loaded(version, model, tokenizer, folder, scratch)
+
+    def serving(self, force: bool = False) -> Loaded:
+        """The version to answer with; re-resolves the alias every `alias_check_s` seconds."""
+        now = time.monotonic()
+        if self.current is not None and not force and now - self.checked_at < self.settings.alias_check_s:
+            return self.current
+        with self.swap_lock:
+            if self.current is None or force or now - self.checked_at >= self.settings.alias_check_s:
+                version = self._resolve()
+                if self.current is None or version != self.current.version:
+                    loaded = self._load(version)  # the old version keeps serving until this is ready
+                    self.current = loaded
+                    logging.getLogger("fundgrpo.serving.api").info("serving %s", version)
+                self.checked_at = time.monotonic()
+        return self.current
+
+    # -- answering
+
+    def records(self, funds: list[dict]) -> list[dict]:
+
+        frame = pd.DataFrame(funds)
+        for column in NUMERIC:  # None from JSON -> NaN, so peer percentiles see numbers
+            if column in frame:
+                frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        frame["expert_grade"] = frame["expert_grade"].astype("Int64") if "expert_grade" in frame else pd.NA
+        if "fund_id" not in frame or frame["fund_id"].isna().any():
+            frame["fund_id"] = frame.get("fund_id", pd.Series(index=frame.index, dtype=object)).fillna(frame["share_class_id"])
+        by_id = {r["share_class_id"]: r for r in prompt_records(with_reference(frame, self.reference), self.rubric, self.params.prepare,
+                                                            only=[str(f["share_class_id"]) for f in funds])}
+        return [by_id[str(f["share_class_id"])] for f in funds]
+
+    def generate(self, loaded: Loaded, records: list[dict]) -> list[dict]:
+
+        texts = modelling.generate(loaded.model, loaded.tokenizer, [r["prompt"] for r in records],
+                                   self.params.backtest.max_new_tokens, self.params.backtest.batch_size, desc="api")
+        return predictions_from_texts(texts, self.rubric, self.schema)
+
+    async def batcher(self) -> None:
+        """Collect requests for `batch_wait_ms`, generate once per version, hand each its answers."""
+        assert self.queue is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            first = await self.queue.get()
+            batch = [first]
+            deadline = loop.time() + self.settings.batch_wait_ms / 1000
+            while (left := deadline - loop.time()) > 0:
+                try:
+                    batch.append(await asyncio.wait_for(self.queue.get(), left))
+                except asyncio.TimeoutError:
+                    break
+            by_version: dict[str, list] = {}
+            for item in batch:
+                by_version.setdefault(item[0].version, []).append(item)
+            for items in by_version.values():
+                loaded = items[0][0]
+                records = [r for _, recs, _ in items for r in recs]
+                try:
+                    answers = await loop.run_in_executor(None, self.generate, loaded, records)
+                except Exception as err:  # noqa: BLE001 - each waiting request gets the failure
+                    for _, _, fut in items:
+                        if not fut.done():
+                            fut.set_exception(err)
+                    continue
+                start = 0
+                for _, recs, fut in items:
+                    if not fut.done():
+                        fut.set_result(answers[start:start + len(recs)])
+                    start += len(recs)
+
+    async def evaluate(self, funds: list[dict]) -> tuple[str, list[dict]]:
+        loop = asyncio.get_running_loop()
+        loaded = await loop.run_in_executor(None, self.serving)  # pinned: a swap does not touch this request
+        records = await loop.run_in_executor(None, self.records, funds)
+        fut: asyncio.Future = loop.create_future()
+        assert self.queue is not None
+        await self.queue.put((loaded, records, fut))
+        answers = await asyncio.wait_for(fut, self.settings.timeout_s)
+        out = []
+        for fund, record, p in zip(funds, records, answers):
+            out.append({"share_class_id": record["share_class_id"], "fund_id": record["fund_id"], "category": record["category"],
+                        "name": fund.get("name"), "grade": p["grade"], "score": p["score"], "reasoning": p["reasoning"],
+                        "valid": p["valid"], "rule_grade": record["rule_grade"], "model_version": loaded.version})
+        return loaded.version, out

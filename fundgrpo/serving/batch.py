@@ -1,0 +1,208 @@
+"""Batch scoring: a fund file and a model -> one evaluation per share class.
+
+    python -m fundgrpo.serving.batch FUNDS [--model URI_OR_FOLDER] [--out evaluations.parquet]
+
+FUNDS is canonical Parquet (what `ingest` writes) or any export the `ingest` settings in
+params.yaml read (the same column map, markers and ids). The model is
+`models:/fund-evaluator@champion` by default (the registry of `register.tracking_uri`), or a
+local folder such as `models/policy`. Peer context comes from the reference universe the model
+was trained with (`validate.out`, the validated table), so even a single fund is placed among
+its peers as in training. Beside the model's grade, score, reasoning and valid flag, each row
+carries the methodology's rule grade and a gradient-boosting grade (fitted on the reference
+universe's training split, as the `baseline` stage does). When the file carries expert grades,
+the same agreement metrics as the backtest, over the share classes no model learnt from
+(`seen_in_training` false), are printed and written next to the output (`<out>.metrics.json`).
+Output: .parquet, .csv or .jsonl, by the extension of `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from fundgrpo.params import Params
+from fundgrpo import io
+from fundgrpo.cli import offline
+from fundgrpo.data import ingestion
+from fundgrpo.evaluation import baselines
+from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.preparation import split_of
+from fundgrpo.params import load_params
+from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving.champion import grade, prompt_records
+
+CHAMPION = "models:/{name}@champion"
+OUTPUT_COLUMNS = ("share_class_id", "fund_id", "name", "category", "grade", "score", "reasoning", "valid",
+                  "rule_grade", "rule_score", "gbm_grade", "expert_grade", "seen_in_training", "model")
+
+class EvaluateError(ValueError):
+    """The funds, the model or the output cannot be used; the message says which and why."""
+
+def read_funds(path: Path, params: Params) -> pd.DataFrame:
+    """Canonical Parquet as it is; anything else through the ingest settings."""
+    from dataclasses import replace
+
+    if path.suffix.lower() in (".parquet", ".pq"):
+        table = pd.read_parquet(path)
+        missing = [c for c in ("share_class_id", "category") if c not in table]
+        if not missing:
+            return table.assign(fund_id=table["fund_id"] if "fund_id" in table else table["share_class_id"])
+    settings = replace(params.ingest, source="table", path=str(path.resolve()), batches_dir="")
+    return ingestion.run(settings, Path("."))
+
+def with_reference(funds: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """The reference universe with the new rows laid over it (a share class in both: the new row).
+
+    >>> ref = pd.DataFrame({"share_class_id": ["a", "b"], "category": ["x", "x"], "v": [1, 2]})
+    >>> with_reference(pd.DataFrame({"share_class_id": ["b", "c"], "category": ["x", "y"], "v": [9, 3]}), ref)["v"].tolist()
+    [1, 9, 3]
+    """
+    kept = reference[~reference["share_class_id"].astype(str).isin(funds["share_class_id"].astype(str))]
+    return pd.concat([kept, funds], ignore_index=True)
+
+def training_mask(reference: pd.DataFrame, params: Params) -> pd.Series:
+    """Reference rows the models learnt from: labelled, in prepare's train split."""
+
+    in_train = reference["fund_id"].astype(str).map(lambda f: split_of(f, params.prepare) == "train")
+    return (reference["expert_grade"].notna() & in_train).astype(bool)
+
+def gbm_grades(universe: pd.DataFrame, reference: pd.DataFrame, new_ids: list[str], params: Params, grades: list[int]) -> list[int]:
+    """Gradient boosting fitted on the reference's training funds (the `baseline` stage's
+    recipe), predicting the new share classes with features taken over the whole universe."""
+
+    reference = reference.reset_index(drop=True)
+    universe = universe.reset_index(drop=True)
+    train = training_mask(reference, params).to_numpy()
+    if not train.any():
+        raise EvaluateError("the reference universe has no labelled training funds for the gradient-boosting grade")
+    X_ref = baselines.features(reference, params.baseline.features or None, category=params.baseline.category)
+    X_all = baselines.features(universe, params.baseline.features or None, category=params.baseline.category)
+    columns = [c for c in X_ref.columns if c in X_all.columns]
+    ids = universe["share_class_id"].astype(str)
+    new = ids.isin(new_ids).to_numpy()
+    predicted, _ = baselines.fit_predict(
+        X_ref.loc[train, columns], reference.loc[train, "expert_grade"].astype(int), reference.loc[train, "fund_id"],
+        X_all.loc[new, columns], params.baseline, grades,
+    )
+    by_id = dict(zip(ids[new], predicted.tolist()))
+    return [int(by_id[i]) for i in new_ids]
+
+def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]:
+    """(local folder, a name for the output's `model` column) for a folder or a models:/ URI."""
+    if not model.startswith("models:/"):
+        folder = Path(model)
+        if not folder.is_dir():
+            raise EvaluateError(f"--model {model}: no such folder (or give a models:/NAME@ALIAS URI)")
+        return folder, str(folder)
+    import mlflow
+    from mlflow import MlflowClient
+
+    uri = mlflow_registry.local_uri(mlflow_registry.tracking_uri(params.register), Path("."))
+    mlflow.set_tracking_uri(uri)  # download_artifacts resolves models:/ through the global URI
+    name, _, alias = model[len("models:/"):].partition("@")
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        version = mlflow_registry.version_by_alias(client, name, alias) if alias else None
+    except mlflow_registry.AliasError as err:
+        raise EvaluateError(f"--model: {err} (registry: {uri})") from err
+    pinned = f"models:/{name}/{version}" if version else model
+    return mlflow_registry.load_components(pinned, scratch), pinned
+
+def evaluate(funds: pd.DataFrame, reference: pd.DataFrame, folder: Path, rubric: dict, schema: dict, params: Params, model_name: str) -> pd.DataFrame:
+    """One evaluation per share class of `funds` (see the module docstring)."""
+
+    if funds.empty:
+        raise EvaluateError("the fund file has no rows")
+    duplicated = funds["share_class_id"][funds["share_class_id"].duplicated()].astype(str).tolist()
+    if duplicated:
+        raise EvaluateError(f"share_class_id repeats: {duplicated[:3]}")
+    new_ids = funds["share_class_id"].astype(str).tolist()
+    universe = with_reference(funds, reference)
+    records = prompt_records(universe, rubric, params.prepare, only=new_ids)
+    by_id = {r["share_class_id"]: r for r in records}
+    mine = [by_id[i] for i in new_ids]
+    predictions = grade(folder, mine, rubric, schema, params.backtest, desc="evaluate")
+    gbm = gbm_grades(universe, reference, new_ids, params, rubric["grades"])
+    seen = set(reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str))
+    rows = []
+    for (_, fund), record, p, g in zip(funds.iterrows(), mine, predictions, gbm):
+        expert = fund.get("expert_grade")
+        rows.append({
+            "share_class_id": record["share_class_id"], "fund_id": record["fund_id"], "name": fund.get("name"),
+            "category": record["category"], "grade": p["grade"], "score": p["score"], "reasoning": p["reasoning"],
+            "valid": p["valid"], "rule_grade": record["rule_grade"], "rule_score": round(record["rule_score"], 2), "gbm_grade": g,
+            "expert_grade": None if pd.isna(expert) else int(expert), "seen_in_training": record["share_class_id"] in seen,
+            "model": model_name,
+        })
+    return pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS)).astype({"expert_grade": "Int64"})
+
+def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
+    """The backtest's metrics for the model, the rule scorer and gradient boosting on the rows
+    with an expert grade that no model learnt from, or None when there are none."""
+
+    labelled = evaluations[evaluations["expert_grade"].notna() & ~evaluations["seen_in_training"].astype(bool)]
+    if labelled.empty:
+        return None
+    expert = labelled["expert_grade"].astype(int).tolist()
+    out = {"n": len(labelled), "model_valid_json": round(float(labelled["valid"].mean()), 4)}
+    for name, column in (("model", "grade"), ("rule", "rule_grade"), ("gbm", "gbm_grade")):
+        out[name] = {k: round(v, 4) for k, v in grade_metrics(expert, labelled[column].astype(int).tolist(), grades).items()}
+    return out
+
+def write(evaluations: pd.DataFrame, out: Path) -> None:
+
+    suffix = out.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        io.write_parquet(evaluations, out)
+    elif suffix == ".csv":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        evaluations.to_csv(out, index=False, encoding="utf-8")
+    elif suffix == ".jsonl":
+        io.write_jsonl(json.loads(evaluations.to_json(orient="records", force_ascii=False)), out)
+    else:
+        raise EvaluateError(f"--out {out}: use .parquet, .csv or .jsonl")
+
+def main(argv: list[str] | None = None) -> int:
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m fundgrpo.serving.batch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("funds", type=Path, help="canonical Parquet, or an export the ingest settings read")
+    parser.add_argument("--model", default=None, help="models:/NAME@ALIAS or a folder (default: the champion)")
+    parser.add_argument("--out", type=Path, default=Path("reports/evaluations/evaluations.parquet"))
+    parser.add_argument("--reference", type=Path, default=None, help="the reference universe (default: validate.out)")
+    args = parser.parse_args(argv)
+    offline()
+    params = load_params()
+    try:
+        if args.out.suffix.lower() not in (".parquet", ".pq", ".csv", ".jsonl"):
+            raise EvaluateError(f"--out {args.out}: use .parquet, .csv or .jsonl")
+        reference_path = args.reference or Path(params.validate.out)
+        if not reference_path.exists():
+            raise EvaluateError(f"{reference_path}: no reference universe; run `dvc repro validate` (or pass --reference)")
+        funds = read_funds(args.funds, params)
+        rubric, schema = load_compiled(Path(params.methodology.out_dir))
+        with tempfile.TemporaryDirectory() as scratch:
+            folder, name = resolve_model(args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch))
+            evaluations = evaluate(funds, pd.read_parquet(reference_path), folder, rubric, schema, params, name)
+        write(evaluations, args.out)
+    except (EvaluateError, FileNotFoundError) as err:
+        print(f"evaluate failed: {err}", file=sys.stderr)
+        return 1
+    except ValueError as err:  # IngestError and the like: the message names the problem
+        print(f"evaluate failed: {err}", file=sys.stderr)
+        return 1
+    metrics = agreement(evaluations, rubric["grades"])
+    print(f"evaluate: {len(evaluations)} share classes, {int(evaluations['valid'].sum())} valid answers, model {name} -> {args.out}")
+    if metrics:
+        args.out.with_name(args.out.name + ".metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        for who in ("model", "rule", "gbm"):
+            print(f"  vs {metrics['n']} expert grades, {who}: " + ", ".join(f"{k}={v}" for k, v in metrics[who].items()))
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Models and their training: the base model, SFT, GRPO with its rewards, sweeps."""

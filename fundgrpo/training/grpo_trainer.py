@@ -1,0 +1,241 @@
+"""GRPO (stage `grpo`): TRL's `GRPOTrainer`, starting from the SFT model.
+
+Rewards: JSON-schema validity, grade agreement (ordinal), score closeness,
+reasoning that cites the evidence, and length, weighted by `grpo.reward_weights`.
+Every GRPO setting lives in params.yaml (`grpo:`); see TRL's GRPOConfig for each.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from fundgrpo import io
+from fundgrpo.training import modelling
+from fundgrpo.params import GrpoParams, ModelParams
+from fundgrpo.training.rewards import make_rewards
+from fundgrpo.training.shared import GREEDY_METRICS, curves, greedy_validation_callback, lora_config, model_init_kwargs, save_model, use_cpu
+from fundgrpo.params import to_dict
+from fundgrpo.training.judge import make_judge_reward
+
+REWARD_ORDER = ("json", "grade", "score", "evidence", "length")
+BEST_METRICS = ("reward", *GREEDY_METRICS)
+
+
+def best_metric_key(params: GrpoParams) -> str:
+    """The evaluation key that picks the kept model (see `GrpoParams.best_metric`)."""
+    if params.best_metric not in BEST_METRICS:
+        raise ValueError(f"grpo.best_metric must be one of {BEST_METRICS}, got {params.best_metric!r}")
+    return "eval_reward" if params.best_metric == "reward" else f"eval_greedy_{params.best_metric}"
+
+def reward_names(params: GrpoParams) -> list[str]:
+    """The rewards in use, in order: the five rule rewards, plus the judge when enabled."""
+    return list(REWARD_ORDER) + (["judge"] if params.judge.enabled else [])
+
+def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: Path, resuming: bool = False):
+    from trl import GRPOConfig
+
+    weights = params.reward_weights
+    evaluate = params.eval_steps > 0
+    return GRPOConfig(
+        output_dir=str(checkpoint_dir),
+        max_steps=params.max_steps,
+        learning_rate=params.learning_rate,
+        warmup_steps=params.warmup_steps,
+        lr_scheduler_type=params.lr_scheduler_type,
+        per_device_train_batch_size=params.per_device_train_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps,
+        num_generations=params.num_generations,
+        max_completion_length=params.max_completion_length,
+        temperature=params.temperature,
+        beta=params.beta,
+        loss_type=params.loss_type,
+        epsilon=params.epsilon,
+        epsilon_high=params.epsilon_high,
+        scale_rewards=params.scale_rewards,
+        reward_weights=[getattr(weights, name) for name in reward_names(params)],
+        logging_steps=params.logging_steps,
+        save_strategy="steps" if params.save_steps else "no",
+        save_steps=params.save_steps or 500,
+        save_total_limit=2,  # the last and (when evaluating) the best
+        eval_strategy="steps" if evaluate else "no",
+        eval_steps=params.eval_steps or None,
+        # The start's validation reward: R0 of the scaling fit, and what GRPO must improve on.
+        # Not again on resume (it would draw from the generator and change the resumed curve).
+        eval_on_start=evaluate and not resuming,
+        per_device_eval_batch_size=params.per_device_train_batch_size,
+        # Keep the best model by mean reward on validation prompts, not by the noisy training batch.
+        load_best_model_at_end=evaluate and params.save_steps > 0,
+        metric_for_best_model=best_metric_key(params) if evaluate else None,
+        greater_is_better=True if evaluate else None,
+        report_to="none",
+        seed=params.seed,
+        bf16=params.bf16,
+        use_cpu=use_cpu(),
+        gradient_checkpointing=False,
+        use_vllm=params.use_vllm,
+        vllm_mode=params.vllm_mode,
+        model_init_kwargs=model_init_kwargs(model_params),
+    )
+
+def run(
+    params: GrpoParams,
+    model_params: ModelParams,
+    start_dir: Path,
+    train_rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    out_dir: Path,
+    eval_rows: list[dict] | None = None,
+    checkpoint_dir: Path | None = None,
+    callbacks: list | None = None,
+) -> dict:
+    """Train the policy from `start_dir`; save it into `out_dir`; return a summary with curves.
+
+    Checkpoints go to `checkpoint_dir` (outside the atomic output, so they survive a crash);
+    with `params.resume` a rerun with the same params continues from the last one.
+    """
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = modelling.resolve(start_dir)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer.padding_side = "left"
+    rewards = make_rewards(rubric, schema, params.score_tolerance, tuple(params.reasoning_chars), params.grade_step_penalty)
+    if params.judge.enabled:
+
+        rewards["judge"] = make_judge_reward(params.judge)
+    columns = ("prompt", "expert_grade", "expert_score", "evidence")
+    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
+    eval_dataset = None
+    if params.eval_steps and eval_rows:
+        eval_dataset = Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows[: params.eval_prompts]])
+    key = best_metric_key(params)
+    callbacks = list(callbacks or [])
+    if eval_dataset is not None and params.best_metric != "reward":
+        # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary)
+        callbacks.append(greedy_validation_callback(eval_rows, rubric, schema, params.max_completion_length))
+    checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
+    resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
+    trainer = GRPOTrainer(
+        model=source,
+        reward_funcs=[rewards[name] for name in reward_names(params)],
+        args=grpo_config(params, model_params, checkpoint_dir, resuming=resume is not None),
+        train_dataset=dataset,
+        eval_dataset=eval_dataset,
+        callbacks=callbacks,
+        processing_class=tokenizer,
+        peft_config=lora_config(params.lora, source),
+    )
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - started
+    eval_curve = merged_by_step(curves(trainer.state.log_history, ["eval_reward", *(f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS))]))
+    start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
+    best_value = trainer.state.best_metric
+    keep_start = keeps_start(start_value, best_value)
+    if keep_start:
+        from transformers import AutoModelForCausalLM
+
+        kwargs = {k: v for k, v in model_init_kwargs(model_params).items() if k != "quantization_config"}
+        AutoModelForCausalLM.from_pretrained(source, **kwargs).save_pretrained(out_dir)
+        tokenizer.save_pretrained(out_dir)
+    else:
+        save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
+    keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [f"rewards/{n}_reward/mean" for n in reward_names(params)]
+    rows = curves(trainer.state.log_history, keys)
+    first, last = rows[0] if rows else {}, rows[-1] if rows else {}
+    return {
+        "steps": trainer.state.global_step,
+        "seconds": round(seconds, 1),
+        "seconds_per_step": round(seconds / max(1, trainer.state.global_step), 3),
+        # of `seconds`, the evaluations: TRL's sampled one (`eval_runtime`) and the greedy answers to every validation prompt
+        "sampled_eval_seconds": round(sum(r.get("eval_runtime", 0.0) for r in trainer.state.log_history), 1),
+        "greedy_eval_seconds": round(sum(r.get("greedy_eval_seconds", 0.0) for r in trainer.state.log_history), 1),
+        # Compute spent, for scaling fits: device-seconds of the training loop.
+        "compute_device_seconds": round(seconds, 1),
+        "peak_rss_mb": io.peak_rss_mb(),
+        "reward_first": first.get("reward"),
+        "reward_last": last.get("reward"),
+        "grade_reward_first": first.get("rewards/grade_reward/mean"),
+        "grade_reward_last": last.get("rewards/grade_reward/mean"),
+        "resumed_from": resume,
+        "best_metric": params.best_metric,
+        "start_value": start_value,
+        "best_value": best_value,
+        # "start" when no trained step beat the start on validation, else the kept step
+        "kept": "start" if keep_start else _step_of(trainer.state.best_model_checkpoint, trainer.state.global_step),
+        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "best_eval_reward": max((r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None),
+        "eval_curve": eval_curve,
+        "curves": rows,
+    }
+
+def keeps_start(start_value: float | None, best_value: float | None) -> bool:
+    """The start competes too: GRPO's output is never worse on validation than its start,
+    and a tie keeps the start (the steps added nothing measurable).
+
+    >>> keeps_start(0.80, 0.82), keeps_start(0.80, 0.80), keeps_start(None, 0.5), keeps_start(0.8, None)
+    (False, True, False, True)
+    """
+    return start_value is not None and (best_value is None or best_value <= start_value)
+
+def merged_by_step(rows: list[dict]) -> list[dict]:
+    """One row per step: evaluations log their sampled reward and greedy metrics separately.
+
+    >>> merged_by_step([{"step": 0, "a": 1}, {"step": 0, "b": 2}, {"step": 5, "a": 3}])
+    [{'step': 0, 'a': 1, 'b': 2}, {'step': 5, 'a': 3}]
+    """
+    by_step: dict[int, dict] = {}
+    for row in rows:
+        by_step.setdefault(row["step"], {}).update(row)
+    return [by_step[k] for k in sorted(by_step)]
+
+def _step_of(checkpoint: str | None, last_step: int) -> str:
+    return f"step {checkpoint.rsplit('-', 1)[1]}" if checkpoint else f"step {last_step}"
+
+def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path) -> str | None:
+    """The checkpoint to resume from, or None. Checkpoints of other params are cleared first.
+
+    A fingerprint of the GRPO params and the start model is kept beside the checkpoints, so
+    an interrupted run resumes only into the same run, never into a changed one.
+    """
+    import hashlib
+    import shutil
+
+    key = {k: v for k, v in to_dict(params).items() if k not in ("resume", "out_dir", "checkpoint_dir")}
+    start = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(start_dir).iterdir() if f.is_file())
+    fingerprint = hashlib.sha256(json.dumps([key, str(start_dir), start], sort_keys=True).encode()).hexdigest()
+    stamp = checkpoint_dir / "run.json"
+    if checkpoint_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text())["fingerprint"] != fingerprint):
+        shutil.rmtree(checkpoint_dir)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+    done = sorted(checkpoint_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    return str(done[-1]) if params.resume and done else None
+
+def plot_curves(rows: list[dict], path: Path) -> None:
+    """Reward curves as a PNG (total and each reward's mean)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps = [r["step"] for r in rows]
+    reward_keys = sorted({k for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
+    for key in ["reward"] + reward_keys:
+        ys = [r.get(key) for r in rows]
+        if any(y is not None for y in ys):
+            ax.plot(steps, ys, label=key.replace("rewards/", "").replace("/mean", ""), lw=2 if key == "reward" else 1)
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("mean reward")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

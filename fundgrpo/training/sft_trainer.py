@@ -1,0 +1,88 @@
+"""SFT (stage `sft`): supervised cold start on the reference answers (TRL `SFTTrainer`).
+
+It teaches the answer format and a first grading policy; GRPO then sharpens what
+this policy can already sample. With `sft.enabled: false` the stage writes a
+pointer to the base model and GRPO starts from it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fundgrpo import io
+from fundgrpo.training import modelling
+from fundgrpo.params import ModelParams, SftParams
+from fundgrpo.training.shared import lora_config, model_init_kwargs, save_model, use_cpu
+
+
+def to_sft_rows(rows: list[dict]) -> list[dict]:
+    """Prompt-completion conversations: the loss falls on the answer only."""
+    return [{"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["reference"]}]} for r in rows]
+
+
+def sft_config(params: SftParams, model_params: ModelParams, output_dir: Path):
+    """TRL's SFTConfig from params: the CPU and GPU profiles differ only in what params say."""
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(output_dir),
+        num_train_epochs=params.epochs,
+        learning_rate=params.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=5,
+        per_device_train_batch_size=params.batch_size,
+        max_length=params.max_length,
+        logging_steps=10,
+        save_strategy="no",
+        report_to="none",
+        seed=params.seed,
+        bf16=params.bf16,
+        use_cpu=use_cpu(),
+        model_init_kwargs=model_init_kwargs(model_params),
+        activation_offloading=False,
+        gradient_checkpointing=False,
+    )
+
+
+def run(
+    params: SftParams, model_params: ModelParams, base_dir: Path, train_rows: list[dict], out_dir: Path, callbacks: list | None = None
+) -> dict:
+    """Fine-tune the base model on `train_rows`; save model and tokenizer into `out_dir`.
+
+    With `sft.lora.enabled` only LoRA adapters train; they are merged into the base weights
+    before saving, so every later stage (and the MLflow model) loads one plain folder.
+    `callbacks` (transformers `TrainerCallback`s) watch the run, e.g. a benchmark's per-epoch evaluation.
+    """
+    import time
+
+    started = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = modelling.resolve(base_dir)
+    if not params.enabled:
+        (out_dir / modelling.POINTER).write_text(json.dumps({"name_or_path": source}) + "\n")
+        return {"skipped": True}
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    trainer = SFTTrainer(
+        model=source,
+        args=sft_config(params, model_params, out_dir / "checkpoints"),
+        train_dataset=Dataset.from_list(to_sft_rows(train_rows)),
+        processing_class=tokenizer,
+        peft_config=lora_config(params.lora, source),
+        callbacks=callbacks,
+    )
+    result = trainer.train()
+    save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
+    io.write_json(trainer.state.log_history, out_dir / "log_history.json")
+    return {
+        "train_loss": round(result.training_loss, 4),
+        "steps": result.global_step,
+        "seconds": round(result.metrics["train_runtime"], 1),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "peak_rss_mb": io.peak_rss_mb(),
+    }

@@ -1,0 +1,114 @@
+"""Pieces the SFT and GRPO stages share: device, dtype, LoRA, saving, curves."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from fundgrpo.params import LoraParams, ModelParams
+from fundgrpo.evaluation import backtesting
+from fundgrpo.training import modelling
+
+
+def is_main_process() -> bool:
+    """Rank 0, or the only process. Under `accelerate launch` every process runs the stage and
+    trains its share of each batch; only rank 0 writes the stage's outputs (the trainer itself
+    saves checkpoints on rank 0 only)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+def use_cpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+def model_init_kwargs(params: ModelParams) -> dict[str, Any]:
+    """How TRL loads the model by path: dtype, and 4-bit quantisation for QLoRA."""
+    kwargs: dict[str, Any] = {"dtype": params.dtype}
+    if params.load_in_4bit:
+        import torch
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
+        )
+    return kwargs
+
+def lora_config(params: LoraParams, model_source: str | None = None):
+    """peft's LoraConfig from params; `lora.top_layers` reads the layer count from `model_source`'s config."""
+    if not params.enabled:
+        return None
+    from peft import LoraConfig
+
+    layers = None
+    if params.top_layers:
+        from transformers import AutoConfig
+
+        if model_source is None:
+            raise ValueError("lora.top_layers needs the model's config to count its layers: pass model_source")
+        n = AutoConfig.from_pretrained(model_source).get_text_config().num_hidden_layers
+        if params.top_layers > n:
+            raise ValueError(f"lora.top_layers is {params.top_layers} but {model_source} has {n} layers: set at most {n} (or 0 for every layer)")
+        layers = list(range(n - params.top_layers, n))
+    return LoraConfig(
+        r=params.r,
+        lora_alpha=params.alpha,
+        lora_dropout=params.dropout,
+        target_modules="all-linear" if tuple(params.target_modules) == ("all-linear",) else list(params.target_modules),
+        layers_to_transform=layers,
+        task_type="CAUSAL_LM",
+    )
+
+def save_model(trainer, tokenizer, out_dir: Path, merge_lora: bool = True) -> None:
+    """Save the trained model; a LoRA adapter is merged into its base unless quantised."""
+    model = trainer.model
+    if merge_lora and hasattr(model, "merge_and_unload") and not getattr(model, "is_loaded_in_4bit", False):
+        model = model.merge_and_unload()
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+
+def curves(log_history: list[dict], keys: list[str]) -> list[dict]:
+    """Rows of (step, key...) from a trainer's log history, for DVC plots.
+
+    >>> curves([{"step": 5, "reward": 1.0, "loss": 0.1}, {"step": 6, "train_runtime": 3}], ["reward"])
+    [{'step': 5, 'reward': 1.0}]
+    """
+    rows = []
+    for entry in log_history:
+        if any(k in entry for k in keys):
+            rows.append({"step": entry["step"], **{k: entry[k] for k in keys if k in entry}})
+    return rows
+
+GREEDY_METRICS = ("exact", "within_one", "qwk", "spearman")
+
+
+def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max_new_tokens: int, batch_size: int = 64):
+    """A trainer callback that, at every evaluation, answers `rows` greedily with the current
+    policy and adds `eval_greedy_<metric>` (GREEDY_METRICS, and `valid_json`) to the metrics.
+
+    Why: GRPO's own evaluation scores sampled answers, while the evaluator is used (and
+    backtested) greedily; on the Morningstar experts the sampled reward rose while greedy
+    agreement fell. The metrics dict is the one the Trainer then uses to pick the best
+    checkpoint (`metric_for_best_model`), so adding to it in `on_evaluate` is enough.
+    """
+    from transformers import TrainerCallback
+
+    class GreedyValidation(TrainerCallback):
+        def __init__(self) -> None:
+            self.history: list[dict] = []  # one row per evaluation: step and the greedy metrics
+
+        def on_evaluate(self, args, state, control, metrics=None, model=None, processing_class=None, **kwargs):
+            started = time.perf_counter()
+            was_training = model.training
+            model.eval()
+            texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], max_new_tokens, batch_size, desc="greedy validation")
+            model.train(was_training)
+            found = backtesting.metrics(rows, backtesting.predictions_from_texts(texts, rubric, schema), rubric["grades"])
+            greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
+            metrics.update(greedy)
+            self.history.append({"step": state.global_step, **greedy})
+            # seconds apart from the metrics: the trainer's `eval_runtime` does not include this callback
+            state.log_history.append({"step": state.global_step, **greedy, "greedy_eval_seconds": round(time.perf_counter() - started, 2)})
+
+    return GreedyValidation()

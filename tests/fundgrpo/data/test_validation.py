@@ -1,0 +1,180 @@
+"""Stage `validate` on small real frames (GX runs for real; ~0.5 s a validation)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fundgrpo import profiles
+from fundgrpo.params import ValidateParams, load_params
+from fundgrpo.data.validation import run, validate_frame
+
+REPO = Path(__file__).resolve().parents[2]
+PARAMS = ValidateParams(null_budget={"return_5y": 0.3, "return_10y": 0.6}, min_labelled_share=0.5)
+
+
+def frame(n: int = 30, seed: int = 0) -> pd.DataFrame:
+    """A clean canonical table: n share classes, 2 per fund, 3 categories, some gaps in history and labels."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "share_class_id": [f"S{i:03d}" for i in range(n)],
+            "fund_id": [f"F{i // 2:03d}" for i in range(n)],
+            "name": [f"Fund {i // 2} class {i % 2}" for i in range(n)],
+            "category": [("Global Equity", "Korea Equity", "Bond Aggregate")[i % 3] for i in range(n)],
+            "return_1y": rng.normal(8, 10, n),
+            "return_3y": rng.normal(6, 5, n),
+            "return_5y": rng.normal(6, 4, n),
+            "return_10y": rng.normal(7, 3, n),
+            "volatility_3y": rng.uniform(3, 30, n),
+            "sharpe_3y": rng.normal(0.5, 0.4, n),
+            "ongoing_cost": rng.uniform(0.1, 2.0, n),
+            "fund_size": rng.uniform(5, 5000, n),
+            "expert_grade": pd.array(rng.integers(1, 6, n), dtype="Int64"),
+        }
+    )
+    df.loc[df.index[:3], "return_5y"] = np.nan  # 10 %: young funds
+    df.loc[df.index[:9], "return_10y"] = np.nan  # 30 %
+    df.loc[df.index[-5:], "expert_grade"] = pd.NA  # 5 unlabelled rows
+    return df
+
+
+def failures_about(result, column: str) -> list[str]:
+    return [f for f in result.failures if f"({column})" in f]
+
+
+def test_clean_frame_passes_and_writes_reports(tmp_path: Path) -> None:
+    result = run(frame(), PARAMS, tmp_path / "report")
+    assert result.success, result.failures
+    assert result.failures == []
+    for name in ("index.html", "summary.html", "summary.json"):
+        assert (tmp_path / "report" / name).is_file()
+    counts = json.loads((tmp_path / "report" / "summary.json").read_text())["counts"]
+    assert counts["rows"] == 30 and counts["funds"] == 15 and counts["categories"] == 3
+    assert counts["unlabelled_rows"] == 5 and counts["labelled_rows"] == 25
+    assert counts["rows_missing_history"] == {"return_5y": 3, "return_10y": 9}
+    page = (tmp_path / "report" / "summary.html").read_text()
+    assert "unlabelled rows" in page and "rows missing return_10y" in page and "PASSED" in page
+
+
+def test_duplicate_share_class_ids_fail(tmp_path: Path) -> None:
+    df = frame()
+    df.loc[[1, 2, 3], "share_class_id"] = "S000"
+    result = run(df, PARAMS, tmp_path / "r")
+    assert not result.success
+    [msg] = failures_about(result, "share_class_id")
+    assert msg.startswith("expect_column_values_to_be_unique(share_class_id): 4 unexpected values")
+    assert "S000" in msg
+
+
+@pytest.mark.parametrize(("column", "value"), [("volatility_3y", 5000.0), ("expert_grade", 9)])
+def test_absurd_value_fails_naming_column(tmp_path: Path, column: str, value: float) -> None:
+    df = frame()
+    df.loc[4, column] = value
+    result = run(df, PARAMS, tmp_path / "r")
+    assert not result.success
+    [msg] = failures_about(result, column)
+    assert "1 unexpected values" in msg and str(int(value)) in msg
+
+
+def test_nulls_beyond_budget_fail(tmp_path: Path) -> None:
+    df = frame()
+    df.loc[df.index[:20], "volatility_3y"] = np.nan  # 67 % > default budget 50 %
+    result = run(df, PARAMS, tmp_path / "r")
+    assert not result.success
+    [msg] = failures_about(result, "volatility_3y")
+    assert msg.startswith("expect_column_values_to_not_be_null(volatility_3y): 20 null values")
+
+
+def test_too_few_labelled_rows_fail(tmp_path: Path) -> None:
+    df = frame()
+    df.loc[df.index[:20], "expert_grade"] = pd.NA
+    result = run(df, PARAMS, tmp_path / "r")
+    assert failures_about(result, "expert_grade")
+
+
+def test_missing_required_column_fails_naming_it(tmp_path: Path) -> None:
+    result = run(frame().drop(columns="category"), PARAMS, tmp_path / "r")
+    assert result.failures == ["expect_column_to_exist(category): column is missing"]
+
+
+def test_text_in_numeric_column_fails(tmp_path: Path) -> None:
+    df = frame()
+    df["sharpe_3y"] = df["sharpe_3y"].astype(object)
+    df.loc[2, "sharpe_3y"] = "n/a"
+    result = run(df, PARAMS, tmp_path / "r")
+    assert not result.success
+    msgs = failures_about(result, "sharpe_3y")
+    assert any(m.startswith("expect_column_values_to_be_in_type_list(sharpe_3y)") for m in msgs)
+
+
+def test_too_few_rows_fail(tmp_path: Path) -> None:
+    result = validate_frame(frame().iloc[10:20], PARAMS, tmp_path / "r")
+    assert result.failures == ["expect_table_row_count_to_be_between: 10 rows, at least 20 required"]
+
+
+def _stage(tmp_path: Path, df: pd.DataFrame) -> subprocess.CompletedProcess:
+    df.to_parquet(tmp_path / "canonical.parquet", index=False)
+    params = {
+        "ingest": {"out": "canonical.parquet"},
+        "validate": {**{k: v for k, v in vars(PARAMS).items() if k in ("null_budget", "min_labelled_share")}, "report_dir": "report", "out": "validated.parquet"},
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "stages.validate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_main_fails_and_keeps_previous_output(tmp_path: Path) -> None:
+    good = tmp_path / "validated.parquet"
+    good.write_bytes(b"previous good table")
+    df = frame()
+    df.loc[3, "volatility_3y"] = 5000.0
+    proc = _stage(tmp_path, df)
+    assert proc.returncode == 1, proc.stderr
+    assert "validation failed: 1 expectation(s):" in proc.stderr
+    assert "expect_column_values_to_be_between(volatility_3y)" in proc.stderr
+    assert "report-failed/index.html" in proc.stderr  # beside the last good report, which it does not replace
+    assert good.read_bytes() == b"previous good table"
+    assert (tmp_path / "report-failed" / "summary.json").is_file() and not (tmp_path / "report").exists()
+
+
+def test_main_writes_validated_table_on_success(tmp_path: Path) -> None:
+    proc = _stage(tmp_path, frame())
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_parquet(tmp_path / "validated.parquet")
+    assert len(out) == 30 and "5 unlabelled" in proc.stdout
+    assert (tmp_path / "report" / "index.html").is_file() and not (tmp_path / "report-failed").exists()
+
+
+def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
+    profile = REPO / "profiles" / "morningstar.yaml"
+    from fundgrpo.data.ingestion import run as ingest_run
+
+    params = profiles.load("morningstar", REPO / "params.yaml", REPO / "profiles")
+    df = ingest_run(dataclasses.replace(params.ingest, path=str(morningstar_csv)), REPO)
+    result = run(df, params.validate, tmp_path / "report")
+    assert result.success, "\n".join(result.failures)
+    counts = result.summary["counts"]
+    assert counts["rows"] == len(df) > 2000
+    # young share classes lack 5y/10y history: counted in the report, not dropped
+    assert 0 < counts["rows_missing_history"]["return_5y"] < counts["rows_missing_history"]["return_10y"] < len(df)
+
+
+def test_a_history_column_the_source_lacks_is_named_not_counted_as_missing(tmp_path: Path) -> None:
+    """An export without 10-year returns: its rows are not 'missing 10y history' one by one."""
+    df = frame().drop(columns=["return_10y"])
+    result = run(df, PARAMS, tmp_path / "report")
+    counts = json.loads((tmp_path / "report" / "summary.json").read_text())["counts"]
+    assert counts["rows_missing_history"] == {"return_5y": 3}
+    assert counts["rows_missing_any_history"] == 3 and counts["history_columns_absent"] == ["return_10y"]
+    page = (tmp_path / "report" / "summary.html").read_text()
+    assert "return_10y: not in the source" in page and "rows missing return_10y" not in page

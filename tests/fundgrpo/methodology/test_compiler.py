@@ -1,0 +1,117 @@
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fundgrpo.methodology import compiler as meth
+
+
+@pytest.fixture
+def raw(repo_root):
+    return yaml.safe_load((repo_root / "methodology/default.yaml").read_text(encoding="utf-8"))
+
+
+def test_default_methodologies_compile(repo_root):
+    for name in ("default.yaml", "default_ko.yaml"):
+        m = meth.load(repo_root / "methodology" / name)
+        assert m.grades == [1, 2, 3, 4, 5]
+        schema = meth.output_schema(m)
+        assert schema["required"] == ["grade", "score", "reasoning"]
+        assert meth.rubric(meth.from_rubric(meth.rubric(m))) == meth.rubric(m)
+
+
+def test_korean_labels_reach_the_rubric(repo_root):
+    r = meth.rubric(meth.load(repo_root / "methodology/default_ko.yaml"))
+    assert r["language"] == "ko"
+    assert [c["label"] for c in r["criteria"]][0] == "샤프지수"
+
+
+def test_weights_not_summing_to_one_are_named(raw):
+    raw["criteria"][0]["weight"] = 0.5
+    with pytest.raises(meth.MethodologyError, match=r"sum to 1, they sum to 1\.15.*sharpe=0\.5"):
+        meth.parse(raw)
+
+
+def test_overlapping_bands_are_named(raw):
+    raw["grades"][1]["min"] = 5
+    with pytest.raises(meth.MethodologyError, match="overlap: grade 1"):
+        meth.parse(raw)
+
+
+def test_gap_and_coverage(raw):
+    gap = copy.deepcopy(raw)
+    gap["grades"][1]["min"] = 12
+    with pytest.raises(meth.MethodologyError, match="gap between grade 1 and 2"):
+        meth.parse(gap)
+    raw["grades"][-1]["max"] = 95
+    with pytest.raises(meth.MethodologyError, match="cover 0-100"):
+        meth.parse(raw)
+
+
+def test_unknown_metric_and_bad_file(raw, tmp_path):
+    raw["criteria"][0]["metric"] = "sharpe_ratio"
+    with pytest.raises(meth.MethodologyError, match="unknown metric 'sharpe_ratio'"):
+        meth.parse(raw)
+    bad = tmp_path / "m.yaml"
+    bad.write_text("criteria: [", encoding="utf-8")
+    with pytest.raises(meth.MethodologyError, match="not valid YAML"):
+        meth.load(bad)
+    with pytest.raises(meth.MethodologyError, match="not found"):
+        meth.load(tmp_path / "missing.yaml")
+
+
+def test_rule_scorer_orders_funds_and_renormalises_missing_metrics():
+    m = meth.parse(
+        {
+            "scoring": "weighted",
+            "criteria": [
+                {"metric": "return_3y", "weight": 0.4},
+                {"metric": "return_5y", "weight": 0.6},
+            ],
+            "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
+        }
+    )
+    funds = pd.DataFrame(
+        {"category": ["a"] * 3, "return_3y": [1.0, 2.0, 3.0], "return_5y": [1.0, np.nan, 3.0]}
+    )
+    s = meth.rule_score(m, funds)
+    assert s["rule_score"].tolist() == [0.0, 50.0, 100.0]  # middle fund: 3y only, percentile 50
+    assert s["rule_grade"].tolist() == [1, 2, 2]
+
+
+def test_ranked_scoring_spreads_grades(repo_root):
+    m = meth.load(repo_root / "methodology/default.yaml")
+    rng = np.random.default_rng(0)
+    n = 400
+    funds = pd.DataFrame(
+        {
+            "category": rng.choice(["x", "y"], n),
+            **{c.metric: rng.normal(size=n) for c in m.criteria},
+        }
+    )
+    grades = meth.rule_score(m, funds)["rule_grade"].value_counts(normalize=True).sort_index()
+    # 10 / 22.5 / 35 / 22.5 / 10 % bands on the within-category rank
+    assert np.allclose(grades.values, [0.10, 0.225, 0.35, 0.225, 0.10], atol=0.02)
+
+
+def test_context_metrics_are_shown_not_scored():
+    import pandas as pd
+
+    from fundgrpo.methodology import compiler as meth
+
+    raw = {
+        "criteria": [{"metric": "sharpe_3y", "weight": 1.0, "label": "Sharpe"}],
+        "context": [{"metric": "ongoing_cost", "higher_is_better": False, "label": "Cost"}],
+        "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
+    }
+    m = meth.parse(raw)
+    assert [c.metric for c in m.context] == ["ongoing_cost"]
+    assert meth.from_rubric(meth.rubric(m)) == m  # survives compiling
+    funds = pd.DataFrame({"category": ["a"] * 3, "sharpe_3y": [0.1, 0.2, 0.3], "ongoing_cost": [2.0, 1.0, 0.5]})
+    assert meth.rule_score(m, funds)["rule_grade"].tolist() == meth.rule_score(meth.parse({**raw, "context": []}), funds)["rule_grade"].tolist()
+    pct = meth.criterion_percentiles(m, funds, with_context=True)
+    assert pct["ongoing_cost"].tolist() == [0.0, 50.0, 100.0]  # lower cost is better
+    with pytest.raises(meth.MethodologyError, match="already a criterion"):
+        meth.parse({**raw, "context": [{"metric": "sharpe_3y"}]})

@@ -1,0 +1,159 @@
+"""The REST API against the session's trained tiny repo: real FastAPI app (lifespan, middleware),
+real SQLite store, real model generation; keys created by the CLI and stored hashed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fastapi.testclient import TestClient
+
+from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.serving.api.app import create_app
+from fundgrpo.serving.api.keys import add_key
+from fundgrpo.serving.api.settings import ApiSettings
+from tests.support import REPO
+
+
+def fund(reference: pd.DataFrame, i: int, **change) -> dict:
+    """A new fund shaped like reference row i (canonical metrics only)."""
+    row = reference.iloc[i]
+    out = {c.name: (None if pd.isna(row.get(c.name)) else row.get(c.name)) for c in COLUMNS if c.name in reference}
+    out = {k: (int(v) if k == "expert_grade" and v is not None else (float(v) if isinstance(v, (int, float)) and k not in ("share_class_id", "fund_id", "name", "category") else v)) for k, v in out.items()}
+    return {**out, "share_class_id": f"API-{i}", "fund_id": f"APIF-{i}", **change}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def setup(request, trained, tmp_path):
+    root, _ = trained
+    db_url = f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    assert request.param == "sqlite" or "@127.0.0.1:" in db_url  # PostgreSQL over loopback TCP
+    keys = tmp_path / "keys.json"
+    env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
+    made = {}
+    for name, scopes in (("analyst", "read,evaluate"), ("reader", "read")):
+        done = subprocess.run([sys.executable, "-m", "fundgrpo.serving.api", "add-key", name, "--scopes", scopes], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        made[name] = done.stdout.strip()
+    assert made["analyst"] not in keys.read_text()  # only the hash is stored
+    settings = ApiSettings(keys_file=keys, db_url=db_url, model=str(root / "models/policy"),
+                               max_funds=4, rate_per_min=1000, max_bytes=64 * 1024, alias_check_s=0.0)
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    return root, settings, made, reference
+
+
+def test_evaluate_store_and_read_back(setup):
+    root, settings, keys, reference = setup
+    with TestClient(create_app(root, settings)) as client:
+        assert client.get("/healthz").status_code == 200 and client.get("/readyz").json()["ready"]
+        h = {"X-API-Key": keys["analyst"]}
+        done = client.post("/v1/evaluations", json={"funds": [fund(reference, 0), fund(reference, 1)]}, headers=h)
+        assert done.status_code == 200, done.text
+        body = done.json()
+        assert body["model_version"] == str(root / "models/policy")
+        assert [e["share_class_id"] for e in body["evaluations"]] == ["API-0", "API-1"]
+        assert all(1 <= e["grade"] <= 5 and isinstance(e["valid"], bool) for e in body["evaluations"])
+        stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
+        assert stored["grade"] == body["evaluations"][1]["grade"] and stored["model_version"] == body["model_version"]
+        assert client.get("/v1/evaluations/NOPE", headers=h).status_code == 404
+        assert client.get("/v1/model", headers=h).json()["model_version"] == body["model_version"]
+        # concurrent requests are batched for generation and all answered
+        with ThreadPoolExecutor(4) as pool:
+            codes = list(pool.map(lambda i: client.post("/v1/evaluations", json={"funds": [fund(reference, i)]}, headers=h).status_code, range(2, 6)))
+        assert codes == [200] * 4
+
+
+def test_keys_scopes_limits_and_bad_input(setup, caplog):
+    root, settings, keys, reference = setup
+    caplog.set_level("INFO", logger="fundgrpo.serving.api.access")
+    with TestClient(create_app(root, replace(settings, rate_per_min=12, max_bytes=4000))) as client:
+        good = {"funds": [fund(reference, 0)]}
+        assert client.post("/v1/evaluations", json=good).status_code == 401  # no key
+        assert client.post("/v1/evaluations", json=good, headers={"X-API-Key": "fg_wrong"}).status_code == 401
+        assert client.post("/v1/evaluations", json=good, headers={"X-API-Key": keys["reader"]}).status_code == 403
+        h = {"X-API-Key": keys["analyst"]}
+
+        def detail(body) -> str:
+            r = client.post("/v1/evaluations", json=body, headers=h)
+            assert r.status_code == 422, r.text
+            return json.dumps(r.json())
+
+        no_category = {k: v for k, v in fund(reference, 0).items() if k != "category"}
+        assert "category" in detail({"funds": [no_category]})
+        assert "return_1y" in detail({"funds": [fund(reference, 0, return_1y="a lot")]})
+        assert "volatility_3y" in detail({"funds": [fund(reference, 0, volatility_3y=-5.0)]})  # absurd: below 0
+        assert "colour" in detail({"funds": [fund(reference, 0, colour="red")]})
+        assert "at most 4" in detail({"funds": [fund(reference, i) for i in range(5)]})
+        assert "funds" in detail({"funds": []})
+        malformed = client.post("/v1/evaluations", content=b'{"funds": [', headers={**h, "Content-Type": "application/json"})
+        assert malformed.status_code == 422
+        big = client.post("/v1/evaluations", content=b"x" * 5000, headers={**h, "Content-Type": "application/json"})
+        assert big.status_code == 413
+        codes = [client.get("/v1/model", headers=h).status_code for _ in range(12)]
+        assert codes[-1] == 429 and 200 in codes  # 12 a minute, some already spent above
+    # the access log: one JSON line per request, naming the key's owner, never the key
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "fundgrpo.serving.api.access"]
+    assert {"method", "path", "status", "ms", "key"} <= set(lines[-1]) and lines[-1]["key"] == "analyst"
+    assert {401, 403, 413, 422, 429} <= {line["status"] for line in lines}
+    assert not any(keys["analyst"] in r.getMessage() or keys["reader"] in r.getMessage() for r in caplog.records)
+
+
+def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
+    """Copy the trained repo's registry, point an alias at v1, then at a second version: the
+    running app answers with the new version on the next request."""
+    root, settings, keys, reference = setup
+    from mlflow import MlflowClient
+
+    shutil.copy(root / "mlflow.db", tmp_path / "registry.db")
+    uri = f"sqlite:///{tmp_path}/registry.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    import mlflow
+
+    # a model version's source resolves through MLflow's global URI, which an earlier test may have set
+    monkeypatch.setattr(mlflow.tracking._tracking_service.utils, "_tracking_uri", None)
+    client = MlflowClient(tracking_uri=uri)
+    v1 = client.get_model_version("fund-evaluator", "1")
+    v2 = client.create_model_version("fund-evaluator", v1.source, v1.run_id)
+    # no version carries the alias yet: not ready, 503 naming what to serve instead; set, it serves without a restart
+    with TestClient(create_app(root, replace(settings, model="models:/fund-evaluator@api-test"))) as app:
+        h = {"X-API-Key": keys["analyst"]}
+        ready = app.get("/readyz")
+        assert ready.status_code == 503 and "no version carries the alias 'api-test'" in ready.json()["error"]
+        refused = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h)
+        assert refused.status_code == 503 and "models:/fund-evaluator/" in refused.json()["detail"]
+        client.set_registered_model_alias("fund-evaluator", "api-test", "1")
+        assert app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).status_code == 200
+    with TestClient(create_app(root, replace(settings, model="models:/fund-evaluator@api-test"))) as app:
+        h = {"X-API-Key": keys["analyst"]}
+        first = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).json()
+        assert first["model_version"] == "models:/fund-evaluator/1"
+        card = app.get("/v1/model", headers=h).json()
+        assert "qwk" in json.dumps(card["backtest"]) and card["gate"]
+        client.set_registered_model_alias("fund-evaluator", "api-test", v2.version)
+        second = app.post("/v1/evaluations", json={"funds": [fund(reference, 0)]}, headers=h).json()
+        assert second["model_version"] == f"models:/fund-evaluator/{v2.version}"
+
+    # a request in flight when the alias moves is answered by the version it started with
+    client.set_registered_model_alias("fund-evaluator", "api-test", "1")
+    slow = replace(settings, model="models:/fund-evaluator@api-test", batch_wait_ms=3000)
+    with TestClient(create_app(root, slow)) as app, ThreadPoolExecutor(2) as pool:
+        h = {"X-API-Key": keys["analyst"]}
+        started = time.monotonic()
+        held = pool.submit(lambda: (app.post("/v1/evaluations", json={"funds": [fund(reference, 1)]}, headers=h), time.monotonic()))
+        time.sleep(1.0)  # the held request is waiting in the 3-s batch window
+        client.set_registered_model_alias("fund-evaluator", "api-test", v2.version)
+        moved = time.monotonic()
+        after = app.post("/v1/evaluations", json={"funds": [fund(reference, 2)]}, headers=h)
+        answer, answered = held.result(timeout=120)
+        assert moved - started < 3.0 < answered - started  # it was still in flight when the alias moved
+        assert answer.status_code == 200 and answer.json()["model_version"] == "models:/fund-evaluator/1"
+        assert after.status_code == 200 and after.json()["model_version"] == f"models:/fund-evaluator/{v2.version}"

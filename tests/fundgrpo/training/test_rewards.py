@@ -1,0 +1,104 @@
+import json
+
+import pytest
+
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.training.rewards import make_rewards
+
+
+@pytest.fixture(params=["default.yaml", "default_ko.yaml"])
+def setup(request, repo_root):
+    m = meth.load(repo_root / "methodology" / request.param)
+    r = meth.rubric(m)
+    return r, make_rewards(r, meth.output_schema(m), reasoning_chars=(10, 80))
+
+
+def answer(grade, score, reasoning):
+    return [{"role": "assistant", "content": json.dumps({"grade": grade, "score": score, "reasoning": reasoning}, ensure_ascii=False)}]
+
+
+MALFORMED = [
+    "",
+    "{",
+    '{"grade": 3}',  # missing fields
+    '{"grade": 7, "score": 50, "reasoning": "x"}',  # grade outside the scale
+    '{"grade": "3", "score": 50, "reasoning": "x"}',  # wrong type
+    '{"grade": 3, "score": 150, "reasoning": "x"}',  # score outside 0-100
+    '{"grade": 3, "score": 50, "reasoning": "x", "extra": 1}',
+    '{"grade": 3, "score": 50, "reasoning": "x"} trailing',
+    "[3, 50]",
+    "null",
+]
+
+
+def test_malformed_completions_get_zero_not_errors(setup):
+    _, rewards = setup
+    cols = {"expert_grade": [3] * len(MALFORMED), "expert_score": [50.0] * len(MALFORMED), "evidence": ["{}"] * len(MALFORMED)}
+    for name, fn in rewards.items():
+        assert fn(MALFORMED, **cols) == [0.0] * len(MALFORMED), name
+
+
+def test_grade_reward_is_ordinal_and_skips_unlabelled(setup):
+    _, rewards = setup
+    comps = [answer(g, 50, "x" * 20) for g in (3, 4, 5, 1)]
+    got = rewards["grade"](comps, expert_grade=[3, 3, 3, None])
+    assert got == [1.0, 0.5, 0.0, None]
+
+
+def test_score_reward_falls_back_to_band_midpoint(setup):
+    _, rewards = setup
+    got = rewards["score"]([answer(3, 50, "x")] * 2, expert_grade=[3, 3], expert_score=[None, 75.0])
+    assert got == [1.0, 0.0]
+
+
+def test_evidence_reward_in_the_methodology_language(setup):
+    r, rewards = setup
+    label = {c["id"]: c["label"] for c in r["criteria"]}
+    top, bottom = ("top", "bottom") if r["language"] == "en" else ("상위", "하위")
+    ev = [json.dumps({"sharpe": 90, "return": 20, "cost": 50, "drawdown": 50, "information_ratio": 50})] * 4
+    right = f"{label['sharpe']} {top} 10%; {label['return']} {bottom} 20%"
+    wrong = f"{label['sharpe']} {bottom} 10%; {label['return']} {top} 20%"
+    vague = f"{label['sharpe']}; {label['return']}"
+    got = rewards["evidence"]([answer(4, 70, t) for t in (right, wrong, vague, "nothing cited here")], evidence=ev)
+    assert got[0] == pytest.approx(1.0)
+    assert got[1] == 0.0
+    assert got[2] == pytest.approx(0.5)
+    assert got[3] == 0.0
+
+
+def test_length_reward_band(setup):
+    _, rewards = setup
+    got = rewards["length"]([answer(3, 50, "x" * n) for n in (5, 40, 120, 400)])
+    assert got == [0.5, 1.0, 0.5, 0.0]
+
+
+HOSTILE = [
+    [{"role": "assistant", "content": None}],  # a message without text
+    [{"role": "assistant"}, "stray", None, 7],  # not messages at all
+    None,
+    b'{"grade": 3}',
+    "[" * 100_000,  # nesting deeper than the parser's recursion limit
+    '{"a": ' * 5000 + "1" + "}" * 5000,
+    '{"grade": 3, "score": NaN, "reasoning": "Sharpe ratio top 10%"}',  # not JSON, though Python's json reads it
+    '{"grade": 3, "score": Infinity, "reasoning": "Sharpe ratio top 10%"}',
+    '{"grade": 3, "score": 1e999, "reasoning": "Sharpe ratio top 10%"}',
+    '{"grade": 3, "score": 50, "reasoning": "\\u0000\\ud800"}',  # NUL and a lone surrogate
+    "\x00" * 64,
+]
+
+
+def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
+    """A reward that raises would stop the GRPO step; each item gets a number (0 when malformed)."""
+    _, rewards = setup
+    n = len(HOSTILE)
+    columns = dict(expert_grade=[3] * n, expert_score=[50.0] * n, evidence=['{"sharpe_3y": 80}'] * n)
+    for name, fn in rewards.items():
+        got = fn(HOSTILE, **columns)
+        assert len(got) == n and all(isinstance(x, float) for x in got), name
+        assert all(x == 0.0 for x in got[:-2]), (name, got)  # all but the NUL-reasoning answer are malformed
+    # bad columns cost only their own item: a label that is no grade, evidence that is not JSON
+    good = answer(3, 50, "Sharpe ratio top 10%")
+    odd = dict(expert_grade=[3, "three", 3], expert_score=[50.0, 50.0, "x"], evidence=['{"sharpe_3y": 80}', "{", '{"sharpe_3y": 80}'])
+    for name, fn in rewards.items():
+        got = fn([good] * 3, **odd)
+        assert len(got) == 3 and got[0] == fn([good], **{k: v[:1] for k, v in odd.items()})[0], name
