@@ -5,6 +5,7 @@ curves, plots or metrics files.
 
     python benchmarks/bare_grpo.py OUT_DIR      # in a repo folder after `dvc repro sft`
 """
+
 import sys
 from pathlib import Path
 
@@ -27,18 +28,47 @@ rows = io.read_jsonl("data/prepared/train.jsonl")
 dataset = Dataset.from_list([{k: r[k] for k in ("prompt", "expert_grade", "expert_score", "evidence")} for r in rows])
 tokenizer = AutoTokenizer.from_pretrained("models/sft", padding_side="left")
 config = GRPOConfig(
-    output_dir=str(out / "checkpoints"), max_steps=g.max_steps, learning_rate=g.learning_rate,
-    warmup_steps=g.warmup_steps, lr_scheduler_type=g.lr_scheduler_type, gradient_accumulation_steps=g.gradient_accumulation_steps,
-    per_device_train_batch_size=g.per_device_train_batch_size, num_generations=g.num_generations,
-    max_completion_length=g.max_completion_length, temperature=g.temperature, beta=g.beta, loss_type=g.loss_type,
-    epsilon=g.epsilon, epsilon_high=g.epsilon_high, scale_rewards=g.scale_rewards,
-    reward_weights=[getattr(g.reward_weights, n) for n in names], logging_steps=g.logging_steps, save_strategy="no",
-    report_to="none", seed=g.seed, bf16=False, use_cpu=True, gradient_checkpointing=False, model_init_kwargs={"dtype": "float32"},
+    output_dir=str(out / "checkpoints"),
+    max_steps=g.max_steps,
+    learning_rate=g.learning_rate,
+    warmup_steps=g.warmup_steps,
+    lr_scheduler_type=g.lr_scheduler_type,
+    gradient_accumulation_steps=g.gradient_accumulation_steps,
+    per_device_train_batch_size=g.per_device_train_batch_size,
+    num_generations=g.num_generations,
+    max_completion_length=g.max_completion_length,
+    temperature=g.temperature,
+    beta=g.beta,
+    loss_type=g.loss_type,
+    epsilon=g.epsilon,
+    epsilon_high=g.epsilon_high,
+    scale_rewards=g.scale_rewards,
+    reward_weights=[getattr(g.reward_weights, n) for n in names],
+    logging_steps=g.logging_steps,
+    save_strategy="no",
+    report_to="none",
+    seed=g.seed,
+    bf16=False,
+    use_cpu=True,
+    gradient_checkpointing=False,
+    model_init_kwargs={"dtype": "float32"},
 )
 lora = g.lora
-peft = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules="all-linear", task_type="CAUSAL_LM") if lora.enabled else None
-trainer = GRPOTrainer(model="models/sft", reward_funcs=[rewards[n] for n in names], args=config, train_dataset=dataset,
-                      processing_class=tokenizer, peft_config=peft)
+peft = (
+    LoraConfig(
+        r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+    if lora.enabled
+    else None
+)
+trainer = GRPOTrainer(
+    model="models/sft",
+    reward_funcs=[rewards[n] for n in names],
+    args=config,
+    train_dataset=dataset,
+    processing_class=tokenizer,
+    peft_config=peft,
+)
 trainer.train()
 model = trainer.model.merge_and_unload() if peft else trainer.model
 model.save_pretrained(out)

@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.training import sft_trainer
-from fundgrpo.evaluation.backtesting import evaluate_model
 from fundgrpo.evaluation.agreement import paired_bootstrap
+from fundgrpo.evaluation.backtesting import evaluate_model
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
+from fundgrpo.training import sft_trainer
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
 
@@ -58,7 +58,9 @@ def departures(per_fund: list[dict], key: str) -> dict[str, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
-    ap.add_argument("--repeat", type=int, default=2, help="copies of each training example the rule scorer grades wrong")
+    ap.add_argument(
+        "--repeat", type=int, default=2, help="copies of each training example the rule scorer grades wrong"
+    )
     ap.add_argument("--against", type=Path, required=True, help="a collected per_fund.jsonl on the same test funds")
     ap.add_argument("--train-rows", type=int, default=0, help="the first N training rows only (a smoke check; 0 = all)")
     args = ap.parse_args()
@@ -74,7 +76,9 @@ def main() -> None:
         shutil.rmtree(model_dir / "checkpoints", ignore_errors=True)  # as the sft stage does
     test = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
     started = time.perf_counter()
-    result["metrics"], preds = evaluate_model(model_dir, test, rubric, schema, p.backtest.max_new_tokens, p.backtest.batch_size, desc="emphasised SFT")
+    result["metrics"], preds = evaluate_model(
+        model_dir, test, rubric, schema, p.backtest.max_new_tokens, p.backtest.batch_size, desc="emphasised SFT"
+    )
     result["metrics"]["seconds"] = round(time.perf_counter() - started, 1)
 
     other = {r["share_class_id"]: r for r in io.read_jsonl(args.against)}
@@ -88,7 +92,14 @@ def main() -> None:
     expert, groups = [r["expert_grade"] for r in per_fund], [r["fund_id"] for r in per_fund]
     result["paired"] = {
         f"emphasised SFT - {name}": {
-            m: paired_bootstrap(expert, [r["emphasised_grade"] for r in per_fund], [r[f"{name}_grade"] for r in per_fund], groups, rubric["grades"], m)
+            m: paired_bootstrap(
+                expert,
+                [r["emphasised_grade"] for r in per_fund],
+                [r[f"{name}_grade"] for r in per_fund],
+                groups,
+                rubric["grades"],
+                m,
+            )
             for m in METRICS
         }
         for name in ("sft", "grpo", "rule", "gbm")
@@ -98,7 +109,9 @@ def main() -> None:
     io.write_json(result, args.out / "result.json")
     print(json.dumps({k: result[k] for k in ("metrics", "departures", "rule_wrong")}, indent=1))
     for title, block in result["paired"].items():
-        print(title + ": " + ", ".join(f"{m} {b['diff']:+.3f} [{b['lo']:+.3f}, {b['hi']:+.3f}]" for m, b in block.items()))
+        print(
+            title + ": " + ", ".join(f"{m} {b['diff']:+.3f} [{b['lo']:+.3f}, {b['hi']:+.3f}]" for m, b in block.items())
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ the gradient is zero and the policy cannot move. Writes RUN_DIR/from_instruct.js
 mean reward, its spread within groups and the valid-JSON share; benchmarks/pretrained.py
 reports it beside the table.
 """
+
 import argparse
 import json
 import os
@@ -35,7 +36,10 @@ def main() -> None:
     result = {
         "steps": train["steps"],
         "seconds": train["seconds"],
-        "per_step": [{k: r.get(k) for k in ("step", "reward", "reward_std", "json_reward", "grade_reward", "loss")} for r in steps],
+        "per_step": [
+            {k: r.get(k) for k in ("step", "reward", "reward_std", "json_reward", "grade_reward", "loss")}
+            for r in steps
+        ],
     }
     (args.run / "from_instruct.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -8,6 +8,7 @@ Both train `--steps` GRPO steps from RUN_DIR/models/sft with the params in RUN_D
 in a scratch copy of RUN_DIR (its outputs stay as they are). Prints each pair's seconds and the
 median ratio stage/bare; writes RUN_DIR/overhead.json.
 """
+
 import argparse
 import json
 import os
@@ -40,7 +41,12 @@ def scratch_copy(run: Path, start: str = "sft", **grpo) -> Path:
     """A copy of a kept run's folder whose models/sft is RUN/models/<start> (linked, not copied)
     and whose params.yaml has `grpo` updated; the run's own outputs stay as they are."""
     scratch = Path(tempfile.mkdtemp(prefix="grpo-scratch-")) / "repo"
-    shutil.copytree(run, scratch, symlinks=True, ignore=shutil.ignore_patterns("models", "mlartifacts", "mlflow.db", "cache", "tmp", ".dvc", ".git"))
+    shutil.copytree(
+        run,
+        scratch,
+        symlinks=True,
+        ignore=shutil.ignore_patterns("models", "mlartifacts", "mlflow.db", "cache", "tmp", ".dvc", ".git"),
+    )
     (scratch / "models").mkdir()
     (scratch / "models" / "sft").symlink_to((run / "models" / start).absolute())
     params = yaml.safe_load((scratch / "params.yaml").read_text(encoding="utf-8"))
@@ -60,11 +66,22 @@ def main() -> None:
     for _ in range(args.pairs):
         stage, stage_rss = timed([sys.executable, "-m", "stages.grpo"], scratch)
         bare, bare_rss = timed([sys.executable, str(HERE / "bare_grpo.py"), str(scratch / "bare_policy")], scratch)
-        pairs.append({"stage_s": round(stage, 1), "bare_s": round(bare, 1), "ratio": round(stage / bare, 3),
-                      "stage_peak_rss_mb": stage_rss, "bare_peak_rss_mb": bare_rss})
+        pairs.append(
+            {
+                "stage_s": round(stage, 1),
+                "bare_s": round(bare, 1),
+                "ratio": round(stage / bare, 3),
+                "stage_peak_rss_mb": stage_rss,
+                "bare_peak_rss_mb": bare_rss,
+            }
+        )
         print(pairs[-1], flush=True)
     shutil.rmtree(scratch.parent, ignore_errors=True)
-    result = {"steps": args.steps, "pairs": pairs, "median_ratio": round(statistics.median(p["ratio"] for p in pairs), 3)}
+    result = {
+        "steps": args.steps,
+        "pairs": pairs,
+        "median_ratio": round(statistics.median(p["ratio"] for p in pairs), 3),
+    }
     (args.run / "overhead.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
 

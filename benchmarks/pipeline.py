@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from fundgrpo.io import copy_project
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,17 +47,23 @@ def main() -> None:
     if (REPO.parent / "shared").is_dir():  # the morningstar profile reads ../shared/data beside the repo
         (root.parent / "shared").symlink_to(REPO.parent / "shared")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    env.update({"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"})
+    env.update(
+        {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+    )
     env.pop("MLFLOW_TRACKING_URI", None)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
     if args.profile:
-        subprocess.run([sys.executable, "-m", "fundgrpo.profiles", "apply", *args.profile], cwd=root, check=True, env=env)
+        subprocess.run(
+            [sys.executable, "-m", "fundgrpo.profiles", "apply", *args.profile], cwd=root, check=True, env=env
+        )
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
     subprocess.run(["git", "commit", "-qm", "bench"], cwd=root, check=True, env=env)
 
     timer = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
     started, stage_times, current, t0 = time.perf_counter(), {}, None, None
-    proc = subprocess.Popen(timer + ["dvc", "repro"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        timer + ["dvc", "repro"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     log = []
     live = (root.parent / "repro.log").open("w", encoding="utf-8")
     for line in proc.stdout:
@@ -82,24 +89,38 @@ def main() -> None:
     noop = time.perf_counter() - t1
 
     # kept beside the run for benchmarks/pretrained.py (which collects a kept run's figures)
-    (root / "bench.json").write_text(json.dumps({
-        "profiles": args.profile, "stage_seconds": {k: round(v, 1) for k, v in stage_times.items()}, "total_seconds": round(total, 1),
-        "noop_seconds": round(noop, 1), "peak_rss_mb": round(rss / 1024) if rss else None, "nproc": os.cpu_count(),
-        "cpu": cpu(),
-    }, indent=2) + "\n")
+    (root / "bench.json").write_text(
+        json.dumps(
+            {
+                "profiles": args.profile,
+                "stage_seconds": {k: round(v, 1) for k, v in stage_times.items()},
+                "total_seconds": round(total, 1),
+                "noop_seconds": round(noop, 1),
+                "peak_rss_mb": round(rss / 1024) if rss else None,
+                "nproc": os.cpu_count(),
+                "cpu": cpu(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     train = json.loads((root / "metrics/grpo.json").read_text())
     backtest = json.loads((root / "metrics/backtest.json").read_text())
-    print(f"| stage | seconds |\n|---|---|")
+    print("| stage | seconds |\n|---|---|")
     for name, secs in stage_times.items():
         print(f"| {name} | {secs:.0f} |")
     print(f"| **total `dvc repro`** | **{total:.0f}** |\n| second `dvc repro` (no-op) | {noop:.1f} |")
     if rss:
         print(f"\npeak RSS of one process: {rss / 1024:.0f} MB")
     print(f"GRPO: {train['steps']} steps, {train['seconds_per_step']} s/step")
-    print("\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE | cites evidence |\n|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE | cites evidence |\n|---|---|---|---|---|---|---|---|"
+    )
     for name, m in backtest["models"].items():
         cites = f"{m['evidence']:.3f}" if "evidence" in m else "-"
-        print(f"| {name} | {m['valid_json']:.3f} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} | {m['score_mae']:.1f} | {cites} |")
+        print(
+            f"| {name} | {m['valid_json']:.3f} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} | {m['score_mae']:.1f} | {cites} |"
+        )
     print(f"\n({backtest['n_funds']} test share classes; nproc={os.cpu_count()}; cpu {cpu()})")
     if not args.keep:
         shutil.rmtree(root.parent, ignore_errors=True)

@@ -32,7 +32,10 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "pretrained"
 PAGE = HERE / "pretrained.md"
 LM_ROWS = {"base": "zero-shot (no training)", "sft": "SFT (LoRA)", "grpo": "GRPO from SFT"}
-VARIANT_GRPO = {"grpo-from-instruct": "GRPO from the instruct model (no SFT)", "reasoning-first": "reasoning-first SFT + GRPO"}
+VARIANT_GRPO = {
+    "grpo-from-instruct": "GRPO from the instruct model (no SFT)",
+    "reasoning-first": "reasoning-first SFT + GRPO",
+}
 # The same profile before `prepare.show_rule`: the prompt without the methodology's own score and grade.
 NO_RULE = "no-rule"
 # The same profile with context metrics in the prompt (the rule scorer is unchanged).
@@ -48,16 +51,36 @@ BF16 = "bf16"
 # Variants that change one thing and keep SFT + GRPO: (what changed, as a row label; its paragraph's
 # opening; the variant it changes, whose SFT its SFT is compared with: None for the main run)
 SFT_GRPO_VARIANTS = {
-    CONTEXT: ("prompt with context metrics", "**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, "
-              "3-year Sharpe and alpha beside the periods, not scored", None),
-    TOP_LAYERS: ("LoRA on the top {top} layers only", "**LoRA on the top {top} layers only** (`profiles/lora-top15.yaml`, for SFT and GRPO: "
-                 "the backward pass stops at the lowest adapted layer", None),
-    TWO_EPOCHS: ("LoRA on the top {top} layers, {epochs:g} SFT epochs", "**{epochs:g} SFT epochs, LoRA on the top {top} layers** "
-                 "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: the top-layers run above trained {epochs:g} times as long", TOP_LAYERS),
-    TOP_LAYERS_AGAIN: ("LoRA on the top {top} layers, a second run", "**The top-layers run again** (the same profiles on another day: "
-                       "how far two runs of one profile differ on 2 CPU cores", TOP_LAYERS),
-    BF16: ("LoRA on the top {top} layers, bfloat16 steps", "**bfloat16 steps on a CPU with AVX-512 BF16** (`profiles/lora-top15.yaml` + "
-           "`profiles/cpu-bf16.yaml`: SFT and GRPO under bfloat16 autocast (the trainers' `bf16`); the weights and the backtest's answers stay float32", TOP_LAYERS),
+    CONTEXT: (
+        "prompt with context metrics",
+        "**Context metrics in the prompt** (`profiles/morningstar-context.yaml`: 1-year return, "
+        "3-year Sharpe and alpha beside the periods, not scored",
+        None,
+    ),
+    TOP_LAYERS: (
+        "LoRA on the top {top} layers only",
+        "**LoRA on the top {top} layers only** (`profiles/lora-top15.yaml`, for SFT and GRPO: "
+        "the backward pass stops at the lowest adapted layer",
+        None,
+    ),
+    TWO_EPOCHS: (
+        "LoRA on the top {top} layers, {epochs:g} SFT epochs",
+        "**{epochs:g} SFT epochs, LoRA on the top {top} layers** "
+        "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: the top-layers run above trained {epochs:g} times as long",
+        TOP_LAYERS,
+    ),
+    TOP_LAYERS_AGAIN: (
+        "LoRA on the top {top} layers, a second run",
+        "**The top-layers run again** (the same profiles on another day: "
+        "how far two runs of one profile differ on 2 CPU cores",
+        TOP_LAYERS,
+    ),
+    BF16: (
+        "LoRA on the top {top} layers, bfloat16 steps",
+        "**bfloat16 steps on a CPU with AVX-512 BF16** (`profiles/lora-top15.yaml` + "
+        "`profiles/cpu-bf16.yaml`: SFT and GRPO under bfloat16 autocast (the trainers' `bf16`); the weights and the backtest's answers stay float32",
+        TOP_LAYERS,
+    ),
 }
 
 
@@ -66,7 +89,10 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
     out = RESULTS / dataset / variant
     out.mkdir(parents=True, exist_ok=True)
     params = yaml.safe_load((run / "params.yaml").read_text(encoding="utf-8"))
-    metrics = {name: json.loads((run / "metrics" / f"{name}.json").read_text()) for name in ("backtest", "sft", "baseline", "prepare")}
+    metrics = {
+        name: json.loads((run / "metrics" / f"{name}.json").read_text())
+        for name in ("backtest", "sft", "baseline", "prepare")
+    }
     # the grpo stage's metrics, kept under "train" in the collected summaries (runs before the
     # stage was renamed wrote metrics/train.json)
     grpo = run / "metrics" / "grpo.json"
@@ -76,17 +102,29 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
     summary = {
         "params": {k: params.get(k) for k in ("model", "prepare", "sft", "grpo", "backtest", "methodology")},
         "bench": json.loads((run / "bench.json").read_text()) if (run / "bench.json").exists() else None,
-        "eval_curve": json.loads((run / "plots" / "eval_rewards.json").read_text()) if (run / "plots" / "eval_rewards.json").exists() else [],
+        "eval_curve": json.loads((run / "plots" / "eval_rewards.json").read_text())
+        if (run / "plots" / "eval_rewards.json").exists()
+        else [],
         **metrics,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    fund_of = {r["share_class_id"]: r["fund_id"] for r in map(json.loads, (run / "data/prepared/test.jsonl").read_text(encoding="utf-8").splitlines())}
+    fund_of = {
+        r["share_class_id"]: r["fund_id"]
+        for r in map(json.loads, (run / "data/prepared/test.jsonl").read_text(encoding="utf-8").splitlines())
+    }
     with (out / "per_fund.jsonl").open("w") as f:
         for line in (run / "reports/backtest/predictions.jsonl").read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
             keep = {k: v for k, v in r.items() if k.endswith("_grade") or k.endswith("_valid") or k == "grpo_text"}
-            f.write(json.dumps({"share_class_id": r["share_class_id"], "fund_id": fund_of[r["share_class_id"]], **keep}) + "\n")
-    for extra in ("headroom.json", "overhead.json", "from_instruct.json"):  # written into the run by the benchmarks above
+            f.write(
+                json.dumps({"share_class_id": r["share_class_id"], "fund_id": fund_of[r["share_class_id"]], **keep})
+                + "\n"
+            )
+    for extra in (
+        "headroom.json",
+        "overhead.json",
+        "from_instruct.json",
+    ):  # written into the run by the benchmarks above
         if (run / extra).exists():
             shutil.copy(run / extra, out / extra)
     return out
@@ -103,8 +141,10 @@ def _minutes(seconds) -> str:
 def _row(label: str, m: dict, trained, answering, evidence=True) -> str:
     """One evaluator's table row: its backtest metrics, training and answering minutes."""
     cites = _fmt(m.get("evidence")) if evidence else "–"
-    return (f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
-            f"| {cites} | {_minutes(trained)} | {_minutes(answering)} |")
+    return (
+        f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+        f"| {cites} | {_minutes(trained)} | {_minutes(answering)} |"
+    )
 
 
 def _paired(per_fund: list[dict], other: list[dict]) -> tuple[list[tuple[dict, dict]], list[int], list[str]]:
@@ -150,7 +190,10 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
                 raise SystemExit(f"{name}/{variant}: another test set than sft-grpo")
             rows = [("grpo", label, (other["sft"].get("seconds") or 0) + (other["train"].get("seconds") or 0))]
             if variant == "reasoning-first":  # its own SFT start too: the answer style changes SFT as well
-                rows = [("sft", "reasoning-first SFT (LoRA)", other["sft"].get("seconds")), ("grpo", "reasoning-first GRPO from that SFT", other["train"].get("seconds"))]
+                rows = [
+                    ("sft", "reasoning-first SFT (LoRA)", other["sft"].get("seconds")),
+                    ("grpo", "reasoning-first GRPO from that SFT", other["train"].get("seconds")),
+                ]
             for key, row_label, trained in rows:
                 m = other["backtest"]["models"][key]
                 out.append(_row(row_label, m, trained, m.get("seconds")))
@@ -158,8 +201,10 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         other = runs[NO_RULE]["summary"]
         if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
             raise SystemExit(f"{name}/{NO_RULE}: another test set than sft-grpo")
-        for key, row_label, trained in (("sft", "SFT, prompt without the methodology's verdict", other["sft"].get("seconds")),
-                                        ("grpo", "GRPO from that SFT", other["train"].get("seconds"))):
+        for key, row_label, trained in (
+            ("sft", "SFT, prompt without the methodology's verdict", other["sft"].get("seconds")),
+            ("grpo", "GRPO from that SFT", other["train"].get("seconds")),
+        ):
             m = other["backtest"]["models"][key]
             out.append(_row(row_label, m, trained, m.get("seconds")))
     for variant, (change, _, _) in SFT_GRPO_VARIANTS.items():
@@ -168,9 +213,13 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         other = runs[variant]["summary"]
         if other["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
             raise SystemExit(f"{name}/{variant}: another test set than sft-grpo")
-        change = change.format(top=other["params"]["sft"]["lora"].get("top_layers"), epochs=other["params"]["sft"]["epochs"])
-        for key, row_label, trained in (("sft", f"SFT, {change}", other["sft"].get("seconds")),
-                                        ("grpo", f"GRPO from that SFT ({other['train']['steps']} steps)", other["train"].get("seconds"))):
+        change = change.format(
+            top=other["params"]["sft"]["lora"].get("top_layers"), epochs=other["params"]["sft"]["epochs"]
+        )
+        for key, row_label, trained in (
+            ("sft", f"SFT, {change}", other["sft"].get("seconds")),
+            ("grpo", f"GRPO from that SFT ({other['train']['steps']} steps)", other["train"].get("seconds")),
+        ):
             m = other["backtest"]["models"][key]
             out.append(_row(row_label, m, trained, m.get("seconds")))
     for key, label in (("rule", "rule scorer (the methodology)"), ("gbm", "gradient boosting (`baseline`)")):
@@ -179,51 +228,91 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         out.append(_row(label, m, secs, None, evidence=False))
 
     if s["train"].get("kept") == "start":
-        out += ["", f"**GRPO − SFT** is zero by construction: no GRPO evaluation beat the SFT start on greedy validation "
-                f"{s['train'].get('best_metric')} ({s['train'].get('start_value')} at the start, best {s['train'].get('best_value')}), "
-                "so the stage kept the start (`\"kept\": \"start\"` in `metrics/grpo.json`)."]
+        out += [
+            "",
+            f"**GRPO − SFT** is zero by construction: no GRPO evaluation beat the SFT start on greedy validation "
+            f"{s['train'].get('best_metric')} ({s['train'].get('start_value')} at the start, best {s['train'].get('best_value')}), "
+            'so the stage kept the start (`"kept": "start"` in `metrics/grpo.json`).',
+        ]
     else:
         out += ["", "**GRPO − SFT**, paired bootstrap by fund (2,000 resamples of the test funds, 95 % interval):", ""]
         out += ["| metric | GRPO − SFT | 95 % interval |", "|---|---|---|"]
         expert = [r["expert_grade"] for r in per_fund]
         groups = [r["fund_id"] for r in per_fund]
         for metric in ("exact", "qwk"):
-            b = paired_bootstrap(expert, [r["grpo_grade"] for r in per_fund], [r["sft_grade"] for r in per_fund], groups, grades, metric)
+            b = paired_bootstrap(
+                expert, [r["grpo_grade"] for r in per_fund], [r["sft_grade"] for r in per_fund], groups, grades, metric
+            )
             out.append(f"| {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     if "reasoning-first" in runs:
         rf = runs["reasoning-first"]
         paired, expert, groups = _paired(per_fund, rf["per_fund"])
         rs = rf["summary"]["train"]
-        out += ["", f"**Reasoning-first** (`profiles/reasoning-first.yaml`, answers {rf['summary']['prepare'].get('answer_tokens_mean', '?')} tokens): "
-                f"GRPO kept {rs.get('kept')} (greedy validation {rs.get('best_metric')} {rs.get('start_value')} at the start, best {rs.get('best_value')}). "
-                "Paired bootstrap by fund, as above:", "", "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
+        out += [
+            "",
+            f"**Reasoning-first** (`profiles/reasoning-first.yaml`, answers {rf['summary']['prepare'].get('answer_tokens_mean', '?')} tokens): "
+            f"GRPO kept {rs.get('kept')} (greedy validation {rs.get('best_metric')} {rs.get('start_value')} at the start, best {rs.get('best_value')}). "
+            "Paired bootstrap by fund, as above:",
+            "",
+            "| comparison | metric | difference | 95 % interval |",
+            "|---|---|---|---|",
+        ]
         for title, a_key, b_key, a_src, b_src in (
             ("reasoning-first GRPO − its SFT", "grpo_grade", "sft_grade", 1, 1),
             ("reasoning-first SFT − brief SFT", "sft_grade", "sft_grade", 1, 0),
             ("reasoning-first GRPO − brief SFT", "grpo_grade", "sft_grade", 1, 0),
         ):
             for metric in ("exact", "qwk"):
-                b = paired_bootstrap(expert, [pair[a_src][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
+                b = paired_bootstrap(
+                    expert,
+                    [pair[a_src][a_key] for pair in paired],
+                    [pair[b_src][b_key] for pair in paired],
+                    groups,
+                    grades,
+                    metric,
+                )
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
         rf_curve = [r for r in rf["summary"].get("eval_curve", []) if "eval_greedy_qwk" in r]
         if rf_curve:
-            out += ["", "Its greedy validation agreement at each evaluation: "
-                    + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in rf_curve) + "."]
+            out += [
+                "",
+                "Its greedy validation agreement at each evaluation: "
+                + ", ".join(
+                    f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}"
+                    for r in rf_curve
+                )
+                + ".",
+            ]
     if NO_RULE in runs:
         nr = runs[NO_RULE]
         paired, expert, groups = _paired(per_fund, nr["per_fund"])
         ns = nr["summary"]["train"]
-        out += ["", f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows \"without the methodology's verdict\" "
-                "are the same profile measured before it "
-                f"(prompts {nr['summary']['prepare'].get('prompt_tokens_mean', '?')} tokens; its GRPO kept {ns.get('kept')}, greedy validation "
-                f"{ns.get('best_metric')} {ns.get('start_value')} at the start, best {ns.get('best_value')}). "
-                "Paired bootstrap by fund, with it against without it and against the baselines:", "",
-                "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
-        for title, a_key, b_key, b_src in (("SFT with − without", "sft_grade", "sft_grade", 1), ("GRPO with − without", "grpo_grade", "grpo_grade", 1),
-                                           ("GRPO with − rule scorer", "grpo_grade", "rule_grade", 0),
-                                           ("GRPO with − gradient boosting", "grpo_grade", "gbm_grade", 0)):
+        out += [
+            "",
+            f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows \"without the methodology's verdict\" "
+            "are the same profile measured before it "
+            f"(prompts {nr['summary']['prepare'].get('prompt_tokens_mean', '?')} tokens; its GRPO kept {ns.get('kept')}, greedy validation "
+            f"{ns.get('best_metric')} {ns.get('start_value')} at the start, best {ns.get('best_value')}). "
+            "Paired bootstrap by fund, with it against without it and against the baselines:",
+            "",
+            "| comparison | metric | difference | 95 % interval |",
+            "|---|---|---|---|",
+        ]
+        for title, a_key, b_key, b_src in (
+            ("SFT with − without", "sft_grade", "sft_grade", 1),
+            ("GRPO with − without", "grpo_grade", "grpo_grade", 1),
+            ("GRPO with − rule scorer", "grpo_grade", "rule_grade", 0),
+            ("GRPO with − gradient boosting", "grpo_grade", "gbm_grade", 0),
+        ):
             for metric in ("exact", "qwk"):
-                b = paired_bootstrap(expert, [pair[0][a_key] for pair in paired], [pair[b_src][b_key] for pair in paired], groups, grades, metric)
+                b = paired_bootstrap(
+                    expert,
+                    [pair[0][a_key] for pair in paired],
+                    [pair[b_src][b_key] for pair in paired],
+                    groups,
+                    grades,
+                    metric,
+                )
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     for variant, (change, opening, base) in SFT_GRPO_VARIANTS.items():
         if variant not in runs or (base and base not in runs):
@@ -234,23 +323,50 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         top, epochs = vs["params"]["sft"]["lora"].get("top_layers"), vs["params"]["sft"]["epochs"]
         # the SFT this variant changes: the main run's, or another variant's (on the same funds, checked above)
         base_sft = {r["share_class_id"]: r["sft_grade"] for r in runs[base]["per_fund"]} if base else None
-        base_label = f"SFT, {SFT_GRPO_VARIANTS[base][0].format(top=runs[base]['summary']['params']['sft']['lora'].get('top_layers')).split(',')[0]}" if base else "SFT above"
+        base_label = (
+            f"SFT, {SFT_GRPO_VARIANTS[base][0].format(top=runs[base]['summary']['params']['sft']['lora'].get('top_layers')).split(',')[0]}"
+            if base
+            else "SFT above"
+        )
         stages_v = ", ".join(f"{k} {_minutes(t)}" for k, t in bench_v.get("stage_seconds", {}).items() if t >= 60)
-        out += ["", opening.format(top=top, epochs=epochs) + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
-                f"SFT {vs['sft'].get('steps')} steps, {_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
-                f"GRPO {vs['train']['steps']} steps, kept {vs['train'].get('kept')}; "
-                f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min" + (f": {stages_v} min" if stages_v else "")
-                # the machine's speed on the day, where both runs did identical work (same base model, same prompts, greedy)
-                + (f"; the zero-shot answers to the test funds, the same work in both runs, took {vs['backtest']['models']['base'].get('seconds')} s "
-                   f"against {bt['models']['base'].get('seconds')} s in the run above" if vs["prepare"].get("prompt_tokens_mean") == s["prepare"].get("prompt_tokens_mean") else "")
-                + "). "
-                + (f"Its SFT gives the same grade as the {base} run's SFT on {sum(base_sft[p[1]['share_class_id']] == p[1]['sft_grade'] for p in paired)} "
-                   f"of {len(paired)} test share classes. " if base else "")
-                + "Paired bootstrap by fund, its kept model against the rows above:", "",
-                "| comparison | metric | difference | 95 % interval |", "|---|---|---|---|"]
-        short = change.format(top=top, epochs=epochs).split(",")[-1].strip() if base else change.format(top=top).split(",")[0]
+        out += [
+            "",
+            opening.format(top=top, epochs=epochs)
+            + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
+            f"SFT {vs['sft'].get('steps')} steps, {_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
+            f"GRPO {vs['train']['steps']} steps, kept {vs['train'].get('kept')}; "
+            f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min"
+            + (f": {stages_v} min" if stages_v else "")
+            # the machine's speed on the day, where both runs did identical work (same base model, same prompts, greedy)
+            + (
+                f"; the zero-shot answers to the test funds, the same work in both runs, took {vs['backtest']['models']['base'].get('seconds')} s "
+                f"against {bt['models']['base'].get('seconds')} s in the run above"
+                if vs["prepare"].get("prompt_tokens_mean") == s["prepare"].get("prompt_tokens_mean")
+                else ""
+            )
+            + "). "
+            + (
+                f"Its SFT gives the same grade as the {base} run's SFT on {sum(base_sft[p[1]['share_class_id']] == p[1]['sft_grade'] for p in paired)} "
+                f"of {len(paired)} test share classes. "
+                if base
+                else ""
+            )
+            + "Paired bootstrap by fund, its kept model against the rows above:",
+            "",
+            "| comparison | metric | difference | 95 % interval |",
+            "|---|---|---|---|",
+        ]
+        short = (
+            change.format(top=top, epochs=epochs).split(",")[-1].strip()
+            if base
+            else change.format(top=top).split(",")[0]
+        )
         # GRPO against its own start only where it moved (a kept start is zero by construction)
-        own = () if vs["train"].get("kept") == "start" else ((f"GRPO, {short} − its SFT", "grpo_grade", "sft_grade", 1, ("exact", "qwk")),)
+        own = (
+            ()
+            if vs["train"].get("kept") == "start"
+            else ((f"GRPO, {short} − its SFT", "grpo_grade", "sft_grade", 1, ("exact", "qwk")),)
+        )
         for title, a_key, b_key, b_src, metrics in (
             *own,
             (f"SFT, {short} − {base_label}", "sft_grade", "sft_grade", "base" if base else 0, ("exact", "qwk")),
@@ -258,38 +374,66 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
             (f"GRPO, {short} − gradient boosting", "grpo_grade", "gbm_grade", 0, ("exact", "qwk")),
         ):
             for metric in metrics:
-                other_grades = ([base_sft[pair[1]["share_class_id"]] for pair in paired] if b_src == "base"
-                                else [pair[b_src][b_key] for pair in paired])
+                other_grades = (
+                    [base_sft[pair[1]["share_class_id"]] for pair in paired]
+                    if b_src == "base"
+                    else [pair[b_src][b_key] for pair in paired]
+                )
                 b = paired_bootstrap(expert, [pair[1][a_key] for pair in paired], other_grades, groups, grades, metric)
                 out.append(f"| {title} | {metric} | {b['diff']:+.3f} | [{b['lo']:+.3f}, {b['hi']:+.3f}] |")
     curve = [r for r in s.get("eval_curve", []) if "eval_greedy_qwk" in r]
     if curve:
-        out += ["", "GRPO's greedy validation agreement at each evaluation (step 0 is its SFT start): "
-                + ", ".join(f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in curve) + "."]
+        out += [
+            "",
+            "GRPO's greedy validation agreement at each evaluation (step 0 is its SFT start): "
+            + ", ".join(
+                f"step {r['step']}: exact {r['eval_greedy_exact']:.3f} / QWK {r['eval_greedy_qwk']:.3f}" for r in curve
+            )
+            + ".",
+        ]
     for which, run in (("", main), (", measured without the methodology's verdict in the prompt", runs.get(NO_RULE))):
         if not run or "headroom" not in run:
             continue
         h = next(iter(run["headroom"].values()))
-        out += ["", f"**Sampling headroom of the SFT start**{which} (`sampling_headroom.py`, {h['n']} test share classes, "
-                f"k = {h['k']}, temperature {h['temperature']}): GRPO sharpens towards what the policy's samples agree on, "
-                "so it has room where maj@k beats greedy.", "", "| decision | exact | within one | QWK | Spearman |", "|---|---|---|---|---|"]
+        out += [
+            "",
+            f"**Sampling headroom of the SFT start**{which} (`sampling_headroom.py`, {h['n']} test share classes, "
+            f"k = {h['k']}, temperature {h['temperature']}): GRPO sharpens towards what the policy's samples agree on, "
+            "so it has room where maj@k beats greedy.",
+            "",
+            "| decision | exact | within one | QWK | Spearman |",
+            "|---|---|---|---|---|",
+        ]
         for label, m in h["decisions"].items():
             out.append(f"| {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
         out += ["", f"pass@{h['k']} {h['pass_at_k']:.3f}; the samples disagree on {h['disagree']:.1%} of the funds."]
     if "from_instruct" in main:
         f = main["from_instruct"]
         valid = [r["json_reward"] for r in f["per_step"] if r.get("json_reward") is not None]
-        out += ["", f"**GRPO straight from the instruct model** (no SFT; `grpo_from_instruct.py`, {f['steps']} steps of "
-                f"{p['grpo']['per_device_train_batch_size']} completions, {f['seconds'] / 60:.1f} min): valid-JSON share of its samples "
-                "per step " + ", ".join(f"{v:.2f}" for v in valid) + "; mean reward per step "
-                + ", ".join(f"{r['reward']:.2f}" for r in f["per_step"]) + "; spread within groups (reward_std) "
-                + ", ".join(f"{r['reward_std']:.2f}" for r in f["per_step"]) + "."]
+        out += [
+            "",
+            f"**GRPO straight from the instruct model** (no SFT; `grpo_from_instruct.py`, {f['steps']} steps of "
+            f"{p['grpo']['per_device_train_batch_size']} completions, {f['seconds'] / 60:.1f} min): valid-JSON share of its samples "
+            "per step "
+            + ", ".join(f"{v:.2f}" for v in valid)
+            + "; mean reward per step "
+            + ", ".join(f"{r['reward']:.2f}" for r in f["per_step"])
+            + "; spread within groups (reward_std) "
+            + ", ".join(f"{r['reward_std']:.2f}" for r in f["per_step"])
+            + ".",
+        ]
     if "overhead" in main:
         o = main["overhead"]
-        out += ["", f"**Pipeline overhead** (`grpo_overhead.py`, {o['steps']} GRPO steps, evaluation and checkpoints off, "
-                "the `train` stage and a bare TRL `GRPOTrainer` script as whole processes, alternately): "
-                + "; ".join(f"stage {q['stage_s']:.0f} s vs bare {q['bare_s']:.0f} s (peak {q.get('stage_peak_rss_mb')} vs {q.get('bare_peak_rss_mb')} MB)" for q in o["pairs"])
-                + f"; median ratio {o['median_ratio']:.3f}."]
+        out += [
+            "",
+            f"**Pipeline overhead** (`grpo_overhead.py`, {o['steps']} GRPO steps, evaluation and checkpoints off, "
+            "the `train` stage and a bare TRL `GRPOTrainer` script as whole processes, alternately): "
+            + "; ".join(
+                f"stage {q['stage_s']:.0f} s vs bare {q['bare_s']:.0f} s (peak {q.get('stage_peak_rss_mb')} vs {q.get('bare_peak_rss_mb')} MB)"
+                for q in o["pairs"]
+            )
+            + f"; median ratio {o['median_ratio']:.3f}.",
+        ]
     if p["methodology"]["path"].endswith("_ko.yaml"):
         texts = [r.get("grpo_text", "") for r in per_fund if r.get("grpo_valid")]
         reasons = [json.loads(t).get("reasoning", "") for t in texts]
@@ -298,12 +442,25 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         out += [f"- `{t}`" for t in texts[:3]]
     if bench:
         rows = ", ".join(f"{k} {_minutes(v)}" for k, v in stage.items())
-        total = f"`dvc repro` {_minutes(bench['total_seconds'])} min in all ({rows} min)" if bench.get("total_seconds") else f"{rows} min"
-        out += ["", f"**Time** (`python benchmarks/pipeline.py --profile {' '.join(bench['profiles'])} --keep`, "
-                f"{bench['nproc']} cores): {total}." + (f" {bench['note']}" if bench.get("note") else "")]
-    memory = {name: s[key].get("peak_rss_mb") for name, key in (("SFT", "sft"), ("GRPO", "train"), ("backtest", "backtest"))}
-    out += ["", "**Peak memory** of each stage's process (`peak_rss_mb` in its metrics): "
-            + ", ".join(f"{k} {v} MB" for k, v in memory.items() if v) + "."]
+        total = (
+            f"`dvc repro` {_minutes(bench['total_seconds'])} min in all ({rows} min)"
+            if bench.get("total_seconds")
+            else f"{rows} min"
+        )
+        out += [
+            "",
+            f"**Time** (`python benchmarks/pipeline.py --profile {' '.join(bench['profiles'])} --keep`, "
+            f"{bench['nproc']} cores): {total}." + (f" {bench['note']}" if bench.get("note") else ""),
+        ]
+    memory = {
+        name: s[key].get("peak_rss_mb") for name, key in (("SFT", "sft"), ("GRPO", "train"), ("backtest", "backtest"))
+    }
+    out += [
+        "",
+        "**Peak memory** of each stage's process (`peak_rss_mb` in its metrics): "
+        + ", ".join(f"{k} {v} MB" for k, v in memory.items() if v)
+        + ".",
+    ]
     return out + [""]
 
 
@@ -314,15 +471,17 @@ def report() -> str:
         "Generated by `python benchmarks/pretrained.py report` from the runs collected under",
         "`benchmarks/results/pretrained/` (commands in the script's docstring). Figures are exact agreement with",
         "the experts' grades, within one grade, quadratic weighted kappa and Spearman on the test funds; an",
-        "invalid answer counts as the middle grade. \"cites evidence\" is the evidence reward: does the reasoning",
+        'invalid answer counts as the middle grade. "cites evidence" is the evidence reward: does the reasoning',
         "name the criteria that weigh most for the fund, on the right side. Times are on 2 CPU cores.",
         "",
     ]
     for dataset in sorted(p.name for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.exists() else []:
         runs = {}
         for folder in sorted((RESULTS / dataset).iterdir()):
-            run = {"summary": json.loads((folder / "summary.json").read_text()),
-                   "per_fund": [json.loads(line) for line in (folder / "per_fund.jsonl").read_text().splitlines()]}
+            run = {
+                "summary": json.loads((folder / "summary.json").read_text()),
+                "per_fund": [json.loads(line) for line in (folder / "per_fund.jsonl").read_text().splitlines()],
+            }
             for extra in ("headroom", "overhead", "from_instruct"):
                 if (folder / f"{extra}.json").exists():
                     run[extra] = json.loads((folder / f"{extra}.json").read_text())

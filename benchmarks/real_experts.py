@@ -32,12 +32,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fundgrpo import profiles
-from fundgrpo.evaluation import baselines  # noqa: E402
-from fundgrpo.methodology import compiler as meth  # noqa: E402
-from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
-from fundgrpo.params import PrepareParams  # noqa: E402
 from fundgrpo.data import ingestion as ingest  # noqa: E402
+from fundgrpo.evaluation import baselines  # noqa: E402
+from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
+from fundgrpo.methodology import compiler as meth  # noqa: E402
 from fundgrpo.methodology.preparation import split_of  # noqa: E402
+from fundgrpo.params import PrepareParams  # noqa: E402
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
 COMMAND = ".venv/bin/python benchmarks/real_experts.py"
@@ -60,18 +60,24 @@ def score(y: np.ndarray, pred: np.ndarray, grades: list[int]) -> dict[str, float
 # GBM variants: short name -> label, BaselineParams overrides, inputs (None: every numeric metric).
 SPECS = {
     "gbm": {"label": "GBM classifier (the `baseline` stage's default)", "params": {}, "inputs": None},
-    "gbm_rubric": {"label": "GBM classifier, rubric inputs only (MRAR 3/5/10y)", "params": {},
-                   "inputs": ["mrar_3y", "mrar_5y", "mrar_10y"]},
-    "gbm_regressor": {"label": "GBM regressor, rounded (`baseline.objective: regressor`)",
-                      "params": {"objective": "regressor"}, "inputs": None},
+    "gbm_rubric": {
+        "label": "GBM classifier, rubric inputs only (MRAR 3/5/10y)",
+        "params": {},
+        "inputs": ["mrar_3y", "mrar_5y", "mrar_10y"],
+    },
+    "gbm_regressor": {
+        "label": "GBM regressor, rounded (`baseline.objective: regressor`)",
+        "params": {"objective": "regressor"},
+        "inputs": None,
+    },
 }
 
 
 def rule_variants(m, table: pd.DataFrame) -> dict[str, np.ndarray]:
     """The rule scorer with other risk aversions, and with Morningstar's own aggregation
     (stars per period from within-category percentiles, then the weighted mean of the stars)."""
-    from fundgrpo.methodology.peers import percentile_within
     from fundgrpo.data.riskadjusted import MRAR_INPUTS, mrar
+    from fundgrpo.methodology.peers import percentile_within
 
     out = {}
     for gamma in (0.0, 2.0, 4.0):
@@ -79,11 +85,17 @@ def rule_variants(m, table: pd.DataFrame) -> dict[str, np.ndarray]:
         for col, (ret, vol) in MRAR_INPUTS.items():
             if ret in t:
                 t[col] = mrar(t[ret], t[vol], gamma)
-        out[f"MRAR(γ={gamma:g})" + (" = raw return" if gamma == 0 else "")] = meth.rule_score(m, t)["rule_grade"].to_numpy()
+        out[f"MRAR(γ={gamma:g})" + (" = raw return" if gamma == 0 else "")] = meth.rule_score(m, t)[
+            "rule_grade"
+        ].to_numpy()
     weights = pd.Series({c.metric: c.weight for c in m.criteria})
-    stars = pd.DataFrame({c: percentile_within(table, c).map(lambda v: np.nan if np.isnan(v) else m.grade_for(v)) for c in weights.index})
+    stars = pd.DataFrame(
+        {c: percentile_within(table, c).map(lambda v: np.nan if np.isnan(v) else m.grade_for(v)) for c in weights.index}
+    )
     mean = (stars.fillna(0) * weights).sum(axis=1) / (stars.notna() * weights).sum(axis=1)
-    out["stars per period, weighted, rounded"] = mean.round().fillna(m.grades[len(m.grades) // 2]).astype(int).to_numpy()
+    out["stars per period, weighted, rounded"] = (
+        mean.round().fillna(m.grades[len(m.grades) // 2]).astype(int).to_numpy()
+    )
     return out
 
 
@@ -103,7 +115,9 @@ def fmt(values: list[float]) -> str:
 
 def table_md(rows: list[tuple[str, dict[str, list[float]], str]]) -> str:
     head = "| evaluator | exact | within one | QWK | Spearman | note |\n|---|---|---|---|---|---|\n"
-    return head + "".join(f"| {name} | " + " | ".join(fmt(m[k]) for k in METRICS) + f" | {note} |\n" for name, m, note in rows)
+    return head + "".join(
+        f"| {name} | " + " | ".join(fmt(m[k]) for k in METRICS) + f" | {note} |\n" for name, m, note in rows
+    )
 
 
 def main() -> None:
@@ -135,11 +149,16 @@ def main() -> None:
     print(counts)
 
     whole = {k: [v] for k, v in score(y[labelled].astype(int), rule[labelled], grades).items()}
-    variants = [(f"Rule variant: {n}", {k: [v] for k, v in score(y[labelled].astype(int), g[labelled], grades).items()}, "")
-                for n, g in rule_variants(m, table).items()]
+    variants = [
+        (f"Rule variant: {n}", {k: [v] for k, v in score(y[labelled].astype(int), g[labelled], grades).items()}, "")
+        for n, g in rule_variants(m, table).items()
+    ]
 
     # Fund-grouped 80/20 over seeds.
-    results: dict[str, dict[str, list[float]]] = {"rule": {k: [] for k in METRICS}, **{n: {k: [] for k in METRICS} for n in specs}}
+    results: dict[str, dict[str, list[float]]] = {
+        "rule": {k: [] for k in METRICS},
+        **{n: {k: [] for k in METRICS} for n in specs},
+    }
     seconds: dict[str, list[float]] = {n: [] for n in specs}
     chosen_by: dict[str, list] = {n: [] for n in specs}
     sizes = []
@@ -158,8 +177,11 @@ def main() -> None:
             chosen_by[name].append(chosen)
             for k, v in score(y[test].astype(int), pred, grades).items():
                 results[name][k].append(v)
-        print(f"seed {seed}: {sizes[-1][0]} test share classes ({sizes[-1][1]} funds); "
-              + ", ".join(f"{n} exact {results[n]['exact'][-1]:.3f}" for n in ["rule", *specs]), flush=True)
+        print(
+            f"seed {seed}: {sizes[-1][0]} test share classes ({sizes[-1][1]} funds); "
+            + ", ".join(f"{n} exact {results[n]['exact'][-1]:.3f}" for n in ["rule", *specs]),
+            flush=True,
+        )
 
     # The pipeline's own split (prepare params): train split -> test split, as stages.baseline does.
     split = table["fund_id"].map(lambda f: split_of(str(f), p.prepare))
@@ -167,17 +189,33 @@ def main() -> None:
     ptrain = (split == "train").to_numpy() & labelled
     pipeline_rows = [("Rule scorer", {k: [v] for k, v in score(y[ptest].astype(int), rule[ptest], grades).items()}, "")]
     pred, chosen0 = gbm(p, table, ptrain, ptest, X, specs["gbm"], p.baseline.seed, grades)
-    pipeline_rows.append((specs["gbm"]["label"], {k: [v] for k, v in score(y[ptest].astype(int), pred, grades).items()}, f"chosen: {chosen0}"))
+    pipeline_rows.append(
+        (
+            specs["gbm"]["label"],
+            {k: [v] for k, v in score(y[ptest].astype(int), pred, grades).items()},
+            f"chosen: {chosen0}",
+        )
+    )
 
-    llm = [("**LLM: SFT** (placeholder, lead fills in)", "_TBD_"), ("**LLM: GRPO** (placeholder, lead fills in)", "_TBD_")]
+    llm = [
+        ("**LLM: SFT** (placeholder, lead fills in)", "_TBD_"),
+        ("**LLM: GRPO** (placeholder, lead fills in)", "_TBD_"),
+    ]
     llm_rows = "".join(f"| {n} | " + " | ".join([v] * 4) + " | from metrics/backtest.json |\n" for n, v in llm)
 
     split_rows = [("Rule scorer (methodology/morningstar.yaml)", results["rule"], "")]
     for name in specs:
-        split_rows.append((specs[name]["label"], results[name], f"{np.mean(seconds[name]):.1f} s per fit (tuning included)"))
+        split_rows.append(
+            (specs[name]["label"], results[name], f"{np.mean(seconds[name]):.1f} s per fit (tuning included)")
+        )
     md_split = table_md(split_rows)
     md_pipe = table_md(pipeline_rows) + llm_rows
-    md_whole = table_md([("Rule scorer (methodology/morningstar.yaml)", whole, f"all {int(labelled.sum())} rated share classes"), *variants])
+    md_whole = table_md(
+        [
+            ("Rule scorer (methodology/morningstar.yaml)", whole, f"all {int(labelled.sum())} rated share classes"),
+            *variants,
+        ]
+    )
     n_test = ", ".join(f"{a} ({b} funds)" for a, b in sizes)
     print("\n" + md_whole + "\n" + md_split + "\n" + md_pipe)
 

@@ -13,17 +13,19 @@ of the k grades rounded, plus pass@k (the expert's grade among the k samples) an
 prompts whose samples disagree; `--out` also writes them as JSON (benchmarks/pretrained.py reads
 it). Samples use the GRPO settings in params.yaml (max_completion_length). CPU minutes: not a test.
 """
+
 from __future__ import annotations
 
 import argparse
 import collections
-import json
 from pathlib import Path
 
 import numpy as np
 
 
-def sampled_grades(model, tokenizer, rows, rubric, schema, k: int, temperature: float, max_new_tokens: int, batch_size: int = 8) -> list[list[int]]:
+def sampled_grades(
+    model, tokenizer, rows, rubric, schema, k: int, temperature: float, max_new_tokens: int, batch_size: int = 8
+) -> list[list[int]]:
     import torch
 
     from fundgrpo.evaluation.backtesting import predictions_from_texts
@@ -31,28 +33,57 @@ def sampled_grades(model, tokenizer, rows, rubric, schema, k: int, temperature: 
     texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
     out = []
     for start in range(0, len(texts), batch_size):
-        batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = tokenizer(
+            texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+        )
         with torch.no_grad():
-            ids = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature, top_k=0,
-                                 num_return_sequences=k, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-        grades = [a["grade"] for a in predictions_from_texts(tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1] :], skip_special_tokens=True), rubric, schema)]
+            ids = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                num_return_sequences=k,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
+        grades = [
+            a["grade"]
+            for a in predictions_from_texts(
+                tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1] :], skip_special_tokens=True), rubric, schema
+            )
+        ]
         out += [grades[i : i + k] for i in range(0, len(grades), k)]
     return out
 
 
-def headroom(model_dir: Path, rows: list[dict], rubric: dict, schema: dict, k: int, temperature: float, max_new_tokens: int, seed: int = 0) -> dict:
+def headroom(
+    model_dir: Path,
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    k: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int = 0,
+) -> dict:
     """Greedy / one sample / maj@k / mean@k agreement with the experts, pass@k and disagreement."""
     import torch
 
-    from fundgrpo.training import modelling
-    from fundgrpo.evaluation.backtesting import predictions_from_texts
     from fundgrpo.evaluation.agreement import grade_metrics
+    from fundgrpo.evaluation.backtesting import predictions_from_texts
+    from fundgrpo.training import modelling
 
     model, tokenizer = modelling.load(model_dir)
     torch.manual_seed(seed)
     expert = [r["expert_grade"] for r in rows]
     samples = sampled_grades(model, tokenizer, rows, rubric, schema, k, temperature, max_new_tokens)
-    greedy = [a["grade"] for a in predictions_from_texts(modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 32), rubric, schema)]
+    greedy = [
+        a["grade"]
+        for a in predictions_from_texts(
+            modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 32), rubric, schema
+        )
+    ]
     decisions = {
         "greedy": greedy,
         "one sample": [s[0] for s in samples],
@@ -63,7 +94,10 @@ def headroom(model_dir: Path, rows: list[dict], rubric: dict, schema: dict, k: i
         "n": len(rows),
         "k": k,
         "temperature": temperature,
-        "decisions": {label: {m: round(v, 4) for m, v in grade_metrics(expert, pred, rubric["grades"]).items()} for label, pred in decisions.items()},
+        "decisions": {
+            label: {m: round(v, 4) for m, v in grade_metrics(expert, pred, rubric["grades"]).items()}
+            for label, pred in decisions.items()
+        },
         "pass_at_k": round(float(np.mean([e in s for e, s in zip(expert, samples)])), 4),
         "disagree": round(float(np.mean([len(set(s)) > 1 for s in samples])), 4),
     }
@@ -90,9 +124,13 @@ def main() -> None:
     for name in args.splits:
         rows = io.read_jsonl(Path(p.prepare.out_dir) / f"{name}.jsonl")
         rows = rows[: args.max_funds] if args.max_funds else rows
-        result[name] = found = headroom(args.model, rows, rubric, schema, args.k, args.temperature, p.grpo.max_completion_length, p.grpo.seed)
+        result[name] = found = headroom(
+            args.model, rows, rubric, schema, args.k, args.temperature, p.grpo.max_completion_length, p.grpo.seed
+        )
         for label, m in found["decisions"].items():
-            print(f"| {name} | {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |")
+            print(
+                f"| {name} | {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |"
+            )
         print(f"{name}: pass@{args.k} {found['pass_at_k']:.3f}, samples disagree on {found['disagree']:.3f} of prompts")
     if args.out:
         io.write_json(result, args.out)

@@ -9,6 +9,7 @@ Run in a checkout with a profile applied and `prepare` and `base` done (benchmar
 One row per epoch goes to OUT.jsonl; OUT/epochN holds that epoch's model (a GRPO start to compare).
 CPU minutes: not a test.
 """
+
 import dataclasses
 import json
 import sys
@@ -16,12 +17,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from fundgrpo.training import sft_trainer
 from fundgrpo import io
-from fundgrpo.training import modelling
 from fundgrpo.evaluation.backtesting import metrics, predictions_from_texts
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
+from fundgrpo.training import modelling, sft_trainer
 
 KEYS = ("valid_json", "exact", "within_one", "qwk", "spearman")
 
@@ -50,4 +50,8 @@ class GreedyEachEpoch(TrainerCallback):
         log.flush()
 
 
-print(sft_trainer.run(dataclasses.replace(p.sft, epochs=epochs), p.model, base, splits["train"], out, callbacks=[GreedyEachEpoch()]))
+print(
+    sft_trainer.run(
+        dataclasses.replace(p.sft, epochs=epochs), p.model, base, splits["train"], out, callbacks=[GreedyEachEpoch()]
+    )
+)

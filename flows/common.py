@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from fundgrpo.params import ParamsError, Params, RegisterParams, from_dict
-from fundgrpo.registry.mlflow_registry import MlflowUnavailable, check_tracking  # noqa: F401 - the flows' names
 from fundgrpo import io
 from fundgrpo.cli import OFFLINE
+from fundgrpo.params import Params, ParamsError, RegisterParams, from_dict
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.registry.mlflow_registry import MlflowUnavailable, check_tracking  # noqa: F401 - the flows' names
 
 LOCK_FILE = ".dvc/tmp/fund-grpo-training.lock"  # .dvc/tmp is DVC's own, ignored by git
 
@@ -33,6 +33,7 @@ def stage_env() -> dict[str, str]:
     for key, value in OFFLINE.items():
         env.setdefault(key, value)
     return env
+
 
 def parse_dot(dot: str) -> tuple[list[str], list[tuple[str, str]]]:
     """(nodes in order, edges) from `dvc dag --dot`.
@@ -50,6 +51,7 @@ def parse_dot(dot: str) -> tuple[list[str], list[tuple[str, str]]]:
             nodes.append(node.group(1))
     return nodes, edges
 
+
 def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
     """Upstream first; among stages that are ready, the order of `nodes` (dvc.yaml's).
 
@@ -65,10 +67,16 @@ def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
         order.append(ready[0])
     return order
 
+
 def stage_order(root: Path) -> list[str]:
     """The pipeline's stages in DVC's dependency order, read from DVC itself (`dvc dag --dot`)."""
     done = subprocess.run(
-        [sys.executable, "-m", "dvc", "dag", "--dot", "dvc.yaml"], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "dvc", "dag", "--dot", "dvc.yaml"],
+        cwd=root,
+        env=stage_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if done.returncode != 0:
         raise RuntimeError(f"dvc dag failed in {root}: {done.stderr.strip() or done.stdout.strip()}")
@@ -77,6 +85,7 @@ def stage_order(root: Path) -> list[str]:
         raise RuntimeError(f"dvc dag found no stage in {root}/dvc.yaml")
     return topological(nodes, edges)
 
+
 def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:
     """`dvc repro --single-item <stage>`, output streamed line by line to `log`; True when it ran.
 
@@ -84,7 +93,12 @@ def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:
     """
     proc = subprocess.Popen(
         [sys.executable, "-m", "dvc", "repro", "--single-item", stage],
-        cwd=root, env=stage_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+        cwd=root,
+        env=stage_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
     )
     tail: list[str] = []
     ran = False
@@ -100,6 +114,7 @@ def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:
     if code != 0:
         raise RuntimeError(f"stage {stage!r} failed (dvc repro exit {code}):\n" + "\n".join(tail))
     return ran
+
 
 # ----------------------------------------------------------------- overrides
 
@@ -118,6 +133,7 @@ def _value(text: str):
     except YAMLError:
         return text
 
+
 def _float(representer, value: float):
     """Write a float so PyYAML (the params loader) reads it back as a float: 1e-05 -> 1.0e-05.
 
@@ -132,6 +148,7 @@ def _float(representer, value: float):
         text = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{int(exponent):+03d}"
     return representer.represent_scalar("tag:yaml.org,2002:float", text)
 
+
 @contextmanager
 def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
     """Put `path` back as it was when the block ends, however it ends (flow overrides are for one run)."""
@@ -140,10 +157,10 @@ def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
         yield
     finally:
         if path.read_bytes() != before:
-
             with io.atomic_path(path) as tmp:
                 tmp.write_bytes(before)
             log(f"{path.name} restored: the overrides applied to this run only")
+
 
 def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     """Set `section.key=value` pairs in params.yaml (comments kept), like `dvc exp run -S`.
@@ -181,6 +198,7 @@ def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     io.write_text(text, path)
     return changes
 
+
 # ---------------------------------------------------------------------- lock
 
 
@@ -208,6 +226,7 @@ def workspace_lock(root: Path, timeout_s: float = -1, log: Callable[[str], None]
         yield path
     finally:
         lock.release()
+
 
 # -------------------------------------------------------------------- MLflow
 

@@ -27,7 +27,9 @@ from fundgrpo.params import load_params
 def run_evaluate(root: str, funds: str, out: str, model: str | None) -> str:
     logger = get_run_logger()
     cmd = [sys.executable, "-m", "fundgrpo.serving.batch", funds, "--out", out] + (["--model", model] if model else [])
-    proc = subprocess.Popen(cmd, cwd=root, env=common.stage_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        cmd, cwd=root, env=common.stage_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
@@ -39,6 +41,7 @@ def run_evaluate(root: str, funds: str, out: str, model: str | None) -> str:
         raise RuntimeError("evaluation failed:\n" + "\n".join(tail))
     return out
 
+
 @flow(name="evaluation")
 def evaluation(root: str = ".", funds: str | None = None, model: str | None = None, month: str | None = None) -> str:
     """Score `funds` (default: `ingest.out`) with `model` (default: the champion); returns the output path."""
@@ -49,6 +52,7 @@ def evaluation(root: str = ".", funds: str | None = None, model: str | None = No
     out = f"reports/evaluations/{month}/evaluations.parquet"
     return run_evaluate(str(workspace), funds or params.ingest.out, out, model)
 
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
@@ -56,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     print(evaluation(funds=args.funds, model=args.model))
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

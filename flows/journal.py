@@ -49,14 +49,30 @@ class Journal(logging.Handler):
         if str(getattr(record, "flow_run_id", "")) != self.flow_run_id:
             return  # another run's, or not a run logger's
         task_run_id = getattr(record, "task_run_id", None)
-        self.write({"kind": "log", "name": record.name, "level": record.levelno, "message": record.getMessage(),
-                    "timestamp": record.created, "task_run_id": str(task_run_id) if task_run_id else None})
+        self.write(
+            {
+                "kind": "log",
+                "name": record.name,
+                "level": record.levelno,
+                "message": record.getMessage(),
+                "timestamp": record.created,
+                "task_run_id": str(task_run_id) if task_run_id else None,
+            }
+        )
 
     def task(self, task_: Callable, *args: Any, label: str | None = None) -> Any:
         """Run a task, record its final state, return its result (raising as the task did)."""
         state = task_(*args, return_state=True)
-        self.write({"kind": "task", "task_run_id": str(state.state_details.task_run_id), "name": label or task_.name,
-                    "state": state.type.value, "state_name": state.name, "message": state.message or ""})
+        self.write(
+            {
+                "kind": "task",
+                "task_run_id": str(state.state_details.task_run_id),
+                "name": label or task_.name,
+                "state": state.type.value,
+                "state_name": state.name,
+                "message": state.message or "",
+            }
+        )
         return state.result()
 
     def finish(self, state: str, message: str) -> None:
@@ -98,27 +114,53 @@ def reconcile(root: Path, log: Callable[[str], None] = print) -> list[str]:
                     continue
                 known.add(t["task_run_id"])
                 if task_run.state is None or task_run.state.type.value != t["state"]:
-                    client.set_task_run_state(task_run.id, State(type=StateType(t["state"]), name=t["state_name"],
-                                                                 message=f"{t['message']} ({note})".strip()), force=True)
-                    fixes.append(f"task {task_run.name} {task_run.state.name if task_run.state else 'none'} -> {t['state_name']}")
+                    client.set_task_run_state(
+                        task_run.id,
+                        State(
+                            type=StateType(t["state"]), name=t["state_name"], message=f"{t['message']} ({note})".strip()
+                        ),
+                        force=True,
+                    )
+                    fixes.append(
+                        f"task {task_run.name} {task_run.state.name if task_run.state else 'none'} -> {t['state_name']}"
+                    )
             have, offset = set(), 0
             while True:
-                page = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])), limit=200, offset=offset)
+                page = client.read_logs(
+                    LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])), limit=200, offset=offset
+                )
                 have |= {(round(entry.timestamp.timestamp(), 3), entry.message) for entry in page}
                 offset += len(page)
                 if len(page) < 200:
                     break
-            missing = [LogCreate(name=r["name"], level=r["level"], message=r["message"], flow_run_id=run.id,
-                                 timestamp=datetime.fromtimestamp(r["timestamp"], tz=timezone.utc),
-                                 task_run_id=UUID(r["task_run_id"]) if r["task_run_id"] in known else None)
-                       for r in rows if r["kind"] == "log" and (round(r["timestamp"], 3), r["message"]) not in have]
+            missing = [
+                LogCreate(
+                    name=r["name"],
+                    level=r["level"],
+                    message=r["message"],
+                    flow_run_id=run.id,
+                    timestamp=datetime.fromtimestamp(r["timestamp"], tz=timezone.utc),
+                    task_run_id=UUID(r["task_run_id"]) if r["task_run_id"] in known else None,
+                )
+                for r in rows
+                if r["kind"] == "log" and (round(r["timestamp"], 3), r["message"]) not in have
+            ]
             if missing:
                 client.create_logs(missing)
                 fixes.append(f"{len(missing)} log lines restored")
             if run.state is None or run.state.type.value != final["state"]:
-                client.set_flow_run_state(run.id, State(type=StateType(final["state"]), name=FINAL.get(final["state"]),
-                                                        message=f"{final['message']} ({note})"), force=True)
-                fixes.append(f"run {run.state.name if run.state else 'none'} -> {FINAL.get(final['state'], final['state'])}")
+                client.set_flow_run_state(
+                    run.id,
+                    State(
+                        type=StateType(final["state"]),
+                        name=FINAL.get(final["state"]),
+                        message=f"{final['message']} ({note})",
+                    ),
+                    force=True,
+                )
+                fixes.append(
+                    f"run {run.state.name if run.state else 'none'} -> {FINAL.get(final['state'], final['state'])}"
+                )
             with path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"kind": "reconciled", "timestamp": time.time(), "fixes": fixes}) + "\n")
             if fixes:

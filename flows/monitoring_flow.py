@@ -42,15 +42,14 @@ from prefect.cache_policies import NO_CACHE
 from flows import common
 from flows.training_flow import mlflow_check, training
 from fundgrpo import io
-from fundgrpo.methodology.compiler import load_compiled
-from fundgrpo.params import Params, load_params
-from fundgrpo.serving import champion
-from monitoring import batches, drift
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.validation import validate_frame
 from fundgrpo.evaluation.backtesting import rule_predictions
+from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
-
+from fundgrpo.serving import champion
+from monitoring import batches, drift
 
 # ---------------------------------------------------------------------- tasks
 
@@ -61,10 +60,12 @@ def load_batch(path: str, name: str, params: Params) -> pd.DataFrame:
     get_run_logger().info("batch %s: %d rows, %d columns", name, len(table), len(table.columns))
     return table
 
+
 @task(name="validate-batch", task_run_name="validate {name}", cache_policy=NO_CACHE)
 def validate_batch(table: pd.DataFrame, name: str, params: Params, report_dir: str):
 
     return validate_frame(table, params.validate, Path(report_dir))
+
 
 @task(name="data-drift", task_run_name="data drift {name}", cache_policy=NO_CACHE)
 def data_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, params: Params, out: str) -> drift.DataDrift:
@@ -72,15 +73,23 @@ def data_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, params: 
     get_run_logger().info("batch %s, data drift: %s", name, result.reason)
     return result
 
+
 @task(name="prediction-drift", task_run_name="prediction drift {name}", cache_policy=NO_CACHE)
-def prediction_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, params: Params, root: str, uri: str, out: str) -> dict[str, Any]:
+def prediction_drift(
+    reference: pd.DataFrame, table: pd.DataFrame, name: str, params: Params, root: str, uri: str, out: str
+) -> dict[str, Any]:
     """The champion's grades on samples of both frames; its drift, and its scores on the batch."""
     logger = get_run_logger()
     monitor = params.monitor
     rubric, schema = _schema(Path(root), params)
-    batch_records = champion.sample(champion.prompt_records(table, rubric, params.prepare), monitor.prediction_sample, monitor.seed)
+    batch_records = champion.sample(
+        champion.prompt_records(table, rubric, params.prepare), monitor.prediction_sample, monitor.seed
+    )
     if monitor.prediction_sample <= 0:
-        return {"drift": drift.PredictionDrift(None, "prediction drift off (monitor.prediction_sample is 0)"), "records": batch_records}
+        return {
+            "drift": drift.PredictionDrift(None, "prediction drift off (monitor.prediction_sample is 0)"),
+            "records": batch_records,
+        }
     few = drift.too_few_rows(min(len(reference), monitor.prediction_sample), len(batch_records), monitor.min_rows)
     if few:  # no verdict possible: do not spend minutes generating
         return {"drift": drift.PredictionDrift(None, few), "records": batch_records}
@@ -88,7 +97,10 @@ def prediction_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, pa
         loaded = champion.load_champion(uri, params.register.model_name, Path(tmp))
         if loaded is None:
             logger.info("no champion in the registry: prediction drift skipped")
-            return {"drift": drift.PredictionDrift(None, "no champion in the registry: prediction drift skipped"), "records": batch_records}
+            return {
+                "drift": drift.PredictionDrift(None, "no champion in the registry: prediction drift skipped"),
+                "records": batch_records,
+            }
         folder, version = loaded
         # The same share classes on the reference where it has them (their grades then pair up for
         # the rating migration); a batch of mostly new share classes is compared by distribution only.
@@ -97,12 +109,24 @@ def prediction_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, pa
         if len(paired_ids) >= monitor.min_rows:
             ref_records = champion.prompt_records(reference, rubric, params.prepare, only=paired_ids)
         else:
-            ref_records = champion.sample(champion.prompt_records(reference, rubric, params.prepare), monitor.prediction_sample, monitor.seed)
-        ref_preds = champion.grade(folder, ref_records, rubric, schema, params.backtest, f"champion v{version} on reference")
-        batch_preds = champion.grade(folder, batch_records, rubric, schema, params.backtest, f"champion v{version} on batch")
+            ref_records = champion.sample(
+                champion.prompt_records(reference, rubric, params.prepare), monitor.prediction_sample, monitor.seed
+            )
+        ref_preds = champion.grade(
+            folder, ref_records, rubric, schema, params.backtest, f"champion v{version} on reference"
+        )
+        batch_preds = champion.grade(
+            folder, batch_records, rubric, schema, params.backtest, f"champion v{version} on batch"
+        )
     before = {r["share_class_id"]: p["grade"] for r, p in zip(ref_records, ref_preds)}
-    pairs = [(before[r["share_class_id"]], p["grade"]) for r, p in zip(batch_records, batch_preds) if r["share_class_id"] in before]
-    result = drift.prediction_drift([p["grade"] for p in ref_preds], [p["grade"] for p in batch_preds], monitor, Path(out), pairs)
+    pairs = [
+        (before[r["share_class_id"]], p["grade"])
+        for r, p in zip(batch_records, batch_preds)
+        if r["share_class_id"] in before
+    ]
+    result = drift.prediction_drift(
+        [p["grade"] for p in ref_preds], [p["grade"] for p in batch_preds], monitor, Path(out), pairs
+    )
     logger.info("batch %s, prediction drift (champion v%s): %s", name, version, result.reason)
     return {
         "drift": result,
@@ -110,6 +134,7 @@ def prediction_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, pa
         "champion_version": version,
         "champion_on_batch": champion.scored(batch_records, batch_preds, rubric),
     }
+
 
 @task(name="candidate-on-batch", cache_policy=NO_CACHE)
 def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[str, Any]:
@@ -119,8 +144,14 @@ def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[s
     rows = [r for r in records if r["labelled"] and r["split"] == "test"]
     if not rows:
         return {"n": 0, "note": "no rated test-split fund in the batch sample"}
-    preds = champion.grade(Path(root) / params.grpo.out_dir, rows, rubric, schema, params.backtest, "candidate on batch")
-    return {"candidate": champion.scored(rows, preds, rubric), "rule": champion.scored(rows, rule_predictions(rows), rubric)}
+    preds = champion.grade(
+        Path(root) / params.grpo.out_dir, rows, rubric, schema, params.backtest, "candidate on batch"
+    )
+    return {
+        "candidate": champion.scored(rows, preds, rubric),
+        "rule": champion.scored(rows, rule_predictions(rows), rubric),
+    }
+
 
 # -------------------------------------------------------------------- helpers
 
@@ -129,19 +160,29 @@ def _schema(root: Path, params: Params) -> tuple[dict, dict]:
     """(rubric, output schema) as the schema stage wrote them."""
     return load_compiled(root / params.methodology.out_dir)
 
+
 def _reference(root: Path, params: Params) -> pd.DataFrame:
     path = root / params.validate.out
     if not path.exists():
         raise FileNotFoundError(f"no training reference at {path}: run the training flow (or dvc repro) first")
     return pd.read_parquet(path)
 
+
 def _thresholds(params: Params) -> dict[str, Any]:
     m = params.monitor
     return {
-        "min_rows": m.min_rows, "method": m.method, "threshold": m.threshold, "drift_share": m.drift_share,
-        "prediction_method": m.prediction_method, "prediction_threshold": m.prediction_threshold, "migration_threshold": m.migration_threshold,
-        "prediction_sample": m.prediction_sample, "gate_metric": params.register.gate.metric, "gate_margin": params.register.gate.margin,
+        "min_rows": m.min_rows,
+        "method": m.method,
+        "threshold": m.threshold,
+        "drift_share": m.drift_share,
+        "prediction_method": m.prediction_method,
+        "prediction_threshold": m.prediction_threshold,
+        "migration_threshold": m.migration_threshold,
+        "prediction_sample": m.prediction_sample,
+        "gate_metric": params.register.gate.metric,
+        "gate_margin": params.register.gate.margin,
     }
+
 
 class MonitoringRun:
     """The batch's MLflow run in `monitor.experiment`, written through the client (tasks run in threads)."""
@@ -149,13 +190,24 @@ class MonitoringRun:
     def __init__(self, uri: str, params: Params, root: Path, name: str) -> None:
         from mlflow import MlflowClient
 
-        register = replace(params.register, experiment=params.monitor.experiment, tracking_uri=uri,
-                           artifact_location=str(root / params.register.artifact_location))
+        register = replace(
+            params.register,
+            experiment=params.monitor.experiment,
+            tracking_uri=uri,
+            artifact_location=str(root / params.register.artifact_location),
+        )
         experiment_id = mlflow_registry.setup(register)
         self.client = MlflowClient(tracking_uri=uri)
-        self.run_id = self.client.create_run(experiment_id, run_name=f"monitor {name}", tags={"batch": name}).info.run_id
+        self.run_id = self.client.create_run(
+            experiment_id, run_name=f"monitor {name}", tags={"batch": name}
+        ).info.run_id
 
-    def log(self, metrics: dict[str, float] | None = None, params: dict[str, Any] | None = None, tags: dict[str, Any] | None = None) -> None:
+    def log(
+        self,
+        metrics: dict[str, float] | None = None,
+        params: dict[str, Any] | None = None,
+        tags: dict[str, Any] | None = None,
+    ) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
         now = int(datetime.now(timezone.utc).timestamp() * 1000)
@@ -170,6 +222,7 @@ class MonitoringRun:
         self.client.log_artifacts(self.run_id, str(report_dir), "report")
         self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")
 
+
 def _drift_figures(data: drift.DataDrift, pred: drift.PredictionDrift) -> dict[str, float | None]:
     figures: dict[str, float | None] = {
         "drift.share": data.share,
@@ -182,10 +235,13 @@ def _drift_figures(data: drift.DataDrift, pred: drift.PredictionDrift) -> dict[s
     figures.update({f"drift.score.{c}": v for c, v in data.scores.items()})
     return figures
 
+
 # ----------------------------------------------------------------------- flow
 
 
-def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool, retries: int, retry_delay_s: float, day: str) -> dict[str, Any]:
+def handle_batch(
+    root: Path, params: Params, path: Path, uri: str, retrain: bool, retries: int, retry_delay_s: float, day: str
+) -> dict[str, Any]:
     """One batch from the watched folder to its verdict (and relearning); returns its summary."""
 
     logger = get_run_logger()
@@ -207,7 +263,10 @@ def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool
         return quarantined(f"cannot be read: {err}", None)
     checked = validate_batch(table, name, params, str(out / "validation"))
     if not checked.success:
-        return quarantined(f"failed validation ({len(checked.failures)} expectation(s)): " + "; ".join(checked.failures), out / "validation")
+        return quarantined(
+            f"failed validation ({len(checked.failures)} expectation(s)): " + "; ".join(checked.failures),
+            out / "validation",
+        )
     summary["rows"] = len(table)
     summary["as_of"] = str(table["as_of"].iloc[0]) if "as_of" in table and len(table) else None
 
@@ -224,13 +283,22 @@ def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool
     else:
         verdict = "drift" if drifted else "no drift"
     reason = f"{data.reason}; {pred.reason}" if pred.verdict else data.reason
-    summary.update(verdict=verdict, reason=reason, data_drift=asdict(data), prediction_drift=asdict(pred),
-                   champion_version=predicted.get("champion_version"), champion_on_batch=predicted.get("champion_on_batch"))
+    summary.update(
+        verdict=verdict,
+        reason=reason,
+        data_drift=asdict(data),
+        prediction_drift=asdict(pred),
+        champion_version=predicted.get("champion_version"),
+        champion_on_batch=predicted.get("champion_on_batch"),
+    )
     io.write_json(summary, out / "summary.json")
 
     run = MonitoringRun(uri, params, root, name)
-    run.log(_drift_figures(data, pred), params={f"monitor.{k}": v for k, v in summary["thresholds"].items()} | {"rows": len(table)},
-            tags={"verdict": verdict, "reason": reason, "prediction_drift.reason": pred.reason})
+    run.log(
+        _drift_figures(data, pred),
+        params={f"monitor.{k}": v for k, v in summary["thresholds"].items()} | {"rows": len(table)},
+        tags={"verdict": verdict, "reason": reason, "prediction_drift.reason": pred.reason},
+    )
     logger.info("batch %s: %s (%s; %s)", name, verdict.upper(), data.reason, pred.reason)
 
     ok = True
@@ -238,12 +306,19 @@ def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool
         if drifted and retrain:
             summary["retrain"] = relearn(root, params, name, table, predicted, retries, retry_delay_s, run)
         elif drifted:
-            summary["retrain"] = {"status": "skipped", "reason": "drift found but retraining is off (monitor.retrain / retrain=False)"}
+            summary["retrain"] = {
+                "status": "skipped",
+                "reason": "drift found but retraining is off (monitor.retrain / retrain=False)",
+            }
         else:
             summary["retrain"] = {"status": "not needed", "reason": f"{verdict}: the batch is archived, not merged"}
     except Exception as err:
         ok = False
-        summary["retrain"] = {"status": "failed", "error": str(err), "note": "the champion is unchanged; the batch stays accepted for the next training run"}
+        summary["retrain"] = {
+            "status": "failed",
+            "error": str(err),
+            "note": "the champion is unchanged; the batch stays accepted for the next training run",
+        }
         raise
     finally:
         summary["processed"] = str(batches.archive(path, params.monitor, root, day).relative_to(root))
@@ -252,7 +327,17 @@ def handle_batch(root: Path, params: Params, path: Path, uri: str, retrain: bool
         run.finish(out, ok)
     return summary
 
-def relearn(root: Path, params: Params, name: str, table: pd.DataFrame, predicted: dict, retries: int, retry_delay_s: float, run: MonitoringRun) -> dict[str, Any]:
+
+def relearn(
+    root: Path,
+    params: Params,
+    name: str,
+    table: pd.DataFrame,
+    predicted: dict,
+    retries: int,
+    retry_delay_s: float,
+    run: MonitoringRun,
+) -> dict[str, Any]:
     """Accept the batch, run the training flow, score the candidate on the batch; the gate's decision."""
     logger = get_run_logger()
     with common.workspace_lock(root, -1, logger.info):  # never write a dependency under a running training
@@ -260,23 +345,42 @@ def relearn(root: Path, params: Params, name: str, table: pd.DataFrame, predicte
     logger.info("batch %s accepted into the training data: %s; retraining", name, stored.relative_to(root))
     result = training(root=str(root), retries=retries, retry_delay_s=retry_delay_s)
     decision = result["decision"] if result["registered"] else None
-    outcome: dict[str, Any] = {"status": "done", "accepted": str(stored.relative_to(root)), "message": result["message"], "decision": decision}
+    outcome: dict[str, Any] = {
+        "status": "done",
+        "accepted": str(stored.relative_to(root)),
+        "message": result["message"],
+        "decision": decision,
+    }
     if decision is not None:
         backtest = json.loads((root / params.backtest.metrics).read_text(encoding="utf-8"))
-        outcome["on_test_set"] = {"n_funds": backtest.get("n_funds"), **{m: backtest["models"][m] for m in ("grpo", "rule") if m in backtest["models"]}}
+        outcome["on_test_set"] = {
+            "n_funds": backtest.get("n_funds"),
+            **{m: backtest["models"][m] for m in ("grpo", "rule") if m in backtest["models"]},
+        }
         outcome["on_batch"] = candidate_on_batch(predicted["records"], params, str(root))
         outcome["on_batch"]["champion"] = predicted.get("champion_on_batch")
         candidate = (outcome["on_batch"].get("candidate") or {}).get(params.register.gate.metric)
         run.log(
-            metrics={"gate.promoted": float(decision["promoted"]), "gate.candidate": decision["candidate"], "gate.baseline": decision["baseline"],
-                     f"batch.candidate.{params.register.gate.metric}": candidate},
-            tags={"gate.reason": decision["reason"], "gate.version": decision["version"], "gate.alias": decision["alias"]},
+            metrics={
+                "gate.promoted": float(decision["promoted"]),
+                "gate.candidate": decision["candidate"],
+                "gate.baseline": decision["baseline"],
+                f"batch.candidate.{params.register.gate.metric}": candidate,
+            },
+            tags={
+                "gate.reason": decision["reason"],
+                "gate.version": decision["version"],
+                "gate.alias": decision["alias"],
+            },
         )
     logger.info("batch %s: %s", name, result["message"])
     return outcome
 
+
 @flow(name="monitoring")
-def monitoring(root: str = ".", retrain: bool | None = None, retries: int = 2, retry_delay_s: float = 30.0) -> list[dict]:
+def monitoring(
+    root: str = ".", retrain: bool | None = None, retries: int = 2, retry_delay_s: float = 30.0
+) -> list[dict]:
     """Handle every new batch in the watched folder; returns one summary per batch."""
     logger = get_run_logger()
     workspace = Path(root).resolve()
@@ -291,11 +395,13 @@ def monitoring(root: str = ".", retrain: bool | None = None, retries: int = 2, r
     relearn_on = params.monitor.retrain if retrain is None else retrain
     return [handle_batch(workspace, params, path, uri, relearn_on, retries, retry_delay_s, day) for path in files]
 
+
 def main() -> int:
     results = monitoring()
     for s in results:
         print(f"{s['batch']}: {s['verdict']}: {s.get('retrain', {}).get('message') or s['reason']}")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,6 +9,7 @@ Same deployments, names and crons as prefect.yaml; runs execute in this process'
 from __future__ import annotations
 
 from typing import Any
+
 from flows.evaluation_flow import evaluation
 from flows.monitoring_flow import monitoring
 from flows.training_flow import training
@@ -23,20 +24,37 @@ def deployments(root: str = ".") -> list[Any]:
     """The three deployments, ready for `prefect.serve`."""
 
     return [
-        monitoring.to_deployment(name="monitoring-daily", cron=MONITORING_CRON, parameters={"root": root},
-                                 tags=["fund-grpo", "monitoring"], description="New batches -> drift -> relearn -> gate"),
-        training.to_deployment(name="training-weekly", cron=TRAINING_CRON, parameters={"root": root},
-                               tags=["fund-grpo", "training"], concurrency_limit=1,
-                               description="dvc repro stage by stage, register, champion gate"),
-        evaluation.to_deployment(name="evaluation-monthly", cron=EVALUATION_CRON, parameters={"root": root},
-                                 tags=["fund-grpo", "evaluation"], description="The configured universe scored by the champion"),
+        monitoring.to_deployment(
+            name="monitoring-daily",
+            cron=MONITORING_CRON,
+            parameters={"root": root},
+            tags=["fund-grpo", "monitoring"],
+            description="New batches -> drift -> relearn -> gate",
+        ),
+        training.to_deployment(
+            name="training-weekly",
+            cron=TRAINING_CRON,
+            parameters={"root": root},
+            tags=["fund-grpo", "training"],
+            concurrency_limit=1,
+            description="dvc repro stage by stage, register, champion gate",
+        ),
+        evaluation.to_deployment(
+            name="evaluation-monthly",
+            cron=EVALUATION_CRON,
+            parameters={"root": root},
+            tags=["fund-grpo", "evaluation"],
+            description="The configured universe scored by the champion",
+        ),
     ]
+
 
 def main() -> None:
     from prefect import serve
 
     offline()
     serve(*deployments())
+
 
 if __name__ == "__main__":
     main()

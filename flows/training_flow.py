@@ -42,11 +42,13 @@ def apply_params(root: str, overrides: dict[str, str]) -> list[str]:
     get_run_logger().info("params.yaml: %s (CLI: dvc exp run -S %s)", ", ".join(changes), " -S ".join(changes))
     return changes
 
+
 @task(name="mlflow-check", cache_policy=NO_CACHE)
 def mlflow_check(uri: str) -> str:
     status = common.check_tracking(uri)
     get_run_logger().info(status)
     return status
+
 
 @task(name="dvc-stage", task_run_name="{stage}", cache_policy=NO_CACHE)
 def dvc_stage(root: str, stage: str) -> bool:
@@ -54,14 +56,17 @@ def dvc_stage(root: str, stage: str) -> bool:
     logger = get_run_logger()
     return common.repro_stage(Path(root), stage, logger.info)
 
+
 @task(name="reconcile", cache_policy=NO_CACHE)
 def reconcile_task(root: str) -> list[str]:
     return journal.reconcile(Path(root), get_run_logger().info)
+
 
 @task(name="gate-decision", cache_policy=NO_CACHE)
 def read_decision(path: str) -> dict | None:
     file = Path(path)
     return json.loads(file.read_text(encoding="utf-8")) if file.exists() else None
+
 
 def describe(decision: dict | None, registered: bool) -> str:
     """One line for the log and the flow result.
@@ -76,6 +81,7 @@ def describe(decision: dict | None, registered: bool) -> str:
     verb = "promoted to champion" if decision["promoted"] else "kept as challenger"
     line = f"{decision['model_name']} v{decision['version']} {verb}: {decision['reason']}"
     return line if registered else f"pipeline up to date: no new candidate (last decision: {line})"
+
 
 @flow(name="training")
 def training(
@@ -95,7 +101,10 @@ def training(
     for run_logger in run_loggers:
         run_logger.addHandler(record)
     try:
-        with common.workspace_lock(workspace, lock_timeout_s, logger.info), common.restored(workspace / "params.yaml", logger.info):
+        with (
+            common.workspace_lock(workspace, lock_timeout_s, logger.info),
+            common.restored(workspace / "params.yaml", logger.info),
+        ):
             if overrides:
                 record.task(apply_params, str(workspace), overrides)
             params = load_params(workspace / "params.yaml")
@@ -124,6 +133,7 @@ def training(
             run_logger.removeHandler(record)
     return {"stages": stages, "stages_run": ran, "registered": registered, "decision": decision, "message": message}
 
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m flows.training_flow [key=value ...]`: one run in this folder."""
     argv = sys.argv[1:] if argv is None else argv
@@ -134,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     result = training(overrides=dict(a.split("=", 1) for a in argv) or None)
     print(result["message"])
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from fundgrpo.io import DISK_FULL
 from fundgrpo import threads
+from fundgrpo.io import DISK_FULL
 
 # No hub, no telemetry: nothing here may download or phone home (see README).
 OFFLINE = {
@@ -32,8 +32,10 @@ def offline() -> None:
         os.environ.setdefault(key, value)
     threads.configure()
 
+
 class StageError(Exception):
     """A stage cannot go on; the message is meant for the user as it is."""
+
 
 def stage_help(name: str, argv: list[str] | None = None) -> None:
     """`python -m stages.<name> --help`: the stage's docstring and what it reads and writes
@@ -41,9 +43,9 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not {"-h", "--help"} & set(argv):
         return
-    import yaml
-
     import importlib
+
+    import yaml
 
     print(f"python -m stages.{name}\n\n{(importlib.import_module(f'stages.{name}').__doc__ or '').strip()}\n")
     root = Path(".") if Path("dvc.yaml").exists() else Path(__file__).resolve().parents[1]
@@ -51,20 +53,32 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
     for dvc_yaml in (root / "dvc.yaml", root / "synthetic" / "dvc.yaml"):  # generate lives in the second
         if dvc_yaml.exists():
             entry = entry or yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {}).get(name, {})
-    for key, label in (("params", "params.yaml sections"), ("deps", "reads"), ("outs", "writes"), ("metrics", "metrics"), ("plots", "plots")):
+    for key, label in (
+        ("params", "params.yaml sections"),
+        ("deps", "reads"),
+        ("outs", "writes"),
+        ("metrics", "metrics"),
+        ("plots", "plots"),
+    ):
         items = [next(iter(i)) if isinstance(i, dict) else i for i in entry.get(key, [])]
         if items:
             print(f"{label}: {', '.join(map(str, items))}")
-    print("\nParameters come from params.yaml (apply a profile with `python -m fundgrpo.profiles apply NAME`); run the DAG with `dvc repro`.")
+    print(
+        "\nParameters come from params.yaml (apply a profile with `python -m fundgrpo.profiles apply NAME`); run the DAG with `dvc repro`."
+    )
     sys.exit(0)
+
 
 def run_stage(name: str, body: Callable[[], object]) -> None:
     """Run a stage body; expected failures print one clear message and exit 1."""
     stage_help(name)
     if sys.argv[1:]:
         # One way to choose parameters: params.yaml, as DVC sees it.
-        print(f"{name}: unexpected argument(s) {sys.argv[1:]}: stages read params.yaml only; apply a profile "
-              "with `python -m fundgrpo.profiles apply NAME` or set a value with `dvc exp run -S key=value`", file=sys.stderr)
+        print(
+            f"{name}: unexpected argument(s) {sys.argv[1:]}: stages read params.yaml only; apply a profile "
+            "with `python -m fundgrpo.profiles apply NAME` or set a value with `dvc exp run -S key=value`",
+            file=sys.stderr,
+        )
         sys.exit(2)
     offline()
     try:
@@ -79,6 +93,7 @@ def run_stage(name: str, body: Callable[[], object]) -> None:
         print(f"{name} failed: {disk_full_message(e)}", file=sys.stderr)
         sys.exit(1)
 
+
 def disk_full_message(e: OSError) -> str:
     """What a full disk looks like to the user: which file, and that nothing good was replaced
     (every output is written to a temporary sibling and moved into place only when complete).
@@ -87,5 +102,6 @@ def disk_full_message(e: OSError) -> str:
     'disk full while writing data/x.parquet (No space left on device); free space there and rerun: the outputs of the last good run are unchanged'
     """
     where = f" while writing {e.filename}" if e.filename else ""
-    return (f"disk full{where} ({e.strerror}); free space there and rerun: "
-            "the outputs of the last good run are unchanged")
+    return (
+        f"disk full{where} ({e.strerror}); free space there and rerun: the outputs of the last good run are unchanged"
+    )

@@ -103,8 +103,21 @@ def _json_default(v: Any) -> Any:
 
 
 # Left out at the top of the repository (outputs and local state; `data` is also a package below it) ...
-SKIP_TOP = {".git", ".venv", "data", "models", "reports", "metrics", "plots", "mlartifacts", "mlruns", "mlflow.db", "tmp",
-            "cache", "dvc_plots"}
+SKIP_TOP = {
+    ".git",
+    ".venv",
+    "data",
+    "models",
+    "reports",
+    "metrics",
+    "plots",
+    "mlartifacts",
+    "mlruns",
+    "mlflow.db",
+    "tmp",
+    "cache",
+    "dvc_plots",
+}
 SKIP_ANYWHERE = {"__pycache__", ".pytest_cache"}  # ... and anywhere
 
 

@@ -94,7 +94,8 @@ class IngestParams:
     share_class_id_from: tuple[str, ...] = ()
     share_class_id_generate: bool = False
     fund_id_from: tuple[str, ...] = ()  # derive fund_id from these source columns when absent
-    fund_id_strip: tuple[str, ...] = ()  # regexes removed from those values first (plan suffixes: Direct, Regular, Acc, Inc)
+    # regexes removed from those values first (plan suffixes: Direct, Regular, Acc, Inc)
+    fund_id_strip: tuple[str, ...] = ()
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
     drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
     returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
@@ -156,9 +157,13 @@ class PrepareParams:
     def __post_init__(self) -> None:
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
-        if not (0 < self.train_share < 1 and 0 <= self.validation_share and self.train_share + self.validation_share < 1):
-            raise ParamsError(f"prepare.train_share ({self.train_share}) and prepare.validation_share ({self.validation_share}) "
-                              "must be shares with train_share > 0 and room left for the test split (their sum below 1)")
+        if not (
+            0 < self.train_share < 1 and 0 <= self.validation_share and self.train_share + self.validation_share < 1
+        ):
+            raise ParamsError(
+                f"prepare.train_share ({self.train_share}) and prepare.validation_share ({self.validation_share}) "
+                "must be shares with train_share > 0 and room left for the test split (their sum below 1)"
+            )
 
 
 @dataclass(frozen=True)
@@ -210,8 +215,10 @@ class LoraParams:
         if self.top_layers < 0:
             raise ParamsError(f"lora.top_layers must be 0 (every layer) or a number of layers, got {self.top_layers}")
         if self.top_layers and tuple(self.target_modules) == ("all-linear",):
-            raise ParamsError("lora.top_layers needs the module names in lora.target_modules (peft cannot limit "
-                              '"all-linear" to some layers), e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]')
+            raise ParamsError(
+                "lora.top_layers needs the module names in lora.target_modules (peft cannot limit "
+                '"all-linear" to some layers), e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]'
+            )
 
 
 @dataclass(frozen=True)
@@ -489,8 +496,10 @@ def read_yaml(path: str | Path) -> dict:
 def load_params(path: str | Path = "params.yaml") -> Params:
     """Read params.yaml into `Params` (profiles are applied into params.yaml, see fundgrpo.profiles)."""
     if not Path(path).is_file():
-        raise ParamsError(f"{path}: not found in {Path.cwd()}; stages run from the repository root "
-                          "(`python -m fundgrpo.params > params.yaml` writes the defaults)")
+        raise ParamsError(
+            f"{path}: not found in {Path.cwd()}; stages run from the repository root "
+            "(`python -m fundgrpo.params > params.yaml` writes the defaults)"
+        )
     return from_dict(Params, read_yaml(path))
 
 
@@ -553,7 +562,11 @@ def _render(obj: Any, indent: int) -> list[str]:
             lines.append(f"{pad}{f.name}:" + (f"  # {trailing}" if trailing else ""))
             lines += _render(value, indent + 2)
         else:
-            plain = to_dict(value) if dataclasses.is_dataclass(value) else (list(value) if isinstance(value, tuple) else value)
+            plain = (
+                to_dict(value)
+                if dataclasses.is_dataclass(value)
+                else (list(value) if isinstance(value, tuple) else value)
+            )
             lines.append(f"{pad}{f.name}: {_scalar(plain)}" + (f"  # {trailing}" if trailing else ""))
     return lines
 

@@ -23,7 +23,9 @@ import yaml
 from fundgrpo.params import Params, deep_merge, from_dict, read_yaml, render
 
 
-def merged(names: str | list[str], params_path: Path = Path("params.yaml"), profiles_dir: Path = Path("profiles")) -> dict:
+def merged(
+    names: str | list[str], params_path: Path = Path("params.yaml"), profiles_dir: Path = Path("profiles")
+) -> dict:
     """params.yaml with each named profile laid over it, in order."""
     names = [names] if isinstance(names, str) else list(names)
     data = read_yaml(params_path)
@@ -37,7 +39,9 @@ def merged(names: str | list[str], params_path: Path = Path("params.yaml"), prof
     return data
 
 
-def load(names: str | list[str], params_path: Path = Path("params.yaml"), profiles_dir: Path = Path("profiles")) -> Params:
+def load(
+    names: str | list[str], params_path: Path = Path("params.yaml"), profiles_dir: Path = Path("profiles")
+) -> Params:
     """The typed params that `apply` would write (for tests and benchmarks that must not write)."""
     return from_dict(Params, merged(names, params_path, profiles_dir))
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.params import IngestParams, MonitorParams, load_params
 from fundgrpo.data import ingestion as ingest
+from fundgrpo.params import IngestParams, MonitorParams, load_params
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -34,7 +34,10 @@ def incoming(params: MonitorParams, root: Path) -> list[Path]:
     folder = root / params.incoming_dir
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in SUFFIXES)
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in SUFFIXES
+    )
+
 
 def name_of(path: Path) -> str:
     """The batch name: the file name without its extension.
@@ -43,6 +46,7 @@ def name_of(path: Path) -> str:
     'batch-2025-06'
     """
     return path.name[: -len(path.suffix)] if path.suffix else path.name
+
 
 def load(path: Path, params: IngestParams) -> pd.DataFrame:
     """The batch as a canonical table (the ingest stage's table reader and mapping); `as_of` is kept."""
@@ -53,6 +57,7 @@ def load(path: Path, params: IngestParams) -> pd.DataFrame:
         table["as_of"] = raw["as_of"].map(lambda v: None if pd.isna(v) else str(v).strip()).to_numpy()
     return table
 
+
 def _free(path: Path) -> Path:
     """`path`, or `path` with a numeric suffix if taken (a batch handled twice in a day)."""
     candidate, n = path, 1
@@ -60,6 +65,7 @@ def _free(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}.{n}")
     return candidate
+
 
 def quarantine(path: Path, report: Path | None, reason: str, params: MonitorParams, root: Path, day: str) -> Path:
     """Move the batch file and its validation report to quarantine/<day>/<batch>/ with reason.txt."""
@@ -71,11 +77,13 @@ def quarantine(path: Path, report: Path | None, reason: str, params: MonitorPara
     io.write_text(reason.rstrip() + "\n", dest / "reason.txt")
     return dest
 
+
 def accept(table: pd.DataFrame, name: str, batches_dir: Path) -> Path:
     """Store a validated batch where the ingest stage lays it over the source."""
     path = batches_dir / f"{name}.parquet"
     io.write_parquet(table, path)
     return path
+
 
 def archive(path: Path, params: MonitorParams, root: Path, day: str) -> Path:
     """Move a handled batch file to processed/<day>/ (never deleted)."""
@@ -83,6 +91,7 @@ def archive(path: Path, params: MonitorParams, root: Path, day: str) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(path), dest)
     return dest
+
 
 def main() -> int:
     """The DVC stage `batches`: the folder must exist (DVC refuses a missing dependency)."""
@@ -92,6 +101,7 @@ def main() -> int:
     names = ", ".join(f.stem for f in files) or "none"
     print(f"batches: {len(files)} accepted batch(es) in {folder}: {names}")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

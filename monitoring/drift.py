@@ -80,13 +80,19 @@ def feature_columns(reference: pd.DataFrame, current: pd.DataFrame, params: Moni
         unknown = [c for c in params.features if c not in BY_NAME]
         missing = [c for c in params.features if c not in reference or c not in current]
         if unknown or missing:
-            raise DriftError(f"monitor.features: {unknown + missing} are not canonical columns present in both the batch and the reference")
+            raise DriftError(
+                f"monitor.features: {unknown + missing} are not canonical columns present in both the batch and the reference"
+            )
         return list(params.features)
     columns = [
-        c.name for c in BY_NAME.values()
-        if c.kind == "number" and c.name not in LABELS
-        and c.name in reference and c.name in current
-        and reference[c.name].notna().any() and current[c.name].notna().any()
+        c.name
+        for c in BY_NAME.values()
+        if c.kind == "number"
+        and c.name not in LABELS
+        and c.name in reference
+        and c.name in current
+        and reference[c.name].notna().any()
+        and current[c.name].notna().any()
     ]
     if not columns:
         raise DriftError("the batch and the reference share no numeric fund feature to compare")
@@ -108,7 +114,9 @@ def too_few_rows(n_reference: int, n_current: int, min_rows: int) -> str | None:
 # ------------------------------------------------------------------ evidently
 
 
-def _run_report(metrics: list[Any], reference: pd.DataFrame, current: pd.DataFrame, definition: Any, out: Path, stem: str) -> dict:
+def _run_report(
+    metrics: list[Any], reference: pd.DataFrame, current: pd.DataFrame, definition: Any, out: Path, stem: str
+) -> dict:
     """Run an Evidently report, write <stem>.html and <stem>.json atomically; return the JSON."""
     from evidently import Dataset, Report
 
@@ -128,12 +136,12 @@ def _run_report(metrics: list[Any], reference: pd.DataFrame, current: pd.DataFra
 def _column_results(result: dict) -> tuple[dict[str, float], dict[str, bool]]:
     """Per-column scores (metrics) and drift flags (failed tests) from a report's JSON."""
     scores = {
-        m["config"]["column"]: float(m["value"])
-        for m in result["metrics"] if m["config"].get("type") == VALUE_DRIFT
+        m["config"]["column"]: float(m["value"]) for m in result["metrics"] if m["config"].get("type") == VALUE_DRIFT
     }
     drifted = {
         t["metric_config"]["params"]["column"]: t["status"] == "FAIL"
-        for t in result.get("tests", []) if t["metric_config"]["params"].get("type") == VALUE_DRIFT
+        for t in result.get("tests", [])
+        if t["metric_config"]["params"].get("type") == VALUE_DRIFT
     }
     return scores, drifted
 
@@ -153,7 +161,9 @@ def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorPa
     columns = feature_columns(reference, current, params)
     # Declared numerical: a feature with few distinct values must not turn categorical.
     definition = DataDefinition(numerical_columns=columns, categorical_columns=[])
-    preset = DataDriftPreset(columns=columns, num_method=params.method, num_threshold=params.threshold, drift_share=params.drift_share)
+    preset = DataDriftPreset(
+        columns=columns, num_method=params.method, num_threshold=params.threshold, drift_share=params.drift_share
+    )
     result = _run_report([preset], reference[columns], current[columns], definition, out, "drift")
     counted = next(m["value"] for m in result["metrics"] if m["config"].get("type") == DRIFTED_COLUMNS)
     scores, flags = _column_results(result)
@@ -183,12 +193,20 @@ def rating_migration(pairs: list[tuple[int, int]]) -> tuple[float | None, dict[s
 
 
 def prediction_drift(
-    reference_grades: list[int], current_grades: list[int], params: MonitorParams, out: Path, pairs: list[tuple[int, int]] | None = None
+    reference_grades: list[int],
+    current_grades: list[int],
+    params: MonitorParams,
+    out: Path,
+    pairs: list[tuple[int, int]] | None = None,
 ) -> PredictionDrift:
     """Evidently drift of the champion's grade distribution, and the rating migration over `pairs`
     (the champion's grade of one share class on the reference and on the batch); writes
     prediction_drift.html/.json into `out`. Either past its threshold is drift."""
-    pinned = {"method": params.prediction_method, "threshold": params.prediction_threshold, "migration_threshold": params.migration_threshold}
+    pinned = {
+        "method": params.prediction_method,
+        "threshold": params.prediction_threshold,
+        "migration_threshold": params.migration_threshold,
+    }
     distribution = {"reference": _shares(reference_grades), "current": _shares(current_grades)}
     migration, transitions = rating_migration(pairs or [])
     moved = {"migration": migration, "paired": len(pairs or []), "transitions": transitions}
@@ -214,7 +232,9 @@ def prediction_drift(
         migrated = migration >= params.migration_threshold
         reason += f"; rating migration {migration:.2f} of {len(pairs or [])} share classes graded in both (threshold {params.migration_threshold:g})"
     verdict = shifted or migrated
-    return PredictionDrift(verdict, f"{'drift' if verdict else 'no drift'}: {reason}", scores["grade"], distribution, **moved, **pinned)
+    return PredictionDrift(
+        verdict, f"{'drift' if verdict else 'no drift'}: {reason}", scores["grade"], distribution, **moved, **pinned
+    )
 
 
 def _shares(grades: list[int]) -> dict[str, float]:

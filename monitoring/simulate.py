@@ -25,7 +25,9 @@ from fundgrpo.data import synthetic
 from fundgrpo.params import SyntheticParams, load_params
 
 
-def make_batch(params: SyntheticParams, months: int, regime: str, category: str = "Emerging Markets") -> tuple[str, pd.DataFrame]:
+def make_batch(
+    params: SyntheticParams, months: int, regime: str, category: str = "Emerging Markets"
+) -> tuple[str, pd.DataFrame]:
     """(file name, batch) for `months` after the horizon under the named regime."""
     if regime == "category_collapse" and category not in params.categories:
         raise ValueError(f"--category {category!r} is not a synthetic category; known: {list(params.categories)}")
@@ -45,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--months", type=int, default=6, help="months after the synthetic horizon (default 6)")
     parser.add_argument("--regime", choices=synthetic.REGIMES, default="none")
-    parser.add_argument("--category", default="Emerging Markets", help="the category that collapses (category_collapse)")
+    parser.add_argument(
+        "--category", default="Emerging Markets", help="the category that collapses (category_collapse)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="folder (default: monitor.incoming_dir)")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
@@ -57,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     path = write(table, (args.out or Path(params.monitor.incoming_dir)) / name)
     labelled = int(table["expert_grade"].notna().sum())
-    print(f"simulate: {len(table)} share classes as of {table['as_of'].iloc[0]}, regime {args.regime}, {labelled} rated -> {path} (synthetic)")
+    print(
+        f"simulate: {len(table)} share classes as of {table['as_of'].iloc[0]}, regime {args.regime}, {labelled} rated -> {path} (synthetic)"
+    )
     return 0
 
 

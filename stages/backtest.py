@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.evaluation.backtesting import baseline_predictions, evaluate_model, metrics, rule_predictions
 from fundgrpo.cli import run_stage
-from fundgrpo.methodology.compiler import load_compiled
-from fundgrpo.training.modelling import answer_fingerprint
 from fundgrpo.evaluation.agreement import confusion
+from fundgrpo.evaluation.backtesting import baseline_predictions, evaluate_model, metrics, rule_predictions
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import BacktestParams, load_params
+from fundgrpo.training.modelling import answer_fingerprint
 
 
 def test_fingerprint(rows: list[dict]) -> str:
@@ -29,7 +29,12 @@ def test_fingerprint(rows: list[dict]) -> str:
 
 
 def run(
-    params: BacktestParams, rows: list[dict], rubric: dict, schema: dict, models: dict[str, Path], baseline: list[dict] | None = None
+    params: BacktestParams,
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    models: dict[str, Path],
+    baseline: list[dict] | None = None,
 ) -> dict:
     """Metrics and predictions for each model in `models`, the rule scorer and, when given,
     the baseline stage's per-fund predictions (block "gbm")."""
@@ -48,8 +53,12 @@ def run(
             print(f"backtest {name}: the same weights as {same}, its answers reused")
             continue
         started = time.perf_counter()
-        results[name], predictions[name] = evaluate_model(path, rows, rubric, schema, params.max_new_tokens, params.batch_size, desc=name)
-        results[name]["seconds"] = round(time.perf_counter() - started, 1)  # loading and greedy answers to every test fund
+        results[name], predictions[name] = evaluate_model(
+            path, rows, rubric, schema, params.max_new_tokens, params.batch_size, desc=name
+        )
+        results[name]["seconds"] = round(
+            time.perf_counter() - started, 1
+        )  # loading and greedy answers to every test fund
         if key:
             answered[key] = name
     predictions["rule"] = rule_predictions(rows)
@@ -105,15 +114,23 @@ def main() -> None:
         result = run(p.backtest, rows, rubric, schema, models, baseline)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         per_fund = [
-            {"share_class_id": r["share_class_id"], "fund_id": r["fund_id"], "category": r["category"], "expert_grade": r["expert_grade"],
-             **{f"{name}_grade": preds[i]["grade"] for name, preds in predictions.items()},
-             **{f"{name}_valid": preds[i].get("valid", True) for name, preds in predictions.items()},
-             "grpo_text": predictions["grpo"][i]["text"]}
+            {
+                "share_class_id": r["share_class_id"],
+                "fund_id": r["fund_id"],
+                "category": r["category"],
+                "expert_grade": r["expert_grade"],
+                **{f"{name}_grade": preds[i]["grade"] for name, preds in predictions.items()},
+                **{f"{name}_valid": preds[i].get("valid", True) for name, preds in predictions.items()},
+                "grpo_text": predictions["grpo"][i]["text"],
+            }
             for i, r in enumerate(rows)
         ]
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():
-            io.write_json([{"expert": r["expert_grade"], "predicted": q["grade"]} for r, q in zip(rows, preds)], plots / f"confusion_{name}.json")
+            io.write_json(
+                [{"expert": r["expert_grade"], "predicted": q["grade"]} for r, q in zip(rows, preds)],
+                plots / f"confusion_{name}.json",
+            )
         io.write_jsonl(per_fund, Path(p.backtest.report_dir) / "predictions.jsonl")
         plot_confusions(rows, predictions, rubric["grades"], Path(p.backtest.report_dir) / "confusion.png")
         io.write_json(result, p.backtest.metrics)

@@ -18,16 +18,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo.evaluation import baselines
 from fundgrpo import io
-from fundgrpo.evaluation.backtesting import metrics as agreement, rule_predictions
 from fundgrpo.cli import StageError, run_stage
+from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.evaluation.backtesting import metrics as agreement
+from fundgrpo.evaluation.backtesting import rule_predictions
 from fundgrpo.params import BaselineParams, load_params
 
 
 def run(
-    params: BaselineParams, funds: pd.DataFrame, train_ids: list[str], test_ids: list[str], grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5)
+    params: BaselineParams,
+    funds: pd.DataFrame,
+    train_ids: list[str],
+    test_ids: list[str],
+    grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> tuple[dict, list[dict]]:
     """(metrics, per-fund test predictions) for a GBM fitted on `train_ids`, predicting `test_ids`.
 
@@ -71,8 +76,13 @@ def run(
         "seconds": round(time.perf_counter() - start, 1),
     }
     predictions = [
-        {"share_class_id": str(r["share_class_id"]), "fund_id": str(r["fund_id"]), "category": str(r["category"]),
-         "expert_grade": int(r["expert_grade"]), "grade": int(g)}
+        {
+            "share_class_id": str(r["share_class_id"]),
+            "fund_id": str(r["fund_id"]),
+            "category": str(r["category"]),
+            "expert_grade": int(r["expert_grade"]),
+            "grade": int(g),
+        }
         for (_, r), g in zip(test.iterrows(), predicted)
     ]
     return metrics, predictions
@@ -88,7 +98,11 @@ def main() -> None:
         test_ids = [r["share_class_id"] for r in test_rows]
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
         rule = agreement(test_rows, rule_predictions(test_rows), rubric["grades"])
-        print("baseline rule: " + ", ".join(f"{k}={rule[k]}" for k in ("exact", "within_one", "qwk", "spearman")) + f" on {len(test_rows)} test share classes")
+        print(
+            "baseline rule: "
+            + ", ".join(f"{k}={rule[k]}" for k in ("exact", "within_one", "qwk", "spearman"))
+            + f" on {len(test_rows)} test share classes"
+        )
         metrics, predictions = run(p.baseline, funds, train_ids, test_ids, rubric["grades"])
         io.write_jsonl(predictions, p.baseline.predictions)
         io.write_json({**metrics, "rule": rule}, p.baseline.metrics)

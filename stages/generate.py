@@ -8,8 +8,8 @@ configured source (`ingest.path`) is its output, i.e. for the embedded default.
 
 from __future__ import annotations
 
-from fundgrpo.data import synthetic
 from fundgrpo.cli import run_stage
+from fundgrpo.data import synthetic
 from fundgrpo.params import load_params
 
 

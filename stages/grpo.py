@@ -10,9 +10,9 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.training.grpo_trainer import plot_curves, run
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
+from fundgrpo.training.grpo_trainer import plot_curves, run
 from fundgrpo.training.shared import is_main_process
 
 
@@ -25,10 +25,22 @@ def main() -> None:
         eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
         if not is_main_process():  # another rank of `accelerate launch`: trains alongside rank 0, writes nothing
             with tempfile.TemporaryDirectory() as scratch:
-                run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, Path(scratch), eval_rows, Path(p.grpo.checkpoint_dir))
+                run(
+                    p.grpo,
+                    p.model,
+                    Path(p.sft.out_dir),
+                    rows,
+                    rubric,
+                    schema,
+                    Path(scratch),
+                    eval_rows,
+                    Path(p.grpo.checkpoint_dir),
+                )
             return
         with io.atomic_path(p.grpo.out_dir) as tmp:
-            summary = run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, tmp, eval_rows, Path(p.grpo.checkpoint_dir))
+            summary = run(
+                p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, tmp, eval_rows, Path(p.grpo.checkpoint_dir)
+            )
         import shutil
 
         shutil.rmtree(p.grpo.checkpoint_dir, ignore_errors=True)  # finished: nothing to resume

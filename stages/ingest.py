@@ -10,8 +10,8 @@ decimal comma, missing-value markers, unrated codes, built ids) are in `fundgrpo
 
 from __future__ import annotations
 
-from fundgrpo.data import ingestion
 from fundgrpo.cli import run_stage
+from fundgrpo.data import ingestion
 from fundgrpo.io import write_parquet
 from fundgrpo.params import load_params
 
@@ -23,7 +23,9 @@ def main() -> None:
         write_parquet(table, params.out)
         batches = f" (source + {table.attrs['batches']} accepted batch(es))" if table.attrs.get("batches") else ""
         print(f"ingest: {ingestion.summary(table)}{batches} -> {params.out}")
-        for note in table.attrs.get("notes", []):  # read without error, but doubtful: the validation report repeats them
+        for note in table.attrs.get(
+            "notes", []
+        ):  # read without error, but doubtful: the validation report repeats them
             print(f"ingest: note: {note}")
 
     run_stage("ingest", body)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 from fundgrpo import io
-from fundgrpo.methodology import compiler as meth
 from fundgrpo.cli import run_stage
+from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import MethodologyParams, load_params
 
 
@@ -24,7 +23,9 @@ def main() -> None:
             for name, obj in compiled.items():
                 io.write_json(obj, out / f"{name}.json")
         r = compiled["rubric"]
-        print(f"methodology: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}")
+        print(
+            f"methodology: {r['name']} v{r['version']} ({r['language']}), {len(r['criteria'])} criteria, grades {r['grades']}"
+        )
 
     run_stage("methodology", body)
 

@@ -17,10 +17,9 @@ import json
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.training import modelling
-from fundgrpo.training import pretrained
 from fundgrpo.cli import run_stage
 from fundgrpo.params import ModelParams, load_params
+from fundgrpo.training import modelling, pretrained
 
 
 def corpus(rows: list[dict]) -> list[str]:

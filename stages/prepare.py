@@ -12,8 +12,8 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.params import load_params
 from fundgrpo.methodology.preparation import configured_tokenizer, lengths, run
+from fundgrpo.params import load_params
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.params import load_params
 from fundgrpo.data.validation import run
+from fundgrpo.params import load_params
 
 
 def main() -> None:
@@ -38,11 +38,15 @@ def main() -> None:
         print(
             f"validate: {c['rows']} rows, {c['funds']} funds, {c['categories']} categories, "
             f"{c['unlabelled_rows']} unlabelled, {c['rows_missing_any_history']} missing {'/'.join(c['rows_missing_history']) or 'no'} history"
-            + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "") + "; "
+            + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "")
+            + "; "
             f"{result.summary['expectations']['evaluated']} expectations passed; report {result.report}"
         )
         if result.summary["ingest_notes"]:
-            print(f"validate: {len(result.summary['ingest_notes'])} note(s) from ingest, in the report: " + "; ".join(result.summary["ingest_notes"]))
+            print(
+                f"validate: {len(result.summary['ingest_notes'])} note(s) from ingest, in the report: "
+                + "; ".join(result.summary["ingest_notes"])
+            )
 
     run_stage("validate", body)
 

@@ -43,9 +43,15 @@ def pytest_runtest_makereport(item, call):
         path = Path(FAULTS_OUT)
         rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
         doc = (item.function.__doc__ or "").strip().splitlines()
-        rows.append({"fault": marker.args[0], "test": item.nodeid, "outcome": report.outcome,
-                     "checks": doc[0] if doc else item.name.replace("test_", "").replace("_", " "),
-                     "seconds": round(report.duration, 1)})
+        rows.append(
+            {
+                "fault": marker.args[0],
+                "test": item.nodeid,
+                "outcome": report.outcome,
+                "checks": doc[0] if doc else item.name.replace("test_", "").replace("_", " "),
+                "seconds": round(report.duration, 1),
+            }
+        )
         path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
 
 

@@ -36,7 +36,9 @@ def run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: int = 900) 
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
 from fundgrpo.io import copy_project
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
     return result
 
 
@@ -39,7 +41,9 @@ def workspace(tmp_path_factory) -> tuple[Path, dict]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env.pop("MLFLOW_TRACKING_URI", None)
-    env.update({"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    env.update(
+        {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    )
     run(["git", "init", "-q"], root, env)
     run([sys.executable, "-m", "fundgrpo.profiles", "apply", "tiny"], root, env)
     run(["git", "add", "-A"], root, env)
@@ -56,7 +60,22 @@ def first_repro(workspace) -> str:
 def test_repro_produces_every_output(workspace, first_repro):
     root, _ = workspace
     ran = stages_run(first_repro)
-    assert sorted(ran) == sorted(["synthetic/dvc.yaml:generate", "batches", "ingest", "validate", "methodology", "prepare", "model", "sft", "grpo", "baseline", "backtest", "register"])
+    assert sorted(ran) == sorted(
+        [
+            "synthetic/dvc.yaml:generate",
+            "batches",
+            "ingest",
+            "validate",
+            "methodology",
+            "prepare",
+            "model",
+            "sft",
+            "grpo",
+            "baseline",
+            "backtest",
+            "register",
+        ]
+    )
     assert ran[-4:] == ["sft", "grpo", "backtest", "register"]
     for path in [
         "data/canonical/funds.parquet",

@@ -38,8 +38,12 @@ def start(pgdata: Path, port: int, databases: list[str]) -> list[str]:
     # unix socket only; restarting with -h/-p adds the loopback TCP listener.
     server = pgserver.get_server(pgdata, cleanup_mode=None)
     sockets = server.get_postmaster_info().socket_dir
-    pg_ctl(["-w", "-o", f"-h 127.0.0.1 -p {port} -k {sockets}", "-l", str(pgdata / "log"), "restart"],
-           pgdata=pgdata, user=server.system_user, timeout=60)
+    pg_ctl(
+        ["-w", "-o", f"-h 127.0.0.1 -p {port} -k {sockets}", "-l", str(pgdata / "log"), "restart"],
+        pgdata=pgdata,
+        user=server.system_user,
+        timeout=60,
+    )
     base = f"postgresql://postgres@127.0.0.1:{port}"
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         existing = {r[0] for r in conn.execute("SELECT datname FROM pg_database")}

@@ -25,7 +25,9 @@ def main() -> None:
     ap.add_argument("--train", default="metrics/grpo.json")
     ap.add_argument("--key", default="reward")
     ap.add_argument("--fit-share", type=float, default=0.5)
-    ap.add_argument("--smooth", type=int, default=3, help="moving average over logged points (training reward is noisy)")
+    ap.add_argument(
+        "--smooth", type=int, default=3, help="moving average over logged points (training reward is noisy)"
+    )
     ap.add_argument("--out", default="reports/scaling")
     args = ap.parse_args()
 
@@ -40,10 +42,21 @@ def main() -> None:
     f = fit(list(compute[:n_fit]), list(reward[:n_fit]))
     predicted_end = float(f.predict([compute[-1]])[0])
     result = {
-        "asymptote_A": f.a, "A_sd": f.a_sd, "efficiency_B": f.b, "B_sd": f.b_sd, "C_mid_device_seconds": f.c_mid, "C_mid_sd": f.c_mid_sd,
-        "R0": f.r0, "fit_points": n_fit, "held_out_points": int(len(compute) - n_fit),
-        "end_compute_device_seconds": float(compute[-1]), "predicted_end": predicted_end, "observed_end": float(reward[-1]),
-        "held_out_mae": float(np.mean(np.abs(f.predict(compute[n_fit:]) - reward[n_fit:]))) if len(compute) > n_fit else None,
+        "asymptote_A": f.a,
+        "A_sd": f.a_sd,
+        "efficiency_B": f.b,
+        "B_sd": f.b_sd,
+        "C_mid_device_seconds": f.c_mid,
+        "C_mid_sd": f.c_mid_sd,
+        "R0": f.r0,
+        "fit_points": n_fit,
+        "held_out_points": int(len(compute) - n_fit),
+        "end_compute_device_seconds": float(compute[-1]),
+        "predicted_end": predicted_end,
+        "observed_end": float(reward[-1]),
+        "held_out_mae": float(np.mean(np.abs(f.predict(compute[n_fit:]) - reward[n_fit:])))
+        if len(compute) > n_fit
+        else None,
     }
     out = Path(args.out)
     io.write_json(result, out / "fit.json")

@@ -24,8 +24,20 @@ DVC_FILES = ("dvc.yaml", "synthetic/dvc.yaml")
 COMMAND = re.compile(r"^python -m ([\w.]+)")
 # `p.grpo...` / `params.model...` in a stage module: the params sections it reads (the stages
 # load all of params.yaml, then hand each library function its section).
-SECTIONS = ("synthetic", "ingest", "validate", "methodology", "prepare", "model", "sft", "grpo", "baseline", "backtest",
-            "register", "monitor")
+SECTIONS = (
+    "synthetic",
+    "ingest",
+    "validate",
+    "methodology",
+    "prepare",
+    "model",
+    "sft",
+    "grpo",
+    "baseline",
+    "backtest",
+    "register",
+    "monitor",
+)
 SECTION_READ = re.compile(rf"\b(?:p|params)\.({'|'.join(SECTIONS)})\b")
 
 
@@ -124,8 +136,10 @@ def differences() -> list[str]:
         want = set(expected(module, wdir))
         problems += [f"{dvc_file}: stage {stage} imports {f} but its deps miss it" for f in sorted(want - listed)]
         problems += [f"{dvc_file}: stage {stage} lists {f} but does not import it" for f in sorted(listed - want)]
-        problems += [f"{dvc_file}: stage {stage} reads params section {s} but its params miss it"
-                     for s in missing_sections(module, spec.get("params", []))]
+        problems += [
+            f"{dvc_file}: stage {stage} reads params section {s} but its params miss it"
+            for s in missing_sections(module, spec.get("params", []))
+        ]
     return problems
 
 

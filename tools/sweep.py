@@ -36,17 +36,21 @@ import sys
 import time
 from pathlib import Path
 
+from fundgrpo.params import ParamsError, load_params, read_yaml
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.training import sweeps
-from fundgrpo.params import ParamsError, load_params, read_yaml
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sweep", action="append", metavar="KEY=V1,V2", help="a factor (repeatable); replaces the defaults")
+    ap.add_argument(
+        "--sweep", action="append", metavar="KEY=V1,V2", help="a factor (repeatable); replaces the defaults"
+    )
     ap.add_argument("--max-steps", type=int, help="grpo.max_steps for every member, for a quick sweep")
     ap.add_argument("--allow-promotion", action="store_true", help="let the gate promote a member to champion")
-    ap.add_argument("--jobs", "-j", type=int, default=1, help="queue workers (each trains a model: 1 on a small machine)")
+    ap.add_argument(
+        "--jobs", "-j", type=int, default=1, help="queue workers (each trains a model: 1 on a small machine)"
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the dvc commands, queue nothing")
     ap.add_argument("--no-wait", action="store_true", help="queue and start, then return (see `dvc queue status`)")
     ap.add_argument("--poll", type=float, default=10.0, help="seconds between `dvc queue status` checks")
@@ -77,12 +81,16 @@ def main() -> None:
         print(f"dvc queue start -j {args.jobs}")
         return
 
-    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True).stdout
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True
+    ).stdout
     if changed.strip():
         print(f"note: uncommitted changes go into every member:\n{changed}", file=sys.stderr)
 
     register = load_params(root / "params.yaml").register
-    print(f"MLflow: members log into {mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)} (MLFLOW_TRACKING_URI wins over params.yaml)")
+    print(
+        f"MLflow: members log into {mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)} (MLFLOW_TRACKING_URI wins over params.yaml)"
+    )
     names: list[str] = []
     for c in commands:
         out = sweeps.dvc(c, root).stdout
@@ -91,8 +99,10 @@ def main() -> None:
     started = time.monotonic()
     if args.no_wait:
         print(sweeps.start_queue(root, args.jobs))
-        print(f"queued {len(names)}: {' '.join(names)}; follow with `dvc queue status`, `dvc queue logs NAME`, then "
-              f"`python tools/compare_runs.py --names {' '.join(names)}`")
+        print(
+            f"queued {len(names)}: {' '.join(names)}; follow with `dvc queue status`, `dvc queue logs NAME`, then "
+            f"`python tools/compare_runs.py --names {' '.join(names)}`"
+        )
         return
     try:
         mine = sweeps.wait(root, names, args.jobs, args.poll, args.timeout)
@@ -105,7 +115,9 @@ def main() -> None:
 
     table = sweeps.compare(root, names)
     print(sweeps.write(table, root / args.out))
-    print(f"\nwritten: {args.out / 'comparison.md'}, comparison.csv; `dvc exp show --only-changed`; MLflow UI: select the runs, Compare")
+    print(
+        f"\nwritten: {args.out / 'comparison.md'}, comparison.csv; `dvc exp show --only-changed`; MLflow UI: select the runs, Compare"
+    )
     sys.exit(1 if failed else 0)
 
 

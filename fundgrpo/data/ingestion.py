@@ -29,8 +29,8 @@ import pandas as pd
 
 from fundgrpo.data import navmetrics
 from fundgrpo.data.canonical import BY_NAME, COLUMNS
-from fundgrpo.params import IngestParams
 from fundgrpo.data.riskadjusted import add_mrar
+from fundgrpo.params import IngestParams
 
 REQUIRED = ("share_class_id", "category")
 AUTO_ENCODINGS = ("utf-8-sig", "cp949", "latin-1")  # BOM-safe UTF-8, Korean Windows, anything
@@ -80,8 +80,12 @@ def sniff_delimiter(text: str) -> str:
         return ","
 
 
-MAGIC = {b"\x1f\x8b": "a gzip file (decompress it first)", b"PK\x03\x04": "a zip archive or an .xlsx workbook (extract or save as CSV)",
-         b"PAR1": "a Parquet file (give it the .parquet suffix)", b"\xd0\xcf\x11\xe0": "an old Excel .xls workbook (save as CSV)"}
+MAGIC = {
+    b"\x1f\x8b": "a gzip file (decompress it first)",
+    b"PK\x03\x04": "a zip archive or an .xlsx workbook (extract or save as CSV)",
+    b"PAR1": "a Parquet file (give it the .parquet suffix)",
+    b"\xd0\xcf\x11\xe0": "an old Excel .xls workbook (save as CSV)",
+}
 
 
 def not_text(data: bytes, path: Path) -> None:
@@ -102,8 +106,10 @@ def not_text(data: bytes, path: Path) -> None:
     head = data[:4096]
     if head.count(0) > len(head) // 4 and data[:2] not in (b"\xff\xfe", b"\xfe\xff"):
         odd_nuls = head[1::2].count(0) > len(head) // 4
-        raise IngestError(f"{path}: looks like UTF-16 without a byte-order mark (a NUL byte after most characters); "
-                          f"set ingest.encoding: {'utf-16-le' if odd_nuls else 'utf-16-be'}")
+        raise IngestError(
+            f"{path}: looks like UTF-16 without a byte-order mark (a NUL byte after most characters); "
+            f"set ingest.encoding: {'utf-16-le' if odd_nuls else 'utf-16-be'}"
+        )
 
 
 def check_rows(text: str, sep: str, path: Path) -> None:
@@ -124,8 +130,10 @@ def check_rows(text: str, sep: str, path: Path) -> None:
     bad = [(n, len(r)) for n, r in enumerate(rows, start=1) if r and len(r) != len(header)]
     if bad:
         examples = ", ".join(f"data row {n} has {k}" for n, k in bad[:MAX_EXAMPLES])
-        raise IngestError(f"{path}: {len(bad)} row(s) do not have the header's {len(header)} fields: {examples} "
-                          "(a row cut short, or the delimiter inside an unquoted cell)")
+        raise IngestError(
+            f"{path}: {len(bad)} row(s) do not have the header's {len(header)} fields: {examples} "
+            "(a row cut short, or the delimiter inside an unquoted cell)"
+        )
 
 
 def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> pd.DataFrame:
@@ -166,7 +174,9 @@ def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> 
     return df
 
 
-MIXED = re.compile(r"[a-z][\uac00-\ud7a3\u4e00-\u9fff]|[\uac00-\ud7a3\u4e00-\u9fff][a-z]")  # "Soci걀": a letter glued to Hangul/Hanja
+MIXED = re.compile(
+    r"[a-z][\uac00-\ud7a3\u4e00-\u9fff]|[\uac00-\ud7a3\u4e00-\u9fff][a-z]"
+)  # "Soci걀": a letter glued to Hangul/Hanja
 C1 = re.compile(r"[\x80-\x9f]")  # control characters; in Windows-1252 these bytes are € ‘ ’ “ ” – …
 
 
@@ -184,14 +194,18 @@ def doubts(text: str, used: str, asked: str) -> list[str]:
     if asked == "auto" and used == "cp949":
         hits = [i for i, line in enumerate(rows, start=1) if MIXED.search(line)]
         if hits:
-            out.append(f"encoding guessed as cp949 (the file is not UTF-8) and {len(hits)} row(s) glue Latin letters to Hangul/Hanja, "
-                       f"as a Western (Windows-1252) file read as cp949 would (data rows {', '.join(map(str, hits[:MAX_EXAMPLES]))}); "
-                       "if the export is Western, set ingest.encoding: cp1252")
+            out.append(
+                f"encoding guessed as cp949 (the file is not UTF-8) and {len(hits)} row(s) glue Latin letters to Hangul/Hanja, "
+                f"as a Western (Windows-1252) file read as cp949 would (data rows {', '.join(map(str, hits[:MAX_EXAMPLES]))}); "
+                "if the export is Western, set ingest.encoding: cp1252"
+            )
     if asked in ("auto", "latin-1"):
         hits = [i for i, line in enumerate(rows, start=1) if C1.search(line)]
         if hits and used == "latin-1":
-            out.append(f"{len(hits)} row(s) hold control characters U+0080-U+009F (data rows {', '.join(map(str, hits[:MAX_EXAMPLES]))}), "
-                       "which a Windows-1252 file read as latin-1 gives for € ‘ ’ “ ”; set ingest.encoding: cp1252")
+            out.append(
+                f"{len(hits)} row(s) hold control characters U+0080-U+009F (data rows {', '.join(map(str, hits[:MAX_EXAMPLES]))}), "
+                "which a Windows-1252 file read as latin-1 gives for € ‘ ’ “ ”; set ingest.encoding: cp1252"
+            )
     if rows and text and not text.endswith(("\n", "\r")):
         out.append(f"the last line has no line end (data row {len(rows)}): check that it is complete")
     return out
@@ -335,7 +349,9 @@ def strip_patterns(values: pd.Series, patterns: tuple[str, ...]) -> pd.Series:
     return values.map(strip)
 
 
-def fund_id_from(raw: pd.DataFrame, columns: tuple[str, ...], share_class_id: pd.Series, strip: tuple[str, ...] = ()) -> pd.Series:
+def fund_id_from(
+    raw: pd.DataFrame, columns: tuple[str, ...], share_class_id: pd.Series, strip: tuple[str, ...] = ()
+) -> pd.Series:
     """A stable short hash of the named columns' values (after `strip_patterns`); a row missing
     any of them is its own fund.
 
@@ -372,7 +388,9 @@ def share_class_ids(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.S
         return pd.Series([f"row-{i + 1}" for i in range(len(raw))], index=raw.index)
     for column in params.share_class_id_from:
         if column not in raw.columns:
-            raise IngestError(missing_column_message("share_class_id_from", column, [str(c) for c in raw.columns], where))
+            raise IngestError(
+                missing_column_message("share_class_id_from", column, [str(c) for c in raw.columns], where)
+            )
     parts = raw[list(params.share_class_id_from)].astype(object)
     ids = parts.apply(lambda row: " | ".join("" if pd.isna(v) else str(v).strip() for v in row), axis=1)
     repeated = ids[ids.duplicated(keep=False)]
@@ -501,8 +519,13 @@ def ingest_returns(params: IngestParams, root: Path) -> pd.DataFrame:
     attributes = to_canonical(read_source(attr_path, params.encoding, params.delimiter), params, str(attr_path))
     series = _series(params, root)
     metrics = navmetrics.compute_long(
-        series, rp.id_column, rp.date_column, rp.value_column,
-        rp.benchmark_column or None, rp.value_kind, rp.risk_free_rate,
+        series,
+        rp.id_column,
+        rp.date_column,
+        rp.value_column,
+        rp.benchmark_column or None,
+        rp.value_kind,
+        rp.risk_free_rate,
     )
     if not attributes["share_class_id"].isin(metrics.index).any():
         raise IngestError(

@@ -61,8 +61,13 @@ def wide_from_long(df: pd.DataFrame, id_column: str, date_column: str, value_col
     2020-03  2.0  3.0
     """
     months = to_month(df[date_column])
-    frame = pd.DataFrame({"id": df[id_column].astype(str).to_numpy(), "month": months,
-                          "value": pd.to_numeric(df[value_column]).to_numpy()})
+    frame = pd.DataFrame(
+        {
+            "id": df[id_column].astype(str).to_numpy(),
+            "month": months,
+            "value": pd.to_numeric(df[value_column]).to_numpy(),
+        }
+    )
     wide = frame.pivot_table(index="month", columns="id", values="value", aggfunc="last", dropna=False)
     # A full grid, so a missing month breaks a window instead of silently shortening it.
     grid = pd.period_range(wide.index.min(), wide.index.max(), freq="M")

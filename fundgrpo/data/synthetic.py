@@ -32,10 +32,10 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.data import navmetrics
-from fundgrpo.io import atomic_path
-from fundgrpo.params import SyntheticParams
-from fundgrpo.methodology.peers import percentile_within
 from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.io import atomic_path
+from fundgrpo.methodology.peers import percentile_within
+from fundgrpo.params import SyntheticParams
 
 RISK_FREE_RATE = 0.02  # annual; the same default as ReturnsSourceParams.risk_free_rate
 MARKET_PREMIUM = 0.06  # annual excess return of the market factor
@@ -59,6 +59,7 @@ class CategoryModel:
     skill: float  # std of fund alpha
     fee: float  # typical retail-class ongoing cost, %
 
+
 CATEGORY_MODELS: dict[str, CategoryModel] = {
     "Global Equity": CategoryModel(1.00, 0.04, 0.000, 0.030, 0.020, 0.95),
     "Korea Equity": CategoryModel(0.90, 0.14, -0.010, 0.050, 0.030, 1.10),
@@ -72,13 +73,31 @@ DEFAULT_MODEL = CategoryModel(1.00, 0.06, 0.000, 0.035, 0.020, 1.00)  # any othe
 CLASS_FEE_FACTORS = (1.00, 0.55, 0.30)  # retail, institutional, clean/platform
 EN_CLASSES = ("A Acc", "I Acc", "X Acc")
 KR_CLASSES = ("A", "C", "S")
-EN_HOUSES = ("Northbridge", "Aldermoor", "Castlegate", "Harrow & Lane", "Meridian", "Oakridge",
-             "Silverfield", "Thamesbury")
+EN_HOUSES = (
+    "Northbridge",
+    "Aldermoor",
+    "Castlegate",
+    "Harrow & Lane",
+    "Meridian",
+    "Oakridge",
+    "Silverfield",
+    "Thamesbury",
+)
 EN_STYLES = ("Growth", "Value", "Income", "Core", "Opportunities", "Select")
 KR_HOUSES = ("한빛", "미래로", "새솔", "누리", "다온", "한결", "푸른", "가온")
 KR_STYLES = ("성장", "가치", "배당", "중소형", "대표", "인덱스")
-EN_MANAGERS = ("Alice Hart", "Ben Okafor", "Clara Moss", "David Reyes", "Emma Lindqvist",
-               "Farid Nasser", "Grace Chen", "Hugo Baptiste", "Isla Murray", "James Patel")
+EN_MANAGERS = (
+    "Alice Hart",
+    "Ben Okafor",
+    "Clara Moss",
+    "David Reyes",
+    "Emma Lindqvist",
+    "Farid Nasser",
+    "Grace Chen",
+    "Hugo Baptiste",
+    "Isla Murray",
+    "James Patel",
+)
 KR_MANAGERS = ("김지훈", "이서연", "박민준", "최유진", "정하늘", "강도윤")
 
 # The PUBLISHED rule (methodology/default.yaml): within-category percentile, weight, higher is better.
@@ -116,11 +135,14 @@ class Regime:
     category_shock: dict[str, float] = field(default_factory=dict)  # category -> monthly return shift
     fee_cut: float = 0.0  # share of every fee removed (0.2 = fees 20 % lower)
 
+
 def _rng(params: SyntheticParams, stream: int) -> np.random.Generator:
     return np.random.default_rng([params.seed, stream])
 
+
 def _model(category: str) -> CategoryModel:
     return CATEGORY_MODELS.get(category, DEFAULT_MODEL)
+
 
 def month_labels(start: str, n_months: int) -> list[str]:
     """'YYYY-MM' labels of the time axis.
@@ -129,6 +151,7 @@ def month_labels(start: str, n_months: int) -> list[str]:
     ['2019-11', '2019-12', '2020-01']
     """
     return [str(p) for p in pd.period_range(start, periods=n_months, freq="M")]
+
 
 # ------------------------------------------------------------------ universe
 
@@ -152,12 +175,14 @@ def _fund_names(categories: np.ndarray, rng: np.random.Generator) -> list[str]:
         names.append(base if round_ == 0 else f"{base} {round_ + 1}")
     return names
 
+
 def _launches(n_funds: int, n_months: int, rng: np.random.Generator) -> np.ndarray:
     """Launch month index per fund: most at the start, some later, a few young."""
     u = rng.random(n_funds)
     late = rng.integers(1, max(2, n_months - 36), n_funds)  # still 3 years of history
     young = rng.integers(max(1, n_months - 35), max(2, n_months - 12), n_funds)  # < 3 years
     return np.where(u < YOUNG_SHARE, young, np.where(u < YOUNG_SHARE + LATE_LAUNCH_SHARE, late, 0))
+
 
 def universe(params: SyntheticParams) -> pd.DataFrame:
     """One row per share class, with the hidden simulation inputs (`alpha`, `idio_vol`, `launch`).
@@ -190,20 +215,23 @@ def universe(params: SyntheticParams) -> pd.DataFrame:
         for k in range(int(n_classes[i])):
             factor = CLASS_FEE_FACTORS[k % len(CLASS_FEE_FACTORS)]
             label = labels[k % len(labels)] + ("" if k < len(labels) else f"{k // len(labels) + 1}")
-            rows.append({
-                "share_class_id": f"SYN{i + 1:04d}{chr(ord('A') + k)}",
-                "fund_id": f"SYNF{i + 1:04d}",
-                "name": f"{names[i]} {label}",
-                "category": cats[i],
-                "manager": managers[int(manager_pick[i] * len(managers))],
-                "launch": int(launch[i]),
-                "ongoing_cost": round(float(base_fee[i]) * factor, 2),
-                "fund_size": float(size[i]),
-                "manager_tenure": float(tenure[i]),
-                "alpha": float(alpha[i]),
-                "idio_vol": float(idio[i]),
-            })
+            rows.append(
+                {
+                    "share_class_id": f"SYN{i + 1:04d}{chr(ord('A') + k)}",
+                    "fund_id": f"SYNF{i + 1:04d}",
+                    "name": f"{names[i]} {label}",
+                    "category": cats[i],
+                    "manager": managers[int(manager_pick[i] * len(managers))],
+                    "launch": int(launch[i]),
+                    "ongoing_cost": round(float(base_fee[i]) * factor, 2),
+                    "fund_size": float(size[i]),
+                    "manager_tenure": float(tenure[i]),
+                    "alpha": float(alpha[i]),
+                    "idio_vol": float(idio[i]),
+                }
+            )
     return pd.DataFrame(rows)
+
 
 # ------------------------------------------------------------------- returns
 
@@ -222,6 +250,7 @@ def _regime_arrays(
         for j, cat in enumerate(categories):
             shift[after, j] = regime.category_shock.get(cat, 0.0)
     return scale, shift, fee_factor
+
 
 def simulate(
     params: SyntheticParams,
@@ -247,15 +276,21 @@ def simulate(
 
     market = MARKET_PREMIUM / 12 + MARKET_VOL / SQRT12 * _rng(params, _MARKET).standard_normal(n_months) * scale
     z_cat = _rng(params, _CATEGORY).standard_normal((n_months, len(cats)))
-    category = (np.array([m.premium for m in models]) / 12 + np.array([m.vol for m in models]) / SQRT12 * z_cat
-                * scale[:, None] + shift)
+    category = (
+        np.array([m.premium for m in models]) / 12
+        + np.array([m.vol for m in models]) / SQRT12 * z_cat * scale[:, None]
+        + shift
+    )
     benchmark = RISK_FREE_RATE / 12 + np.outer(market, [m.beta for m in models]) + category  # months x cats
 
     funds = sc.drop_duplicates("fund_id").reset_index(drop=True)
     z_fund = _rng(params, _IDIO).standard_normal((n_months, len(funds)))
     fund_cat = funds["category"].map(cat_index).to_numpy()
-    gross = (benchmark[:, fund_cat] + funds["alpha"].to_numpy() / 12
-             + funds["idio_vol"].to_numpy() / SQRT12 * z_fund * scale[:, None])  # months x funds
+    gross = (
+        benchmark[:, fund_cat]
+        + funds["alpha"].to_numpy() / 12
+        + funds["idio_vol"].to_numpy() / SQRT12 * z_fund * scale[:, None]
+    )  # months x funds
 
     fund_col = sc["fund_id"].map({f: i for i, f in enumerate(funds["fund_id"])}).to_numpy()
     fees = np.outer(fee_factor, sc["ongoing_cost"].to_numpy() / 100.0)  # months x classes
@@ -265,13 +300,16 @@ def simulate(
     months = np.array(month_labels(params.start, n_months))
     live = np.arange(n_months)[:, None] >= sc["launch"].to_numpy()[None, :]
     cls_idx, month_idx = np.nonzero(live.T)  # class-major, so each series is contiguous
-    return pd.DataFrame({
-        "share_class_id": sc["share_class_id"].to_numpy()[cls_idx],
-        "month": months[month_idx],
-        # Rounded so the CSV holds exactly what the grades were computed from.
-        "return": np.round(net[month_idx, cls_idx], 8),
-        "benchmark_return": np.round(bench[month_idx, cls_idx], 8),
-    })
+    return pd.DataFrame(
+        {
+            "share_class_id": sc["share_class_id"].to_numpy()[cls_idx],
+            "month": months[month_idx],
+            # Rounded so the CSV holds exactly what the grades were computed from.
+            "return": np.round(net[month_idx, cls_idx], 8),
+            "benchmark_return": np.round(bench[month_idx, cls_idx], 8),
+        }
+    )
+
 
 # -------------------------------------------------------------------- grades
 
@@ -284,6 +322,7 @@ def grade_from_score(score: pd.Series) -> pd.Series:
     """
     grade = pd.Series(np.searchsorted(GRADE_CUTS, score.to_numpy(), side="right") + 1, index=score.index)
     return grade.astype("Int64").mask(score.isna())
+
 
 def hidden_grades(table: pd.DataFrame, analyst_noise: float, rng: np.random.Generator) -> pd.DataFrame:
     """expert_score and expert_grade from the analysts' hidden `JUDGEMENT`, then analyst noise
@@ -305,11 +344,24 @@ def hidden_grades(table: pd.DataFrame, analyst_noise: float, rng: np.random.Gene
     noisy = (grade + step.where(flip, 0)).clip(1, 5)
     return pd.DataFrame({"expert_grade": noisy.astype("Int64"), "expert_score": score.round(1)})
 
+
 # -------------------------------------------------------------------- public
 
 
-PUBLIC_COLUMNS = ("share_class_id", "fund_id", "name", "category", "manager", "launch_month",
-                  "ongoing_cost", "fund_size", "manager_tenure", "expert_grade", "expert_score")
+PUBLIC_COLUMNS = (
+    "share_class_id",
+    "fund_id",
+    "name",
+    "category",
+    "manager",
+    "launch_month",
+    "ongoing_cost",
+    "fund_size",
+    "manager_tenure",
+    "expert_grade",
+    "expert_score",
+)
+
 
 def generate(
     params: SyntheticParams, n_months: int | None = None, regime: Regime | None = None
@@ -334,6 +386,7 @@ def generate(
     funds = pd.concat([funds, labels], axis=1)
     return funds[list(PUBLIC_COLUMNS)], returns
 
+
 def write(
     params: SyntheticParams,
     frames: tuple[pd.DataFrame, pd.DataFrame] | None = None,
@@ -350,6 +403,7 @@ def write(
         funds.to_csv(tmp / "funds.csv", index=False, encoding="utf-8")
         returns.to_csv(tmp / "returns.csv", index=False, encoding="utf-8")
     return out_dir
+
 
 # ------------------------------------------------------- later batches (monitoring)
 
@@ -374,6 +428,7 @@ def regime_preset(name: str, start: int, category: str = "Emerging Markets") -> 
     if name == "fee_cut":  # fees 40 % lower across the market
         return Regime(start=start, fee_cut=0.4)
     raise ValueError(f"unknown regime {name!r}; known: {list(REGIMES)}")
+
 
 def later_batch(params: SyntheticParams, months_ahead: int, regime: Regime | None = None) -> pd.DataFrame:
     """A screener-style snapshot of the universe `months_ahead` months after the horizon.

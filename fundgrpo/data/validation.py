@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.cli import offline
+from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.params import ValidateParams
 
 GRADES = [1, 2, 3, 4, 5]
@@ -30,9 +30,12 @@ HISTORY = ("return_5y", "return_10y")  # long-horizon returns young funds lack
 # dtype names GX accepts for pandas (numpy names, and pandas nullable dtypes by class name)
 NUMERIC_TYPES = [
     *(f"{k}{b}" for k in ("int", "uint") for b in (8, 16, 32, 64)),
-    "float16", "float32", "float64",
+    "float16",
+    "float32",
+    "float64",
     *(f"{k}{b}Dtype" for k in ("Int", "UInt") for b in (8, 16, 32, 64)),
-    "Float32Dtype", "Float64Dtype",
+    "Float32Dtype",
+    "Float64Dtype",
 ]
 SUITE = "canonical_funds"
 SITE = "validation_report"
@@ -84,7 +87,9 @@ def build_suite(df_columns: list[str] | pd.Index, params: ValidateParams) -> lis
             exps.append(gxe.ExpectColumnValuesToBeInSet(column=col.name, value_set=GRADES))
         else:  # nulls are ignored by GX here; the null budget below counts them
             mostly = 1.0 - params.range_budget.get(col.name, 0.0)
-            exps.append(gxe.ExpectColumnValuesToBeBetween(column=col.name, min_value=col.low, max_value=col.high, mostly=mostly))
+            exps.append(
+                gxe.ExpectColumnValuesToBeBetween(column=col.name, min_value=col.low, max_value=col.high, mostly=mostly)
+            )
         budget = null_budget(col.name, params)
         if budget < 1.0:  # a budget of 1 means "may be empty": nothing to check
             exps.append(gxe.ExpectColumnValuesToNotBeNull(column=col.name, mostly=round(1.0 - budget, 6)))
@@ -115,7 +120,11 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> Validatio
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
         )
-        batch = context.data_sources.add_pandas("funds").add_dataframe_asset("canonical").add_batch_definition_whole_dataframe("all")
+        batch = (
+            context.data_sources.add_pandas("funds")
+            .add_dataframe_asset("canonical")
+            .add_batch_definition_whole_dataframe("all")
+        )
         suite = context.suites.add(gx.ExpectationSuite(name=SUITE, expectations=build_suite(df.columns, params)))
         definition = context.validation_definitions.add(gx.ValidationDefinition(name=SUITE, data=batch, suite=suite))
         checkpoint = context.checkpoints.add(
@@ -140,7 +149,9 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> Validatio
             "expectations": {"evaluated": len(checks), "failed": len(failures)},
             "failures": failures,
             "checks": checks,
-            "ingest_notes": list(df.attrs.get("notes", [])),  # doubts ingest could not decide (encoding guesses, a last row without a line end)
+            "ingest_notes": list(
+                df.attrs.get("notes", [])
+            ),  # doubts ingest could not decide (encoding guesses, a last row without a line end)
         }
         io.write_json(summary, tmp / "summary.json")
         data_docs = (tmp / "index.html").exists()
@@ -168,7 +179,9 @@ def counts(df: pd.DataFrame) -> dict[str, Any]:
         "columns": len(df.columns),
         "funds": int(df["fund_id"].nunique()) if "fund_id" in df else None,
         "categories": int(df["category"].nunique()) if "category" in df else None,
-        "rows_per_category": {str(k): int(v) for k, v in df["category"].value_counts(dropna=False).items()} if "category" in df else {},
+        "rows_per_category": {str(k): int(v) for k, v in df["category"].value_counts(dropna=False).items()}
+        if "category" in df
+        else {},
         "labelled_rows": labelled,
         "unlabelled_rows": n - labelled,
         "rows_missing_history": missing,
@@ -257,7 +270,11 @@ def summary_html(summary: dict, data_docs: bool = False) -> str:
         ("labelled rows (expert_grade)", c["labelled_rows"]),
         ("unlabelled rows (not trainable, kept in the table)", c["unlabelled_rows"]),
         *((f"rows missing {k}", v) for k, v in c["rows_missing_history"].items()),
-        *([("rows missing any of " + ", ".join(c["rows_missing_history"]), c["rows_missing_any_history"])] if c["rows_missing_history"] else []),
+        *(
+            [("rows missing any of " + ", ".join(c["rows_missing_history"]), c["rows_missing_any_history"])]
+            if c["rows_missing_history"]
+            else []
+        ),
         *((f"{k}: not in the source (no row counted as missing it)", "–") for k in c.get("history_columns_absent", [])),
     ]
     checks = "".join(
@@ -277,8 +294,8 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:14px}}
 tr.bad td{{background:#fdd}}tr.ok td:first-child{{color:#080}}.status{{font-size:1.3em;font-weight:bold}}</style></head>
 <body><h1>Fund table validation</h1>
 <p class="status">{e(status)}</p>
-{'<p>Full Great Expectations data docs: <a href="index.html">index.html</a></p>' if data_docs else ''}
-{'<h2>Notes from ingest (not errors: doubts it could not decide)</h2><ul>' + ''.join(f'<li>{e(n)}</li>' for n in summary.get('ingest_notes', [])) + '</ul>' if summary.get('ingest_notes') else ''}
+{'<p>Full Great Expectations data docs: <a href="index.html">index.html</a></p>' if data_docs else ""}
+{"<h2>Notes from ingest (not errors: doubts it could not decide)</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in summary.get("ingest_notes", [])) + "</ul>" if summary.get("ingest_notes") else ""}
 <h2>Counts</h2>{table(["", "n"], "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in count_rows))}
 <h2>Expectations</h2>{table(["", "expectation", "column", "arguments", "observed", "failure"], checks)}
 <h2>Nulls per column</h2>{table(["column", "nulls", "share"], nulls)}

@@ -66,7 +66,14 @@ def one_metric(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str) -> 
 
 
 def paired_bootstrap(
-    expert: list[int], a: list[int], b: list[int], groups: list[str], grades: list[int], metric: str = "exact", n: int = 2000, seed: int = 0
+    expert: list[int],
+    a: list[int],
+    b: list[int],
+    groups: list[str],
+    grades: list[int],
+    metric: str = "exact",
+    n: int = 2000,
+    seed: int = 0,
 ) -> dict[str, float]:
     """metric(a) - metric(b) on the same funds, with a 95 % percentile interval from resampling
     whole groups (funds: share classes of one fund are not independent) with replacement.
@@ -86,4 +93,10 @@ def paired_bootstrap(
     rng = np.random.default_rng(seed)
     draws = [diff(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])) for _ in range(n)]
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    return {"diff": round(diff(np.arange(len(y))), 4), "lo": round(float(lo), 4), "hi": round(float(hi), 4), "n_groups": len(members), "n": n}
+    return {
+        "diff": round(diff(np.arange(len(y))), 4),
+        "lo": round(float(lo), 4),
+        "hi": round(float(hi), 4),
+        "n_groups": len(members),
+        "n": n,
+    }

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fundgrpo.training import modelling
 from fundgrpo.evaluation.agreement import grade_metrics
-from fundgrpo.training.rewards import valid_answer
-from fundgrpo.training.rewards import make_rewards
+from fundgrpo.training import modelling
+from fundgrpo.training.rewards import make_rewards, valid_answer
 
 
 def predictions_from_texts(texts: list[str], rubric: dict, schema: dict) -> list[dict]:
@@ -35,8 +34,17 @@ def predictions_from_texts(texts: list[str], rubric: dict, schema: dict) -> list
         if answer is None:
             out.append({"grade": neutral, "score": 50.0, "reasoning": "", "valid": False, "text": text})
         else:
-            out.append({"grade": int(answer["grade"]), "score": float(answer["score"]), "reasoning": answer["reasoning"], "valid": True, "text": text})
+            out.append(
+                {
+                    "grade": int(answer["grade"]),
+                    "score": float(answer["score"]),
+                    "reasoning": answer["reasoning"],
+                    "valid": True,
+                    "text": text,
+                }
+            )
     return out
+
 
 def metrics(rows: list[dict], predictions: list[dict], grades: list[int]) -> dict[str, float]:
     """valid_json, exact, within_one, qwk, spearman, score_mae over all rows."""
@@ -46,8 +54,10 @@ def metrics(rows: list[dict], predictions: list[dict], grades: list[int]) -> dic
     out["score_mae"] = float(np.mean([abs(p["score"] - r["expert_score"]) for p, r in zip(predictions, rows)]))
     return {k: round(v, 4) for k, v in out.items()}
 
+
 def rule_predictions(rows: list[dict]) -> list[dict]:
     return [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": True} for r in rows]
+
 
 def baseline_predictions(rows: list[dict], predicted: list[dict], rubric: dict) -> list[dict]:
     """The `baseline` stage's per-fund grades, in the order of `rows`; the score is the
@@ -65,10 +75,24 @@ def baseline_predictions(rows: list[dict], predicted: list[dict], rubric: dict) 
             f"(e.g. {missing[:3]}); rerun the baseline stage"
         )
     midpoint = {b["grade"]: (b["min"] + b["max"]) / 2 for b in rubric["bands"]}
-    return [{"grade": grade_of[str(r["share_class_id"])], "score": midpoint[grade_of[str(r["share_class_id"])]], "valid": True} for r in rows]
+    return [
+        {
+            "grade": grade_of[str(r["share_class_id"])],
+            "score": midpoint[grade_of[str(r["share_class_id"])]],
+            "valid": True,
+        }
+        for r in rows
+    ]
+
 
 def evaluate_model(
-    path: str | Path, rows: list[dict], rubric: dict, schema: dict, max_new_tokens: int = 96, batch_size: int = 32, desc: str = "model"
+    path: str | Path,
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    max_new_tokens: int = 96,
+    batch_size: int = 32,
+    desc: str = "model",
 ) -> tuple[dict[str, float], list[dict]]:
     """Generate greedy answers for `rows` with the model at `path` and score them.
 

@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.data import canonical
-from fundgrpo.params import BaselineParams
 from fundgrpo.methodology.peers import percentile_within
+from fundgrpo.params import BaselineParams
 from fundgrpo.threads import small_data
 
 # Morningstar's own ratings and risk scores: derived from the very pipeline being imitated.
@@ -80,6 +80,7 @@ def input_metrics(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = Non
     wanted_set = set(wanted)
     return [c.name for c in canonical.COLUMNS if c.name in wanted_set and c.name in funds.columns]
 
+
 def features(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = None, category: bool = True) -> pd.DataFrame:
     """Feature matrix: each input metric as is, its percentile within the category
     (`<metric>_pct`), and the category itself (a pandas categorical, so a tree can learn
@@ -102,6 +103,7 @@ def features(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = None, ca
         X["category"] = funds["category"].astype(str).astype("category")
     return X
 
+
 # ----------------------------------------------------------------------- model
 
 
@@ -122,6 +124,7 @@ def _model(params: BaselineParams, learning_rate: float, max_leaf_nodes: int, ma
         random_state=params.seed,
     )
 
+
 def to_grades(predicted: np.ndarray, grades: list[int]) -> np.ndarray:
     """Model output -> grades: a regressor's number rounds to the nearest grade.
 
@@ -130,6 +133,7 @@ def to_grades(predicted: np.ndarray, grades: list[int]) -> np.ndarray:
     """
     g = np.asarray(sorted(grades))
     return g[np.abs(np.asarray(predicted, dtype=float)[:, None] - g[None, :]).argmin(axis=1)]
+
 
 def _staged_loss(model, X: pd.DataFrame, y: np.ndarray) -> np.ndarray:
     """Inner loss after each boosting round: log-loss for a classifier (a class the model
@@ -144,6 +148,7 @@ def _staged_loss(model, X: pd.DataFrame, y: np.ndarray) -> np.ndarray:
         losses.append(-np.mean(np.log(np.clip(p, 1e-15, 1.0))))
     return np.asarray(losses)
 
+
 def _present(X: pd.DataFrame) -> list[str]:
     """Columns with at least one value (HistGradientBoosting cannot bin an all-NaN feature,
     e.g. 5-year figures when no fund has 5 years of history).
@@ -153,13 +158,18 @@ def _present(X: pd.DataFrame) -> list[str]:
     """
     return [c for c in X.columns if X[c].notna().any()]
 
+
 def tune(X: pd.DataFrame, y: np.ndarray, groups: np.ndarray, params: BaselineParams) -> dict[str, Any]:
     """The grid setting and round count with the lowest loss on an inner fund-grouped split."""
     from sklearn.model_selection import GroupShuffleSplit
 
     if len(np.unique(groups)) < MIN_TUNING_FUNDS:
-        return {"learning_rate": params.learning_rate[0], "max_leaf_nodes": params.max_leaf_nodes[0],
-                "max_iter": params.max_iter, "inner_loss": None}
+        return {
+            "learning_rate": params.learning_rate[0],
+            "max_leaf_nodes": params.max_leaf_nodes[0],
+            "max_iter": params.max_iter,
+            "inner_loss": None,
+        }
     split = GroupShuffleSplit(n_splits=1, test_size=params.inner_validation_share, random_state=params.seed)
     fit_idx, val_idx = next(split.split(X, y, groups))
     best: dict[str, Any] | None = None
@@ -171,13 +181,23 @@ def tune(X: pd.DataFrame, y: np.ndarray, groups: np.ndarray, params: BaselinePar
             losses = _staged_loss(model, X.iloc[val_idx][cols], y[val_idx])
             rounds = int(np.argmin(losses)) + 1
             if best is None or losses[rounds - 1] < best["inner_loss"]:
-                best = {"learning_rate": lr, "max_leaf_nodes": leaves, "max_iter": rounds, "inner_loss": float(losses[rounds - 1])}
+                best = {
+                    "learning_rate": lr,
+                    "max_leaf_nodes": leaves,
+                    "max_iter": rounds,
+                    "inner_loss": float(losses[rounds - 1]),
+                }
     assert best is not None
     best["inner_loss"] = round(best["inner_loss"], 4)
     return best
 
+
 def fit_predict(
-    X_train: pd.DataFrame, y_train, groups_train, X_test: pd.DataFrame, params: BaselineParams = BaselineParams(),
+    X_train: pd.DataFrame,
+    y_train,
+    groups_train,
+    X_test: pd.DataFrame,
+    params: BaselineParams = BaselineParams(),
     grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Tune, refit on all training rows, predict the test rows: (grades, the chosen setting)."""
@@ -193,6 +213,7 @@ def fit_predict(
         model.fit(X_train[cols], y)
         predicted = model.predict(X_test[cols])
     return to_grades(predicted, list(grades)).astype(int), chosen
+
 
 def fit_predict_gbm(
     train_funds: pd.DataFrame,

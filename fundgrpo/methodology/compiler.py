@@ -128,8 +128,10 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         ctx = f"criterion {i + 1}"
         metric = need(c, "metric", ctx)
         if metric in canonical.LABELS:
-            raise MethodologyError(f"{where}: {ctx} reads {metric!r}, the analysts' label the model learns to predict; "
-                                   "a criterion must be a fund metric, or the label leaks into the prompt")
+            raise MethodologyError(
+                f"{where}: {ctx} reads {metric!r}, the analysts' label the model learns to predict; "
+                "a criterion must be a fund metric, or the label leaks into the prompt"
+            )
         if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
             raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
         weight = need(c, "weight", ctx)
@@ -176,8 +178,14 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         ctx = f"grade band {i + 1}"
         label = b.get("label", {})
         label = {"en": label} if isinstance(label, str) else dict(label)
-        bands.append(Band(int(number(need(b, "grade", ctx), f"{ctx} grade")), number(need(b, "min", ctx), f"{ctx} min"),
-                          number(need(b, "max", ctx), f"{ctx} max"), label))
+        bands.append(
+            Band(
+                int(number(need(b, "grade", ctx), f"{ctx} grade")),
+                number(need(b, "min", ctx), f"{ctx} min"),
+                number(need(b, "max", ctx), f"{ctx} max"),
+                label,
+            )
+        )
     bands = _check_bands(bands, where)
 
     output = raw.get("output", {}) or {}
@@ -185,7 +193,9 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
     low = int(number(reasoning.get("min_chars", 20), "output.reasoning.min_chars"))
     high = int(number(reasoning.get("max_chars", 200), "output.reasoning.max_chars"))
     if not 0 < low < high:
-        raise MethodologyError(f"{where}: output.reasoning needs 0 < min_chars < max_chars, got min_chars {low} and max_chars {high}")
+        raise MethodologyError(
+            f"{where}: output.reasoning needs 0 < min_chars < max_chars, got min_chars {low} and max_chars {high}"
+        )
     return Methodology(
         name=str(raw.get("name", "methodology")),
         version=str(raw.get("version", "1")),
@@ -216,7 +226,9 @@ def _check_bands(bands: list[Band], where: str) -> list[Band]:
                 f"and grade {nxt.grade} [{nxt.low:g}, {nxt.high:g})"
             )
         if nxt.low > prev.high:
-            raise MethodologyError(f"{where}: gap between grade {prev.grade} and {nxt.grade} bands ({prev.high:g}-{nxt.low:g})")
+            raise MethodologyError(
+                f"{where}: gap between grade {prev.grade} and {nxt.grade} bands ({prev.high:g}-{nxt.low:g})"
+            )
     grades = [b.grade for b in bands]
     if grades != sorted(grades) or len(set(grades)) != len(grades):
         raise MethodologyError(f"{where}: grades must rise with the score and be distinct, got {grades}")
@@ -264,7 +276,8 @@ def rubric(m: Methodology) -> dict[str, Any]:
         "reasoning": {"min_chars": m.reasoning_min_chars, "max_chars": m.reasoning_max_chars},
         "cite_top": m.cite_top,
         "context": [
-            {"id": c.id, "metric": c.metric, "higher_is_better": c.higher_is_better, "label": c.text(m.language)} for c in m.context
+            {"id": c.id, "metric": c.metric, "higher_is_better": c.higher_is_better, "label": c.text(m.language)}
+            for c in m.context
         ],
     }
 
@@ -287,8 +300,12 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
             "version": r["version"],
             "language": r["language"],
             "scoring": r["scoring"],
-            "criteria": [{k: c[k] for k in ("id", "metric", "weight", "higher_is_better", "label")} for c in r["criteria"]],
-            "grades": [{"grade": b["grade"], "min": b["min"], "max": b["max"], "label": b["label"]} for b in r["bands"]],
+            "criteria": [
+                {k: c[k] for k in ("id", "metric", "weight", "higher_is_better", "label")} for c in r["criteria"]
+            ],
+            "grades": [
+                {"grade": b["grade"], "min": b["min"], "max": b["max"], "label": b["label"]} for b in r["bands"]
+            ],
             "output": {"reasoning": r["reasoning"], "cite_top": r["cite_top"]},
             "context": r.get("context", []),
         },
@@ -299,7 +316,9 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
 # ---------------------------------------------------------------- rule scorer
 
 
-def criterion_percentiles(m: Methodology, funds: pd.DataFrame, within_category: bool = True, with_context: bool = False) -> pd.DataFrame:
+def criterion_percentiles(
+    m: Methodology, funds: pd.DataFrame, within_category: bool = True, with_context: bool = False
+) -> pd.DataFrame:
     """Per-criterion percentile (0-100, 100 = best) of each fund within its category
     (or, with `within_category=False`, among all funds passed in); `with_context` adds
     the context metrics' columns.

@@ -17,9 +17,9 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
+from fundgrpo.cli import StageError
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import prompts
-from fundgrpo.cli import StageError
 from fundgrpo.params import ModelParams, PrepareParams
 from fundgrpo.training.pretrained import load_tokenizer
 
@@ -40,6 +40,7 @@ def split_of(fund_id: str, params: PrepareParams) -> str:
         return "train"
     return "validation" if u < params.train_share + params.validation_share else "test"
 
+
 def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
     """Assign each row the split of its fund; every split must get at least one fund.
 
@@ -50,13 +51,19 @@ def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
     split = fund_ids.map(lambda f: split_of(str(f), params))
     empty = [name for name in SPLITS if not (split == name).any()]
     if empty:
-        raise StageError(f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; add funds or change the shares")
+        raise StageError(
+            f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; add funds or change the shares"
+        )
     return split
+
 
 def _clean(v: float) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
 
-def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams(), only: Collection[str] | None = None) -> list[dict]:
+
+def build_records(
+    funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams(), only: Collection[str] | None = None
+) -> list[dict]:
     """One record per labelled share class: prompt, reference answer and the columns rewards read.
 
     `only` (share class ids) limits the records built; percentiles and medians still come from
@@ -68,7 +75,11 @@ def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = Pre
     m = meth.from_rubric(rubric)
     shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
     pct = meth.criterion_percentiles(m, funds, with_context=True)
-    pct_all = meth.criterion_percentiles(m, funds, within_category=False, with_context=True) if params.universe_percentile else None
+    pct_all = (
+        meth.criterion_percentiles(m, funds, within_category=False, with_context=True)
+        if params.universe_percentile
+        else None
+    )
     rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
     metrics = [c.metric for c in shown if c.metric in funds]
     medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
@@ -118,6 +129,7 @@ def build_records(funds: pd.DataFrame, rubric: dict, params: PrepareParams = Pre
         )
     return records
 
+
 def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[str, list[dict]], dict]:
     """Datasets by split, and a summary of what went where."""
     funds = funds.reset_index(drop=True)
@@ -127,8 +139,10 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
     unknown = sorted(set(funds.loc[labelled, "expert_grade"].astype(int)) - set(rubric["grades"]))
     if unknown:
         rows = [i + 1 for i in funds.index[funds["expert_grade"].isin(unknown)][:3]]
-        raise StageError(f"prepare: expert_grade {', '.join(map(str, unknown))} (data rows {', '.join(map(str, rows))}, ...) is not a grade "
-                         f"of the methodology, whose grades are {rubric['grades']}; the methodology's bands must cover every grade the analysts give")
+        raise StageError(
+            f"prepare: expert_grade {', '.join(map(str, unknown))} (data rows {', '.join(map(str, rows))}, ...) is not a grade "
+            f"of the methodology, whose grades are {rubric['grades']}; the methodology's bands must cover every grade the analysts give"
+        )
     records = build_records(funds, rubric, params)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
@@ -139,6 +153,7 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
         **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
     }
     return datasets, summary
+
 
 def lengths(rows: list[dict], tokenizer=None) -> dict:
     """Prompt and answer sizes: characters, and tokens of `tokenizer` (the prompt with its chat
@@ -160,7 +175,9 @@ def lengths(rows: list[dict], tokenizer=None) -> dict:
     if tokenizer is not None:
         texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
         prompt_tokens = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        answer_tokens = [len(ids) for ids in tokenizer([r["reference"] for r in rows], add_special_tokens=False)["input_ids"]]
+        answer_tokens = [
+            len(ids) for ids in tokenizer([r["reference"] for r in rows], add_special_tokens=False)["input_ids"]
+        ]
         out.update(
             prompt_tokens_mean=round(float(np.mean(prompt_tokens)), 1),
             prompt_tokens_p95=int(np.percentile(prompt_tokens, 95)),
@@ -169,6 +186,7 @@ def lengths(rows: list[dict], tokenizer=None) -> dict:
             answer_tokens_max=int(max(answer_tokens)),
         )
     return out
+
 
 def configured_tokenizer(model: ModelParams):
     """The pretrained model's tokenizer, or None for the embedded model (whose tokenizer

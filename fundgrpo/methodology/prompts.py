@@ -71,8 +71,13 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
-def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "full",
-                   rule: tuple[float, int] | None = None) -> list[dict]:
+def build_messages(
+    rubric: dict[str, Any],
+    fund: dict[str, Any],
+    evidence: dict[str, dict[str, float]],
+    style: str = "full",
+    rule: tuple[float, int] | None = None,
+) -> list[dict]:
     """Chat messages for one fund.
 
     `style` "full" states each metric's value, peer median and percentile; "compact" states
@@ -126,7 +131,10 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
     ]
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
-    shown = [(c, t["weight"].format(weight=round(c["weight"] * 100))) for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
+    shown = [
+        (c, t["weight"].format(weight=round(c["weight"] * 100)))
+        for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])
+    ]
     shown += [(c, t["context"]) for c in rubric.get("context", [])]  # shown, not weighted
     for c, tag in shown:
         e = evidence[c["id"]]
@@ -134,17 +142,25 @@ def build_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[
             lines.append(t["missing"].format(label=c["label"], tag=tag))
         else:
             lines.append(
-                t["line"].format(label=c["label"], tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"]))
+                t["line"].format(
+                    label=c["label"], tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
+                )
                 + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
             )
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def _compact_messages(rubric: dict[str, Any], fund: dict[str, Any], evidence: dict[str, dict[str, float]],
-                      rule: tuple[float, int] | None = None) -> list[dict]:
+def _compact_messages(
+    rubric: dict[str, Any],
+    fund: dict[str, Any],
+    evidence: dict[str, dict[str, float]],
+    rule: tuple[float, int] | None = None,
+) -> list[dict]:
     t = TEXT[rubric["language"]]
     grades = rubric["grades"]
-    grade_range = f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
+    grade_range = (
+        f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
+    )
     lines = [t["c_head"].format(name=rubric["name"], category=fund["category"], peers=fund["peers"])]
     shown = [(c, f"{round(c['weight'] * 100)}%") for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
     shown += [(c, t["context"]) for c in rubric.get("context", [])]
@@ -184,8 +200,11 @@ def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, fl
     >>> weighted_percentile(r, {"a": {"pct": 80.0}, "b": {"pct": 40.0}, "c": {"pct": float("nan")}})
     70.0
     """
-    present = [(c["weight"], evidence[c["id"]]["pct"]) for c in rubric["criteria"]
-               if evidence[c["id"]]["pct"] is not None and not math.isnan(evidence[c["id"]]["pct"])]
+    present = [
+        (c["weight"], evidence[c["id"]]["pct"])
+        for c in rubric["criteria"]
+        if evidence[c["id"]]["pct"] is not None and not math.isnan(evidence[c["id"]]["pct"])
+    ]
     total = sum(w for w, _ in present)
     return sum(w * p for w, p in present) / total if total else None
 

@@ -42,7 +42,7 @@ def check_tracking(uri: str, timeout_s: float = 5.0) -> str:
             ) from err
         return f"MLflow tracking server {uri} is up"
     if uri.startswith("sqlite:///"):
-        folder = Path(uri[len("sqlite:///"):]).parent
+        folder = Path(uri[len("sqlite:///") :]).parent
         if not folder.is_dir():
             raise MlflowUnavailable(f"MLflow store {uri}: folder {folder} does not exist")
         return f"MLflow store {uri}"
@@ -71,10 +71,28 @@ def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_nam
     """
     value, base = float(candidate[gate.metric]), float(baseline[gate.metric])
     if candidate.get("valid_json", 1.0) < gate.min_valid_json:
-        return Decision(False, f"valid JSON rate {candidate['valid_json']:.3g} is below {gate.min_valid_json:g}", value, base, baseline_name)
+        return Decision(
+            False,
+            f"valid JSON rate {candidate['valid_json']:.3g} is below {gate.min_valid_json:g}",
+            value,
+            base,
+            baseline_name,
+        )
     if value > base + gate.margin:
-        return Decision(True, f"{gate.metric} {value:.4g} beats {baseline_name} {base:.4g} by more than {gate.margin:g}", value, base, baseline_name)
-    return Decision(False, f"{gate.metric} {value:.4g} does not beat {baseline_name} {base:.4g} by more than {gate.margin:g}", value, base, baseline_name)
+        return Decision(
+            True,
+            f"{gate.metric} {value:.4g} beats {baseline_name} {base:.4g} by more than {gate.margin:g}",
+            value,
+            base,
+            baseline_name,
+        )
+    return Decision(
+        False,
+        f"{gate.metric} {value:.4g} does not beat {baseline_name} {base:.4g} by more than {gate.margin:g}",
+        value,
+        base,
+        baseline_name,
+    )
 
 
 def tracking_uri(params: RegisterParams) -> str:
@@ -101,7 +119,7 @@ def local_uri(uri: str, root: Path) -> str:
     ('sqlite:////abs/mlflow.db', 'http://127.0.0.1:5000')
     """
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        return f"sqlite:///{(root / uri[len('sqlite:///'):]).absolute()}"
+        return f"sqlite:///{(root / uri[len('sqlite:///') :]).absolute()}"
     return uri
 
 
@@ -154,7 +172,9 @@ LOCK_SUFFIX = ".promotion-lock"
 
 
 @contextmanager
-def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float = 3600.0, poll_s: float = 0.5, log=print):
+def promotion_lock(
+    client, name: str, timeout_s: float = 900.0, stale_s: float = 3600.0, poll_s: float = 0.5, log=print
+):
     """One gate decision at a time for `name`, across processes and machines sharing a registry.
 
     Reading the champion, deciding and moving the alias must not interleave: two candidates that
@@ -172,8 +192,11 @@ def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float =
     me = f"{socket.gethostname()}:{os.getpid()}"
     while True:
         try:
-            client.create_registered_model(lock, tags={"holder": me, "since": f"{time.time():.3f}"},
-                                           description="held while a candidate passes the promotion gate; see fundgrpo/registry/mlflow_registry.py")
+            client.create_registered_model(
+                lock,
+                tags={"holder": me, "since": f"{time.time():.3f}"},
+                description="held while a candidate passes the promotion gate; see fundgrpo/registry/mlflow_registry.py",
+            )
             break
         except MlflowException as err:
             if err.error_code != "RESOURCE_ALREADY_EXISTS":
@@ -184,12 +207,16 @@ def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float =
             continue  # released in between
         holder, since = held.tags.get("holder", "?"), float(held.tags.get("since", "0") or 0)
         if time.time() - since > stale_s or not holder_alive(holder):
-            log(f"taking over the promotion lock {lock!r} of {holder}, held {time.time() - since:.0f} s (its holder is gone)")
+            log(
+                f"taking over the promotion lock {lock!r} of {holder}, held {time.time() - since:.0f} s (its holder is gone)"
+            )
             client.delete_registered_model(lock)
             continue
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{holder} still holds the promotion lock {lock!r} after {timeout_s:g} s; if no registration "
-                               f"is running, remove it: MlflowClient().delete_registered_model({lock!r})")
+            raise TimeoutError(
+                f"{holder} still holds the promotion lock {lock!r} after {timeout_s:g} s; if no registration "
+                f"is running, remove it: MlflowClient().delete_registered_model({lock!r})"
+            )
         time.sleep(poll_s)
     try:
         yield
@@ -197,8 +224,10 @@ def promotion_lock(client, name: str, timeout_s: float = 900.0, stale_s: float =
         try:
             client.delete_registered_model(lock)
         except MlflowException as err:  # the registry went away: say so, and let the first error through
-            log(f"could not release the promotion lock {lock!r} ({str(err)[:200]}); the next registration takes it over "
-                f"at once on this host, after {stale_s:g} s elsewhere")
+            log(
+                f"could not release the promotion lock {lock!r} ({str(err)[:200]}); the next registration takes it over "
+                f"at once on this host, after {stale_s:g} s elsewhere"
+            )
 
 
 def holder_alive(holder: str) -> bool:
@@ -285,8 +314,10 @@ def version_by_alias(client, name: str, alias: str) -> str:
             raise AliasError(f"models:/{name}@{alias}: no model {name!r} is registered yet (run `dvc repro`)") from err
         latest = max(int(v.version) for v in versions)
         why = " (the gate has not promoted any version; metrics/register.json says why)" if alias == CHAMPION else ""
-        raise AliasError(f"models:/{name}@{alias}: no version carries the alias {alias!r}{why}; serve one explicitly, "
-                         f"e.g. models:/{name}/{latest}, or a model folder such as models/policy") from err
+        raise AliasError(
+            f"models:/{name}@{alias}: no version carries the alias {alias!r}{why}; serve one explicitly, "
+            f"e.g. models:/{name}/{latest}, or a model folder such as models/policy"
+        ) from err
 
 
 def load_components(model_uri: str, dst: Path) -> Path:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo.params import Params
 from fundgrpo import io
 from fundgrpo.cli import offline
 from fundgrpo.data import ingestion
@@ -32,16 +31,32 @@ from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.preparation import split_of
-from fundgrpo.params import load_params
+from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving.champion import grade, prompt_records
 
 CHAMPION = "models:/{name}@champion"
-OUTPUT_COLUMNS = ("share_class_id", "fund_id", "name", "category", "grade", "score", "reasoning", "valid",
-                  "rule_grade", "rule_score", "gbm_grade", "expert_grade", "seen_in_training", "model")
+OUTPUT_COLUMNS = (
+    "share_class_id",
+    "fund_id",
+    "name",
+    "category",
+    "grade",
+    "score",
+    "reasoning",
+    "valid",
+    "rule_grade",
+    "rule_score",
+    "gbm_grade",
+    "expert_grade",
+    "seen_in_training",
+    "model",
+)
+
 
 class EvaluateError(ValueError):
     """The funds, the model or the output cannot be used; the message says which and why."""
+
 
 def read_funds(path: Path, params: Params) -> pd.DataFrame:
     """Canonical Parquet as it is; anything else through the ingest settings."""
@@ -55,6 +70,7 @@ def read_funds(path: Path, params: Params) -> pd.DataFrame:
     settings = replace(params.ingest, source="table", path=str(path.resolve()), batches_dir="")
     return ingestion.run(settings, Path("."))
 
+
 def with_reference(funds: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """The reference universe with the new rows laid over it (a share class in both: the new row).
 
@@ -65,13 +81,17 @@ def with_reference(funds: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame
     kept = reference[~reference["share_class_id"].astype(str).isin(funds["share_class_id"].astype(str))]
     return pd.concat([kept, funds], ignore_index=True)
 
+
 def training_mask(reference: pd.DataFrame, params: Params) -> pd.Series:
     """Reference rows the models learnt from: labelled, in prepare's train split."""
 
     in_train = reference["fund_id"].astype(str).map(lambda f: split_of(f, params.prepare) == "train")
     return (reference["expert_grade"].notna() & in_train).astype(bool)
 
-def gbm_grades(universe: pd.DataFrame, reference: pd.DataFrame, new_ids: list[str], params: Params, grades: list[int]) -> list[int]:
+
+def gbm_grades(
+    universe: pd.DataFrame, reference: pd.DataFrame, new_ids: list[str], params: Params, grades: list[int]
+) -> list[int]:
     """Gradient boosting fitted on the reference's training funds (the `baseline` stage's
     recipe), predicting the new share classes with features taken over the whole universe."""
 
@@ -86,11 +106,16 @@ def gbm_grades(universe: pd.DataFrame, reference: pd.DataFrame, new_ids: list[st
     ids = universe["share_class_id"].astype(str)
     new = ids.isin(new_ids).to_numpy()
     predicted, _ = baselines.fit_predict(
-        X_ref.loc[train, columns], reference.loc[train, "expert_grade"].astype(int), reference.loc[train, "fund_id"],
-        X_all.loc[new, columns], params.baseline, grades,
+        X_ref.loc[train, columns],
+        reference.loc[train, "expert_grade"].astype(int),
+        reference.loc[train, "fund_id"],
+        X_all.loc[new, columns],
+        params.baseline,
+        grades,
     )
     by_id = dict(zip(ids[new], predicted.tolist()))
     return [int(by_id[i]) for i in new_ids]
+
 
 def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]:
     """(local folder, a name for the output's `model` column) for a folder or a models:/ URI."""
@@ -104,7 +129,7 @@ def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]
 
     uri = mlflow_registry.local_uri(mlflow_registry.tracking_uri(params.register), Path("."))
     mlflow.set_tracking_uri(uri)  # download_artifacts resolves models:/ through the global URI
-    name, _, alias = model[len("models:/"):].partition("@")
+    name, _, alias = model[len("models:/") :].partition("@")
     client = MlflowClient(tracking_uri=uri)
     try:
         version = mlflow_registry.version_by_alias(client, name, alias) if alias else None
@@ -113,7 +138,16 @@ def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]
     pinned = f"models:/{name}/{version}" if version else model
     return mlflow_registry.load_components(pinned, scratch), pinned
 
-def evaluate(funds: pd.DataFrame, reference: pd.DataFrame, folder: Path, rubric: dict, schema: dict, params: Params, model_name: str) -> pd.DataFrame:
+
+def evaluate(
+    funds: pd.DataFrame,
+    reference: pd.DataFrame,
+    folder: Path,
+    rubric: dict,
+    schema: dict,
+    params: Params,
+    model_name: str,
+) -> pd.DataFrame:
     """One evaluation per share class of `funds` (see the module docstring)."""
 
     if funds.empty:
@@ -128,18 +162,32 @@ def evaluate(funds: pd.DataFrame, reference: pd.DataFrame, folder: Path, rubric:
     mine = [by_id[i] for i in new_ids]
     predictions = grade(folder, mine, rubric, schema, params.backtest, desc="evaluate")
     gbm = gbm_grades(universe, reference, new_ids, params, rubric["grades"])
-    seen = set(reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str))
+    seen = set(
+        reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
+    )
     rows = []
     for (_, fund), record, p, g in zip(funds.iterrows(), mine, predictions, gbm):
         expert = fund.get("expert_grade")
-        rows.append({
-            "share_class_id": record["share_class_id"], "fund_id": record["fund_id"], "name": fund.get("name"),
-            "category": record["category"], "grade": p["grade"], "score": p["score"], "reasoning": p["reasoning"],
-            "valid": p["valid"], "rule_grade": record["rule_grade"], "rule_score": round(record["rule_score"], 2), "gbm_grade": g,
-            "expert_grade": None if pd.isna(expert) else int(expert), "seen_in_training": record["share_class_id"] in seen,
-            "model": model_name,
-        })
+        rows.append(
+            {
+                "share_class_id": record["share_class_id"],
+                "fund_id": record["fund_id"],
+                "name": fund.get("name"),
+                "category": record["category"],
+                "grade": p["grade"],
+                "score": p["score"],
+                "reasoning": p["reasoning"],
+                "valid": p["valid"],
+                "rule_grade": record["rule_grade"],
+                "rule_score": round(record["rule_score"], 2),
+                "gbm_grade": g,
+                "expert_grade": None if pd.isna(expert) else int(expert),
+                "seen_in_training": record["share_class_id"] in seen,
+                "model": model_name,
+            }
+        )
     return pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS)).astype({"expert_grade": "Int64"})
+
 
 def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
     """The backtest's metrics for the model, the rule scorer and gradient boosting on the rows
@@ -151,8 +199,11 @@ def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
     expert = labelled["expert_grade"].astype(int).tolist()
     out = {"n": len(labelled), "model_valid_json": round(float(labelled["valid"].mean()), 4)}
     for name, column in (("model", "grade"), ("rule", "rule_grade"), ("gbm", "gbm_grade")):
-        out[name] = {k: round(v, 4) for k, v in grade_metrics(expert, labelled[column].astype(int).tolist(), grades).items()}
+        out[name] = {
+            k: round(v, 4) for k, v in grade_metrics(expert, labelled[column].astype(int).tolist(), grades).items()
+        }
     return out
+
 
 def write(evaluations: pd.DataFrame, out: Path) -> None:
 
@@ -167,10 +218,15 @@ def write(evaluations: pd.DataFrame, out: Path) -> None:
     else:
         raise EvaluateError(f"--out {out}: use .parquet, .csv or .jsonl")
 
+
 def main(argv: list[str] | None = None) -> int:
     import tempfile
 
-    parser = argparse.ArgumentParser(prog="python -m fundgrpo.serving.batch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m fundgrpo.serving.batch",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("funds", type=Path, help="canonical Parquet, or an export the ingest settings read")
     parser.add_argument("--model", default=None, help="models:/NAME@ALIAS or a folder (default: the champion)")
     parser.add_argument("--out", type=Path, default=Path("reports/evaluations/evaluations.parquet"))
@@ -183,11 +239,15 @@ def main(argv: list[str] | None = None) -> int:
             raise EvaluateError(f"--out {args.out}: use .parquet, .csv or .jsonl")
         reference_path = args.reference or Path(params.validate.out)
         if not reference_path.exists():
-            raise EvaluateError(f"{reference_path}: no reference universe; run `dvc repro validate` (or pass --reference)")
+            raise EvaluateError(
+                f"{reference_path}: no reference universe; run `dvc repro validate` (or pass --reference)"
+            )
         funds = read_funds(args.funds, params)
         rubric, schema = load_compiled(Path(params.methodology.out_dir))
         with tempfile.TemporaryDirectory() as scratch:
-            folder, name = resolve_model(args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch))
+            folder, name = resolve_model(
+                args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch)
+            )
             evaluations = evaluate(funds, pd.read_parquet(reference_path), folder, rubric, schema, params, name)
         write(evaluations, args.out)
     except (EvaluateError, FileNotFoundError) as err:
@@ -197,12 +257,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evaluate failed: {err}", file=sys.stderr)
         return 1
     metrics = agreement(evaluations, rubric["grades"])
-    print(f"evaluate: {len(evaluations)} share classes, {int(evaluations['valid'].sum())} valid answers, model {name} -> {args.out}")
+    print(
+        f"evaluate: {len(evaluations)} share classes, {int(evaluations['valid'].sum())} valid answers, model {name} -> {args.out}"
+    )
     if metrics:
         args.out.with_name(args.out.name + ".metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         for who in ("model", "rule", "gbm"):
-            print(f"  vs {metrics['n']} expert grades, {who}: " + ", ".join(f"{k}={v}" for k, v in metrics[who].items()))
+            print(
+                f"  vs {metrics['n']} expert grades, {who}: " + ", ".join(f"{k}={v}" for k, v in metrics[who].items())
+            )
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

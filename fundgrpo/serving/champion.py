@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo.params import BacktestParams, PrepareParams
-from fundgrpo.evaluation.backtesting import metrics
-from fundgrpo.evaluation.backtesting import predictions_from_texts
+from fundgrpo.evaluation.backtesting import metrics, predictions_from_texts
 from fundgrpo.methodology.preparation import build_records, split_of
+from fundgrpo.params import BacktestParams, PrepareParams
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.training import modelling
 
 
-def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams, only: Collection[str] | None = None) -> list[dict]:
+def prompt_records(
+    funds: pd.DataFrame, rubric: dict, prepare: PrepareParams, only: Collection[str] | None = None
+) -> list[dict]:
     """One record per row (labelled or not; with `only`, per listed share class), with `labelled`
     and the fund's `split` added. Peer percentiles come from every row either way."""
 
@@ -38,6 +39,7 @@ def prompt_records(funds: pd.DataFrame, rubric: dict, prepare: PrepareParams, on
         record["split"] = split_of(record["fund_id"], prepare)
     return records
 
+
 def sample(records: list[dict], n: int, seed: int) -> list[dict]:
     """At most `n` records, a seeded sample in the original order.
 
@@ -48,6 +50,7 @@ def sample(records: list[dict], n: int, seed: int) -> list[dict]:
         return list(records)
     keep = sorted(random.Random(seed).sample(range(len(records)), n))
     return [records[i] for i in keep]
+
 
 def load_champion(tracking_uri: str, model_name: str, dst: Path) -> tuple[Path, int] | None:
     """(local folder, version) of `models:/<name>@champion`, or None when no champion exists."""
@@ -61,14 +64,20 @@ def load_champion(tracking_uri: str, model_name: str, dst: Path) -> tuple[Path, 
     mlflow.set_tracking_uri(tracking_uri)  # download_artifacts resolves models:/ through the global URI
     return mlflow_registry.load_components(f"models:/{model_name}/{version.version}", dst), int(version.version)
 
-def grade(folder: str | Path, records: list[dict], rubric: dict, schema: dict, backtest: BacktestParams, desc: str) -> list[dict]:
+
+def grade(
+    folder: str | Path, records: list[dict], rubric: dict, schema: dict, backtest: BacktestParams, desc: str
+) -> list[dict]:
     """Greedy answers of the model at `folder` for the records, parsed (invalid -> neutral, flagged)."""
 
     if not records:
         return []
     model, tokenizer = modelling.load(folder)
-    texts = modelling.generate(model, tokenizer, [r["prompt"] for r in records], backtest.max_new_tokens, backtest.batch_size, desc=desc)
+    texts = modelling.generate(
+        model, tokenizer, [r["prompt"] for r in records], backtest.max_new_tokens, backtest.batch_size, desc=desc
+    )
     return predictions_from_texts(texts, rubric, schema)
+
 
 def scored(records: list[dict], predictions: list[dict], rubric: dict) -> dict[str, float] | None:
     """Backtest metrics over the labelled test-split records (funds never trained on), or None if there are none."""

@@ -19,23 +19,72 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
 from fundgrpo.cli import offline
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 
 LABELS = {
-    "en": {"funds": "Funds", "backtest": "Backtest", "models": "Models", "drift": "Drift", "fund": "Fund", "category": "Category",
-           "expert": "Expert", "model": "Model", "rule": "Rule scorer", "gbm": "Gradient boosting", "reasoning": "Reasoning",
-           "all": "all", "disagree": "model and expert disagree", "filter": "Filter", "evaluator": "Evaluator",
-           "version": "Version", "aliases": "Aliases", "created": "Registered", "gate": "Gate", "reason": "Reason",
-           "batch": "Batch", "date": "Date", "verdict": "Verdict", "retrain": "Retrain", "report": "Report", "none": "Nothing yet",
-           "predicted": "predicted", "title": "fund-grpo: evaluations"},
-    "ko": {"funds": "펀드", "backtest": "백테스트", "models": "모델", "drift": "드리프트", "fund": "펀드", "category": "유형",
-           "expert": "전문가", "model": "모델", "rule": "규칙 점수", "gbm": "그래디언트 부스팅", "reasoning": "근거",
-           "all": "전체", "disagree": "모델과 전문가 불일치", "filter": "필터", "evaluator": "평가자",
-           "version": "버전", "aliases": "별칭", "created": "등록", "gate": "게이트", "reason": "사유",
-           "batch": "배치", "date": "날짜", "verdict": "판정", "retrain": "재학습", "report": "리포트", "none": "아직 없음",
-           "predicted": "예측", "title": "fund-grpo: 펀드 평가"},
+    "en": {
+        "funds": "Funds",
+        "backtest": "Backtest",
+        "models": "Models",
+        "drift": "Drift",
+        "fund": "Fund",
+        "category": "Category",
+        "expert": "Expert",
+        "model": "Model",
+        "rule": "Rule scorer",
+        "gbm": "Gradient boosting",
+        "reasoning": "Reasoning",
+        "all": "all",
+        "disagree": "model and expert disagree",
+        "filter": "Filter",
+        "evaluator": "Evaluator",
+        "version": "Version",
+        "aliases": "Aliases",
+        "created": "Registered",
+        "gate": "Gate",
+        "reason": "Reason",
+        "batch": "Batch",
+        "date": "Date",
+        "verdict": "Verdict",
+        "retrain": "Retrain",
+        "report": "Report",
+        "none": "Nothing yet",
+        "predicted": "predicted",
+        "title": "fund-grpo: evaluations",
+    },
+    "ko": {
+        "funds": "펀드",
+        "backtest": "백테스트",
+        "models": "모델",
+        "drift": "드리프트",
+        "fund": "펀드",
+        "category": "유형",
+        "expert": "전문가",
+        "model": "모델",
+        "rule": "규칙 점수",
+        "gbm": "그래디언트 부스팅",
+        "reasoning": "근거",
+        "all": "전체",
+        "disagree": "모델과 전문가 불일치",
+        "filter": "필터",
+        "evaluator": "평가자",
+        "version": "버전",
+        "aliases": "별칭",
+        "created": "등록",
+        "gate": "게이트",
+        "reason": "사유",
+        "batch": "배치",
+        "date": "날짜",
+        "verdict": "판정",
+        "retrain": "재학습",
+        "report": "리포트",
+        "none": "아직 없음",
+        "predicted": "예측",
+        "title": "fund-grpo: 펀드 평가",
+    },
 }
 STYLE = """body{font-family:system-ui,'Noto Sans KR','Nanum Gothic','Apple SD Gothic Neo','Malgun Gothic',sans-serif;margin:1.5rem;color:#222}nav a{margin-right:1rem}
 table{border-collapse:collapse;margin:.8rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
@@ -45,6 +94,7 @@ EVALUATORS = {"grpo": "GRPO", "sft": "SFT", "base": "base", "rule": "rule", "gbm
 
 def _e(v: Any) -> str:
     return html.escape("" if v is None else str(v))
+
 
 class Data:
     """What the pages read, from the workspace at `root`."""
@@ -75,7 +125,7 @@ class Data:
         from mlflow import MlflowClient
 
         uri = mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root)
-        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).exists():
             return []
         client = MlflowClient(tracking_uri=uri)
         name = self.params.register.model_name
@@ -88,8 +138,16 @@ class Data:
         for v in versions:
             tags = client.get_run(v.run_id).data.tags if v.run_id else {}
             held = sorted(a for a, number in aliases.items() if str(number) == str(v.version))
-            out.append({"version": int(v.version), "aliases": held, "created": v.creation_timestamp,
-                        "passed": tags.get("gate.passed"), "promote": tags.get("gate.promote"), "reason": tags.get("gate.reason", "")})
+            out.append(
+                {
+                    "version": int(v.version),
+                    "aliases": held,
+                    "created": v.creation_timestamp,
+                    "passed": tags.get("gate.passed"),
+                    "promote": tags.get("gate.promote"),
+                    "reason": tags.get("gate.reason", ""),
+                }
+            )
         return sorted(out, key=lambda r: r["version"], reverse=True)
 
     def drift(self) -> list[dict]:
@@ -100,21 +158,33 @@ class Data:
             rows.append({**s, "folder": summary.parent.relative_to(self.root).as_posix()})
         return rows
 
+
 def page(data: Data, title: str, body: str) -> str:
     t = LABELS[data.language()]
     nav = "".join(f'<a href="/{p}">{_e(t[p])}</a>' for p in ("funds", "backtest", "models", "drift"))
-    return (f'<!doctype html><html lang="{data.language()}"><head><meta charset="utf-8"><title>{_e(title)} · {_e(t["title"])}</title>'
-            f"<style>{STYLE}</style></head><body><nav>{nav}</nav><h1>{_e(title)}</h1>{body}</body></html>")
+    return (
+        f'<!doctype html><html lang="{data.language()}"><head><meta charset="utf-8"><title>{_e(title)} · {_e(t["title"])}</title>'
+        f"<style>{STYLE}</style></head><body><nav>{nav}</nav><h1>{_e(title)}</h1>{body}</body></html>"
+    )
+
 
 def funds_page(data: Data, category: str = "", disagree: bool = False) -> str:
     t = LABELS[data.language()]
     rows = data.predictions()
     categories = sorted({r["category"] for r in rows})
-    shown = [r for r in rows if (not category or r["category"] == category) and (not disagree or r.get("grpo_grade") != r["expert_grade"])]
-    options = "".join(f'<option value="{_e(c)}"{" selected" if c == category else ""}>{_e(c)}</option>' for c in categories)
-    form = (f'<form method="get">{_e(t["category"])} <select name="category"><option value="">{_e(t["all"])}</option>{options}</select> '
-            f'<label><input type="checkbox" name="disagree" value="1"{" checked" if disagree else ""}> {_e(t["disagree"])}</label> '
-            f'<button type="submit">{_e(t["filter"])}</button></form>')
+    shown = [
+        r
+        for r in rows
+        if (not category or r["category"] == category) and (not disagree or r.get("grpo_grade") != r["expert_grade"])
+    ]
+    options = "".join(
+        f'<option value="{_e(c)}"{" selected" if c == category else ""}>{_e(c)}</option>' for c in categories
+    )
+    form = (
+        f'<form method="get">{_e(t["category"])} <select name="category"><option value="">{_e(t["all"])}</option>{options}</select> '
+        f'<label><input type="checkbox" name="disagree" value="1"{" checked" if disagree else ""}> {_e(t["disagree"])}</label> '
+        f'<button type="submit">{_e(t["filter"])}</button></form>'
+    )
     if not rows:
         return page(data, t["funds"], form + f"<p>{_e(t['none'])}</p>")
     head = "".join(f"<th>{_e(t[k])}</th>" for k in ("fund", "category", "expert", "model", "rule", "gbm", "reasoning"))
@@ -125,10 +195,13 @@ def funds_page(data: Data, category: str = "", disagree: bool = False) -> str:
         except (json.JSONDecodeError, AttributeError):
             reasoning = ""
         off = ' class="off"' if r.get("grpo_grade") != r["expert_grade"] else ""
-        body.append(f"<tr{off}><td>{_e(r['share_class_id'])}</td><td>{_e(r['category'])}</td><td>{_e(r['expert_grade'])}</td>"
-                    f"<td>{_e(r.get('grpo_grade'))}</td><td>{_e(r.get('rule_grade'))}</td><td>{_e(r.get('gbm_grade'))}</td><td>{_e(reasoning)}</td></tr>")
+        body.append(
+            f"<tr{off}><td>{_e(r['share_class_id'])}</td><td>{_e(r['category'])}</td><td>{_e(r['expert_grade'])}</td>"
+            f"<td>{_e(r.get('grpo_grade'))}</td><td>{_e(r.get('rule_grade'))}</td><td>{_e(r.get('gbm_grade'))}</td><td>{_e(reasoning)}</td></tr>"
+        )
     count = f"<p>{len(shown)} / {len(rows)}</p>"
     return page(data, t["funds"], form + count + f"<table><tr>{head}</tr>{''.join(body)}</table>")
+
 
 def confusion_table(pairs: list[dict]) -> str:
     grades = sorted({p["expert"] for p in pairs} | {p["predicted"] for p in pairs})
@@ -138,10 +211,15 @@ def confusion_table(pairs: list[dict]) -> str:
     top = max(counts.values()) or 1
     head = "".join(f"<th>{g}</th>" for g in grades)
     rows = "".join(
-        f"<tr><th>{e}</th>" + "".join(f'<td style="background:rgba(31,119,180,{counts[(e, q)] / top:.2f})">{counts[(e, q)]}</td>' for q in grades) + "</tr>"
+        f"<tr><th>{e}</th>"
+        + "".join(
+            f'<td style="background:rgba(31,119,180,{counts[(e, q)] / top:.2f})">{counts[(e, q)]}</td>' for q in grades
+        )
+        + "</tr>"
         for e in grades
     )
     return f'<table class="cm"><tr><th>↓ / →</th>{head}</tr>{rows}</table>'
+
 
 def backtest_page(data: Data) -> str:
     t = LABELS[data.language()]
@@ -150,11 +228,21 @@ def backtest_page(data: Data) -> str:
         return page(data, t["backtest"], f"<p>{_e(t['none'])}</p>")
     keys = ("valid_json", "exact", "within_one", "qwk", "spearman", "score_mae")
     head = f"<th>{_e(t['evaluator'])}</th>" + "".join(f"<th>{k}</th>" for k in keys)
-    rows = "".join(f"<tr><td>{_e(EVALUATORS.get(name, name))}</td>" + "".join(f"<td>{_e(m.get(k))}</td>" for k in keys) + "</tr>"
-                   for name, m in result["models"].items())
-    matrices = "".join(f"<h2>{_e(EVALUATORS.get(n, n))}</h2><p>{_e(t['expert'])} ↓, {_e(t['predicted'])} →</p>{confusion_table(data.confusion(n))}"
-                       for n in result["models"] if data.confusion(n))
-    return page(data, t["backtest"], f"<p>{result['n_funds']} test share classes</p><table><tr>{head}</tr>{rows}</table>{matrices}")
+    rows = "".join(
+        f"<tr><td>{_e(EVALUATORS.get(name, name))}</td>" + "".join(f"<td>{_e(m.get(k))}</td>" for k in keys) + "</tr>"
+        for name, m in result["models"].items()
+    )
+    matrices = "".join(
+        f"<h2>{_e(EVALUATORS.get(n, n))}</h2><p>{_e(t['expert'])} ↓, {_e(t['predicted'])} →</p>{confusion_table(data.confusion(n))}"
+        for n in result["models"]
+        if data.confusion(n)
+    )
+    return page(
+        data,
+        t["backtest"],
+        f"<p>{result['n_funds']} test share classes</p><table><tr>{head}</tr>{rows}</table>{matrices}",
+    )
+
 
 def models_page(data: Data) -> str:
     from datetime import datetime, timezone
@@ -171,6 +259,7 @@ def models_page(data: Data) -> str:
     )
     return page(data, t["models"], f"<table><tr>{head}</tr>{rows}</table>")
 
+
 def drift_page(data: Data) -> str:
     t = LABELS[data.language()]
     rows = data.drift()
@@ -179,10 +268,11 @@ def drift_page(data: Data) -> str:
     head = "".join(f"<th>{_e(t[k])}</th>" for k in ("date", "batch", "verdict", "reason", "retrain", "report"))
     body = "".join(
         f"<tr><td>{_e(r.get('date'))}</td><td>{_e(r.get('batch'))}</td><td>{_e(r.get('verdict'))}</td><td>{_e(r.get('reason'))}</td>"
-        f"<td>{_e((r.get('retrain') or {}).get('status'))}</td><td><a href=\"/reports/{_e(r['folder'])}/drift.html\">drift.html</a></td></tr>"
+        f'<td>{_e((r.get("retrain") or {}).get("status"))}</td><td><a href="/reports/{_e(r["folder"])}/drift.html">drift.html</a></td></tr>'
         for r in rows
     )
     return page(data, t["drift"], f"<table><tr>{head}</tr>{body}</table>")
+
 
 def create_app(root: Path = Path(".")):
     from fastapi import FastAPI, HTTPException
@@ -190,6 +280,7 @@ def create_app(root: Path = Path(".")):
 
     data = Data(Path(root).resolve())
     app = FastAPI(title="fund-grpo dashboard", docs_url=None, redoc_url=None)
+
     @app.get("/", include_in_schema=False)
     def home():
         return RedirectResponse("/funds")
@@ -220,16 +311,22 @@ def create_app(root: Path = Path(".")):
 
     return app
 
+
 def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
-    ap = argparse.ArgumentParser(prog="python -m fundgrpo.serving.dashboard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m fundgrpo.serving.dashboard",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8501)
     args = ap.parse_args(argv)
     offline()
     uvicorn.run(create_app(Path(".")), host=args.host, port=args.port)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,12 +12,19 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
+from fundgrpo.params import GrpoParams, ModelParams, to_dict
 from fundgrpo.training import modelling
-from fundgrpo.params import GrpoParams, ModelParams
-from fundgrpo.training.rewards import make_rewards
-from fundgrpo.training.shared import GREEDY_METRICS, curves, greedy_validation_callback, lora_config, model_init_kwargs, save_model, use_cpu
-from fundgrpo.params import to_dict
 from fundgrpo.training.judge import make_judge_reward
+from fundgrpo.training.rewards import make_rewards
+from fundgrpo.training.shared import (
+    GREEDY_METRICS,
+    curves,
+    greedy_validation_callback,
+    lora_config,
+    model_init_kwargs,
+    save_model,
+    use_cpu,
+)
 
 REWARD_ORDER = ("json", "grade", "score", "evidence", "length")
 BEST_METRICS = ("reward", *GREEDY_METRICS)
@@ -29,9 +36,11 @@ def best_metric_key(params: GrpoParams) -> str:
         raise ValueError(f"grpo.best_metric must be one of {BEST_METRICS}, got {params.best_metric!r}")
     return "eval_reward" if params.best_metric == "reward" else f"eval_greedy_{params.best_metric}"
 
+
 def reward_names(params: GrpoParams) -> list[str]:
     """The rewards in use, in order: the five rule rewards, plus the judge when enabled."""
     return list(REWARD_ORDER) + (["judge"] if params.judge.enabled else [])
+
 
 def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: Path, resuming: bool = False):
     from trl import GRPOConfig
@@ -79,6 +88,7 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: P
         model_init_kwargs=model_init_kwargs(model_params),
     )
 
+
 def run(
     params: GrpoParams,
     model_params: ModelParams,
@@ -104,9 +114,10 @@ def run(
     source = modelling.resolve(start_dir)
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
-    rewards = make_rewards(rubric, schema, params.score_tolerance, tuple(params.reasoning_chars), params.grade_step_penalty)
+    rewards = make_rewards(
+        rubric, schema, params.score_tolerance, tuple(params.reasoning_chars), params.grade_step_penalty
+    )
     if params.judge.enabled:
-
         rewards["judge"] = make_judge_reward(params.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
@@ -133,7 +144,11 @@ def run(
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    eval_curve = merged_by_step(curves(trainer.state.log_history, ["eval_reward", *(f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS))]))
+    eval_curve = merged_by_step(
+        curves(
+            trainer.state.log_history, ["eval_reward", *(f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS))]
+        )
+    )
     start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
     best_value = trainer.state.best_metric
     keep_start = keeps_start(start_value, best_value)
@@ -145,7 +160,9 @@ def run(
         tokenizer.save_pretrained(out_dir)
     else:
         save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
-    keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [f"rewards/{n}_reward/mean" for n in reward_names(params)]
+    keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [
+        f"rewards/{n}_reward/mean" for n in reward_names(params)
+    ]
     rows = curves(trainer.state.log_history, keys)
     first, last = rows[0] if rows else {}, rows[-1] if rows else {}
     return {
@@ -169,10 +186,13 @@ def run(
         # "start" when no trained step beat the start on validation, else the kept step
         "kept": "start" if keep_start else _step_of(trainer.state.best_model_checkpoint, trainer.state.global_step),
         "best_checkpoint": trainer.state.best_model_checkpoint,
-        "best_eval_reward": max((r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None),
+        "best_eval_reward": max(
+            (r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None
+        ),
         "eval_curve": eval_curve,
         "curves": rows,
     }
+
 
 def keeps_start(start_value: float | None, best_value: float | None) -> bool:
     """The start competes too: GRPO's output is never worse on validation than its start,
@@ -182,6 +202,7 @@ def keeps_start(start_value: float | None, best_value: float | None) -> bool:
     (False, True, False, True)
     """
     return start_value is not None and (best_value is None or best_value <= start_value)
+
 
 def merged_by_step(rows: list[dict]) -> list[dict]:
     """One row per step: evaluations log their sampled reward and greedy metrics separately.
@@ -194,8 +215,10 @@ def merged_by_step(rows: list[dict]) -> list[dict]:
         by_step.setdefault(row["step"], {}).update(row)
     return [by_step[k] for k in sorted(by_step)]
 
+
 def _step_of(checkpoint: str | None, last_step: int) -> str:
     return f"step {checkpoint.rsplit('-', 1)[1]}" if checkpoint else f"step {last_step}"
+
 
 def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path) -> str | None:
     """The checkpoint to resume from, or None. Checkpoints of other params are cleared first.
@@ -216,6 +239,7 @@ def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Pat
     stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
     done = sorted(checkpoint_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     return str(done[-1]) if params.resume and done else None
+
 
 def plot_curves(rows: list[dict], path: Path) -> None:
     """Reward curves as a PNG (total and each reward's mean)."""

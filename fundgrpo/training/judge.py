@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fundgrpo.params import JudgeParams
-from fundgrpo.training.rewards import completion_text
 from fundgrpo.training import modelling
+from fundgrpo.training.rewards import completion_text
 
 PROMPT_VERSION = "v1"
 INSTRUCTIONS = (
@@ -49,6 +49,7 @@ CRITERIA = {
 def judge_prompt(prompt: str, completion: str, criteria: tuple[str, ...]) -> str:
     lines = "\n".join(f"- {CRITERIA.get(c, c)}" for c in criteria)
     return INSTRUCTIONS.format(criteria=lines, first=criteria[0], prompt=prompt, completion=completion)
+
 
 def parse_scores(text: str, criteria: tuple[str, ...]) -> float | None:
     """Mean score over criteria, normalised to 0-1; None when the output is unusable.
@@ -75,11 +76,13 @@ def parse_scores(text: str, criteria: tuple[str, ...]) -> float | None:
         values.append(float(v))
     return round(sum(values) / (5 * len(values)), 4)
 
+
 def prompt_text(prompt: Any) -> str:
     """The user-visible text of a prompt, plain or conversational."""
     if isinstance(prompt, list):
         return "\n".join(m.get("content", "") for m in prompt if isinstance(m, dict) and m.get("role") != "system")
     return str(prompt)
+
 
 # ------------------------------------------------------------------- backends
 
@@ -96,7 +99,12 @@ class HttpJudge:
     def _one(self, prompt: str) -> str:
         p = self.params
         body = json.dumps(
-            {"model": p.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": p.max_new_tokens, "temperature": 0}
+            {
+                "model": p.model,
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": p.max_new_tokens,
+                "temperature": 0,
+            }
         ).encode()
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(p.api_key_env, "")
@@ -105,7 +113,9 @@ class HttpJudge:
         last: Exception | None = None
         for attempt in range(p.retries + 1):
             try:
-                req = urllib.request.Request(p.url.rstrip("/") + "/chat/completions", data=body, headers=headers, method="POST")
+                req = urllib.request.Request(
+                    p.url.rstrip("/") + "/chat/completions", data=body, headers=headers, method="POST"
+                )
                 with urllib.request.urlopen(req, timeout=p.timeout_s) as resp:
                     return json.loads(resp.read())["choices"][0]["message"]["content"]
             except (urllib.error.URLError, TimeoutError, KeyError, json.JSONDecodeError, OSError) as e:
@@ -116,6 +126,7 @@ class HttpJudge:
     def ask(self, prompts: list[str]) -> list[str]:
         with ThreadPoolExecutor(max_workers=max(1, self.params.max_concurrency)) as pool:
             return list(pool.map(self._one, prompts))
+
 
 class LocalJudge:
     """A causal LM loaded here with transformers (greedy answers)."""
@@ -129,7 +140,10 @@ class LocalJudge:
     def ask(self, prompts: list[str]) -> list[str]:
 
         conversations = [[{"role": "user", "content": p}] for p in prompts]
-        return modelling.generate(self.model, self.tokenizer, conversations, self.params.max_new_tokens, batch_size=16, desc="judge")
+        return modelling.generate(
+            self.model, self.tokenizer, conversations, self.params.max_new_tokens, batch_size=16, desc="judge"
+        )
+
 
 def make_backend(params: JudgeParams):
     if params.backend == "http":
@@ -137,6 +151,7 @@ def make_backend(params: JudgeParams):
     if params.backend == "transformers":
         return LocalJudge(params)
     raise ValueError(f"judge.backend must be 'http' or 'transformers', got {params.backend!r}")
+
 
 # --------------------------------------------------------------------- reward
 
@@ -176,7 +191,16 @@ class JudgeReward:
             for k, ask, raw in zip(todo, asks, raws):
                 score = parse_scores(raw, self.criteria)
                 self.cache[k] = score
-                rows.append({"key": k, "judge": self.backend.id, "prompt_version": PROMPT_VERSION, "judge_prompt": ask, "raw": raw, "score": score})
+                rows.append(
+                    {
+                        "key": k,
+                        "judge": self.backend.id,
+                        "prompt_version": PROMPT_VERSION,
+                        "judge_prompt": ask,
+                        "raw": raw,
+                        "score": score,
+                    }
+                )
             self._append(rows)
         return [self.cache[k] for k in keys]
 
@@ -188,6 +212,7 @@ class JudgeReward:
                     for row in rows:
                         keep = row if path == self.log_path else {"key": row["key"], "score": row["score"]}
                         f.write(json.dumps(keep, ensure_ascii=False) + "\n")
+
 
 def make_judge_reward(params: JudgeParams) -> Callable[..., list]:
     return JudgeReward(params)

@@ -99,7 +99,14 @@ def resolve(path: str | Path) -> str:
 
 # What decides a folder's greedy answers (tokenizer.json is left out: GRPO re-saves it with
 # padding settings that `load` overrides anyway).
-ANSWER_FILES = ("config.json", "generation_config.json", "chat_template.jinja", "tokenizer_config.json", "adapter_config.json", POINTER)
+ANSWER_FILES = (
+    "config.json",
+    "generation_config.json",
+    "chat_template.jinja",
+    "tokenizer_config.json",
+    "adapter_config.json",
+    POINTER,
+)
 
 
 def answer_fingerprint(path: str | Path) -> str | None:
@@ -167,7 +174,12 @@ def load(path: str | Path, params: ModelParams | None = None, adapter: bool = Fa
 
 
 def generate(
-    model, tokenizer, conversations: list[list[dict]], max_new_tokens: int = 96, batch_size: int = 32, desc: str = "generate"
+    model,
+    tokenizer,
+    conversations: list[list[dict]],
+    max_new_tokens: int = 96,
+    batch_size: int = 32,
+    desc: str = "generate",
 ) -> list[str]:
     """Greedy answers for chat conversations, in batches, with a progress bar."""
     import torch
@@ -176,7 +188,9 @@ def generate(
     texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
     out: list[str] = []
     for start in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch"):
-        batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = tokenizer(
+            texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+        )
         batch = {k: v.to(model.device) for k, v in batch.items()}
         with torch.no_grad():
             ids = model.generate(

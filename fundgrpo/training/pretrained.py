@@ -107,7 +107,9 @@ def locate(spec: GgufSpec, scratch: Path) -> Path:
     if not spec.package:
         path = Path(spec.file)
         if not path.is_file():
-            raise PretrainedError(f"model.pretrained: no GGUF file at {path.absolute()}; fix the path or use package:<module>/<file>.gguf")
+            raise PretrainedError(
+                f"model.pretrained: no GGUF file at {path.absolute()}; fix the path or use package:<module>/<file>.gguf"
+            )
         return path
     folder = package_dir(spec.package)
     path = folder / spec.file
@@ -119,11 +121,15 @@ def locate(spec: GgufSpec, scratch: Path) -> Path:
     try:  # a package that ships its file in parts and assembles it (only such packages are imported)
         assemble = importlib.import_module(spec.package).assemble
     except (ImportError, AttributeError) as e:
-        raise PretrainedError(f"model.pretrained: package {spec.package!r} has no .gguf file and cannot assemble one ({e})") from e
+        raise PretrainedError(
+            f"model.pretrained: package {spec.package!r} has no .gguf file and cannot assemble one ({e})"
+        ) from e
     try:
         return Path(assemble(scratch / spec.file))
     except (OSError, ValueError) as e:
-        raise PretrainedError(f"model.pretrained: {spec.package}.assemble failed ({e}); reinstall its parts: {SETUP_HINT}") from e
+        raise PretrainedError(
+            f"model.pretrained: {spec.package}.assemble failed ({e}); reinstall its parts: {SETUP_HINT}"
+        ) from e
 
 
 def inspect_gguf(path: Path) -> dict[str, Any]:
@@ -150,17 +156,26 @@ def inspect_gguf(path: Path) -> dict[str, Any]:
             f"(supported: {', '.join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ('general', 'tokenizer'))}); "
             "pick a model of a supported architecture or convert it to a Hugging Face folder"
         )
-    return {"architecture": arch, "name": text("general.name"), "tensors": len(reader.tensors), "bytes": path.stat().st_size}
+    return {
+        "architecture": arch,
+        "name": text("general.name"),
+        "tensors": len(reader.tensors),
+        "bytes": path.stat().st_size,
+    }
 
 
 def apply_chat_template(tokenizer, template: str) -> None:
     """Give the tokenizer the named chat template (and its end-of-turn as eos), or check it has one."""
     if template:
         if template not in CHAT_TEMPLATE_TEXT:
-            raise PretrainedError(f"model.chat_template must be one of {sorted(CHAT_TEMPLATE_TEXT)} or empty, got {template!r}")
+            raise PretrainedError(
+                f"model.chat_template must be one of {sorted(CHAT_TEMPLATE_TEXT)} or empty, got {template!r}"
+            )
         end = END_OF_TURN[template]
         if end not in tokenizer.get_vocab():
-            raise PretrainedError(f"model.chat_template {template!r}: the tokenizer has no {end!r} token; pick the template of this model family")
+            raise PretrainedError(
+                f"model.chat_template {template!r}: the tokenizer has no {end!r} token; pick the template of this model family"
+            )
         tokenizer.chat_template = CHAT_TEMPLATE_TEXT[template]
         tokenizer.eos_token = end
     elif not getattr(tokenizer, "chat_template", None):
@@ -204,7 +219,9 @@ def convert(spec: str, out_dir: Path, chat_template: str = "", dtype: str = "flo
         info = inspect_gguf(path)
         tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         apply_chat_template(tokenizer, chat_template)
-        loaded = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype))
+        loaded = AutoModelForCausalLM.from_pretrained(
+            str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype)
+        )
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the GGUF quantizer marker: the weights are plain floats now
@@ -213,7 +230,9 @@ def convert(spec: str, out_dir: Path, chat_template: str = "", dtype: str = "flo
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     missing = [k for k in missing if k not in _tied_keys(model)]
     if missing or unexpected:
-        raise PretrainedError(f"model.pretrained: {path.name} did not map onto {type(model).__name__} (missing {missing[:5]}, unexpected {unexpected[:5]})")
+        raise PretrainedError(
+            f"model.pretrained: {path.name} did not map onto {type(model).__name__} (missing {missing[:5]}, unexpected {unexpected[:5]})"
+        )
     del loaded
     eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
     model.generation_config.eos_token_id = eos
@@ -223,7 +242,13 @@ def convert(spec: str, out_dir: Path, chat_template: str = "", dtype: str = "flo
     model.config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
-    return {**info, "source": spec, "model_class": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters()), "vocab": len(tokenizer)}
+    return {
+        **info,
+        "source": spec,
+        "model_class": type(model).__name__,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab": len(tokenizer),
+    }
 
 
 def _tied_keys(model) -> set[str]:

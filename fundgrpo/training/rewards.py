@@ -56,7 +56,9 @@ def parse_answer(text: str) -> dict | None:
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")  # Python's json accepts NaN and Infinity; the schema's bounds would not catch them
+    raise ValueError(
+        f"{name} is not JSON"
+    )  # Python's json accepts NaN and Infinity; the schema's bounds would not catch them
 
 
 def valid_answer(text: str, schema: dict) -> dict | None:
@@ -78,6 +80,7 @@ def never_raises(fn: RewardFn) -> RewardFn:
     >>> never_raises(shaky)(["ab", ""])
     [0.5, 0.0]
     """
+
     @functools.wraps(fn)
     def guarded(completions: list, **columns: Any) -> list:
         try:
@@ -85,13 +88,19 @@ def never_raises(fn: RewardFn) -> RewardFn:
         except Exception:  # noqa: BLE001 - retried item by item below, so one bad item costs only itself
             out = []
             for i in range(len(completions)):
-                one = {k: (v[i:i + 1] if isinstance(v, (list, tuple)) and len(v) == len(completions) else v) for k, v in columns.items()}
+                one = {
+                    k: (v[i : i + 1] if isinstance(v, (list, tuple)) and len(v) == len(completions) else v)
+                    for k, v in columns.items()
+                }
                 try:
-                    out.extend(fn(completions[i:i + 1], **one))
+                    out.extend(fn(completions[i : i + 1], **one))
                 except Exception as err:  # noqa: BLE001
-                    logging.getLogger(__name__).warning("%s: item %d scored 0 (%s: %s)", fn.__name__, i, type(err).__name__, err)
+                    logging.getLogger(__name__).warning(
+                        "%s: item %d scored 0 (%s: %s)", fn.__name__, i, type(err).__name__, err
+                    )
                     out.append(0.0)
             return out
+
     return guarded
 
 
@@ -187,7 +196,7 @@ def make_rewards(
                 at = reasoning.find(label)
                 if at < 0 or _missing(pct.get(cid)):
                     continue
-                clause = re.split(r"[;,.\n]", reasoning[at + len(label):], maxsplit=1)[0]
+                clause = re.split(r"[;,.\n]", reasoning[at + len(label) :], maxsplit=1)[0]
                 says_top, says_bottom = top_word in clause, bottom_word in clause
                 if says_top == says_bottom:  # neither, or both
                     credit = 0.5

@@ -57,6 +57,8 @@ def fit(compute: list[float], reward: list[float], r0: float | None = None) -> F
     span = max(float(r.max() - start), 1e-3)
     p0 = [float(r.max()) + 0.1 * span, 1.0, float(np.median(c))]
     low, high = [start, 0.05, float(c.min()) * 1e-2], [start + 20 * span + 10, 10.0, float(c.max()) * 1e3]
-    params, cov = curve_fit(lambda x, a, b, cm: sigmoid(x, start, a, b, cm), c, r, p0=p0, bounds=(low, high), maxfev=20000)
+    params, cov = curve_fit(
+        lambda x, a, b, cm: sigmoid(x, start, a, b, cm), c, r, p0=p0, bounds=(low, high), maxfev=20000
+    )
     sd = np.sqrt(np.clip(np.diag(cov), 0, None)) if np.all(np.isfinite(cov)) else np.full(3, np.nan)
     return Fit(start, float(params[0]), float(params[1]), float(params[2]), float(sd[0]), float(sd[1]), float(sd[2]))

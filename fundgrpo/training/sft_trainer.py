@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.training import modelling
 from fundgrpo.params import ModelParams, SftParams
+from fundgrpo.training import modelling
 from fundgrpo.training.shared import lora_config, model_init_kwargs, save_model, use_cpu
 
 
@@ -46,7 +46,12 @@ def sft_config(params: SftParams, model_params: ModelParams, output_dir: Path):
 
 
 def run(
-    params: SftParams, model_params: ModelParams, base_dir: Path, train_rows: list[dict], out_dir: Path, callbacks: list | None = None
+    params: SftParams,
+    model_params: ModelParams,
+    base_dir: Path,
+    train_rows: list[dict],
+    out_dir: Path,
+    callbacks: list | None = None,
 ) -> dict:
     """Fine-tune the base model on `train_rows`; save model and tokenizer into `out_dir`.
 

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fundgrpo.params import LoraParams, ModelParams
 from fundgrpo.evaluation import backtesting
+from fundgrpo.params import LoraParams, ModelParams
 from fundgrpo.training import modelling
 
 
@@ -18,10 +18,12 @@ def is_main_process() -> bool:
     saves checkpoints on rank 0 only)."""
     return int(os.environ.get("RANK", "0")) == 0
 
+
 def use_cpu() -> bool:
     import torch
 
     return not torch.cuda.is_available()
+
 
 def model_init_kwargs(params: ModelParams) -> dict[str, Any]:
     """How TRL loads the model by path: dtype, and 4-bit quantisation for QLoRA."""
@@ -34,6 +36,7 @@ def model_init_kwargs(params: ModelParams) -> dict[str, Any]:
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
         )
     return kwargs
+
 
 def lora_config(params: LoraParams, model_source: str | None = None):
     """peft's LoraConfig from params; `lora.top_layers` reads the layer count from `model_source`'s config."""
@@ -49,7 +52,9 @@ def lora_config(params: LoraParams, model_source: str | None = None):
             raise ValueError("lora.top_layers needs the model's config to count its layers: pass model_source")
         n = AutoConfig.from_pretrained(model_source).get_text_config().num_hidden_layers
         if params.top_layers > n:
-            raise ValueError(f"lora.top_layers is {params.top_layers} but {model_source} has {n} layers: set at most {n} (or 0 for every layer)")
+            raise ValueError(
+                f"lora.top_layers is {params.top_layers} but {model_source} has {n} layers: set at most {n} (or 0 for every layer)"
+            )
         layers = list(range(n - params.top_layers, n))
     return LoraConfig(
         r=params.r,
@@ -60,6 +65,7 @@ def lora_config(params: LoraParams, model_source: str | None = None):
         task_type="CAUSAL_LM",
     )
 
+
 def save_model(trainer, tokenizer, out_dir: Path, merge_lora: bool = True) -> None:
     """Save the trained model; a LoRA adapter is merged into its base unless quantised."""
     model = trainer.model
@@ -67,6 +73,7 @@ def save_model(trainer, tokenizer, out_dir: Path, merge_lora: bool = True) -> No
         model = model.merge_and_unload()
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
+
 
 def curves(log_history: list[dict], keys: list[str]) -> list[dict]:
     """Rows of (step, key...) from a trainer's log history, for DVC plots.
@@ -79,6 +86,7 @@ def curves(log_history: list[dict], keys: list[str]) -> list[dict]:
         if any(k in entry for k in keys):
             rows.append({"step": entry["step"], **{k: entry[k] for k in keys if k in entry}})
     return rows
+
 
 GREEDY_METRICS = ("exact", "within_one", "qwk", "spearman")
 
@@ -102,13 +110,24 @@ def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max
             started = time.perf_counter()
             was_training = model.training
             model.eval()
-            texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], max_new_tokens, batch_size, desc="greedy validation")
+            texts = modelling.generate(
+                model,
+                processing_class,
+                [r["prompt"] for r in rows],
+                max_new_tokens,
+                batch_size,
+                desc="greedy validation",
+            )
             model.train(was_training)
-            found = backtesting.metrics(rows, backtesting.predictions_from_texts(texts, rubric, schema), rubric["grades"])
+            found = backtesting.metrics(
+                rows, backtesting.predictions_from_texts(texts, rubric, schema), rubric["grades"]
+            )
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
             metrics.update(greedy)
             self.history.append({"step": state.global_step, **greedy})
             # seconds apart from the metrics: the trainer's `eval_runtime` does not include this callback
-            state.log_history.append({"step": state.global_step, **greedy, "greedy_eval_seconds": round(time.perf_counter() - started, 2)})
+            state.log_history.append(
+                {"step": state.global_step, **greedy, "greedy_eval_seconds": round(time.perf_counter() - started, 2)}
+            )
 
     return GreedyValidation()

@@ -19,8 +19,7 @@ from typing import Any
 
 import yaml
 
-from fundgrpo.params import Params, ParamsError, from_dict
-from fundgrpo.params import load_params
+from fundgrpo.params import Params, ParamsError, from_dict, load_params
 from fundgrpo.registry import mlflow_registry
 
 # One factor at a time around params.yaml's values (a value equal to the current one is dropped).
@@ -40,11 +39,15 @@ def dvc_env() -> dict[str, str]:
     env.setdefault("DVC_NO_ANALYTICS", "1")
     return env
 
+
 def dvc(args: list[str], root: Path, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(["dvc", *args], cwd=root, env=dvc_env(), capture_output=True, text=True)
     if check and result.returncode != 0:
-        raise RuntimeError(f"dvc {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"dvc {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
     return result
+
 
 # ------------------------------------------------------------------------ planning
 
@@ -56,12 +59,14 @@ def get(data: dict, key: str) -> Any:
         data = data[part]
     return data
 
+
 def with_value(data: dict, key: str, value: Any) -> dict:
     """A copy of the nested dict with `key` (dotted) set."""
     head, _, rest = key.partition(".")
     out = dict(data)
     out[head] = with_value(out.get(head) or {}, rest, value) if rest else value
     return out
+
 
 def parse_factor(text: str) -> tuple[str, list[Any]]:
     """'grpo.beta=0.0,0.04' -> ('grpo.beta', [0.0, 0.04]); values read as YAML, as DVC does.
@@ -74,6 +79,7 @@ def parse_factor(text: str) -> tuple[str, list[Any]]:
         raise ValueError(f"expected KEY=V1,V2,...; got {text!r}")
     return key.strip(), [yaml.safe_load(v.strip()) for v in values.split(",")]
 
+
 def check_member(data: dict) -> None:
     """Refuse a sweep member the pipeline would refuse later (after minutes in the queue)."""
     params: Params = from_dict(Params, data)
@@ -85,6 +91,7 @@ def check_member(data: dict) -> None:
             f"(per_device_train_batch_size x gradient_accumulation_steps); TRL refuses it. "
             f"Pick a divisor, or sweep per_device_train_batch_size with it in a separate run"
         )
+
 
 def plan(params: dict, factors: dict[str, list[Any]], common: dict[str, Any]) -> list[list[str]]:
     """`dvc exp run --queue` argument lists: one per factor, DVC's `-S key=v1,v2` sweep syntax.
@@ -121,9 +128,11 @@ def plan(params: dict, factors: dict[str, list[Any]], common: dict[str, Any]) ->
             commands.append(["exp", "run", "--queue", "-S", f"{key}={','.join(dump(v) for v in kept)}", *common_args])
     return commands
 
+
 def dump(value: Any) -> str:
     """A value as `-S` text: false, 0.04, dr_grpo."""
     return json.dumps(value) if isinstance(value, bool) else str(value)
+
 
 def uncached_untracked_outputs(root: Path, skip: tuple[str, ...] = ("grpo", "backtest", "register")) -> list[str]:
     """Outputs in dvc.yaml with `cache: false` that git ignores and that exist here.
@@ -150,6 +159,7 @@ def uncached_untracked_outputs(root: Path, skip: tuple[str, ...] = ("grpo", "bac
     ignored = subprocess.run(["git", "check-ignore", *paths], cwd=root, capture_output=True, text=True).stdout.split()
     return [p for p in paths if p in ignored]
 
+
 def start_queue(root: Path, jobs: int) -> str:
     """`dvc queue start -j jobs`; returns its message.
 
@@ -159,12 +169,15 @@ def start_queue(root: Path, jobs: int) -> str:
     import tempfile
 
     with tempfile.TemporaryFile("w+") as out:
-        code = subprocess.run(["dvc", "queue", "start", "-j", str(jobs)], cwd=root, env=dvc_env(), stdout=out, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(
+            ["dvc", "queue", "start", "-j", str(jobs)], cwd=root, env=dvc_env(), stdout=out, stderr=subprocess.STDOUT
+        ).returncode
         out.seek(0)
         text = out.read().strip()
     if code != 0:
         raise RuntimeError(f"dvc queue start failed ({code}): {text}")
     return text
+
 
 def needs_worker(states: dict[str, str]) -> bool:
     """True when a member waits and none runs: no queue worker is taking it.
@@ -180,8 +193,10 @@ def needs_worker(states: dict[str, str]) -> bool:
     values = set(states.values())
     return "Queued" in values and "Running" not in values
 
-def start_now(states: dict[str, str], queue_started: bool, stalled_since: float | None, now: float,
-              restart_after: float) -> tuple[bool, float | None]:
+
+def start_now(
+    states: dict[str, str], queue_started: bool, stalled_since: float | None, now: float, restart_after: float
+) -> tuple[bool, float | None]:
     """(start the queue now?, since when members have waited with none running).
 
     The first time at once; afterwards only when the stall has lasted `restart_after`
@@ -204,7 +219,10 @@ def start_now(states: dict[str, str], queue_started: bool, stalled_since: float 
         return True, now
     return False, now if stalled_since is None else stalled_since
 
-def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | None = None, restart_after: float = 30.0) -> dict[str, str]:
+
+def wait(
+    root: Path, names: list[str], jobs: int, poll: float, timeout: float | None = None, restart_after: float = 30.0
+) -> dict[str, str]:
     """Start the queue and wait until none of `names` is Queued or Running; returns their states.
 
     The queue is (re)started whenever a member has been waiting with none running for
@@ -219,7 +237,11 @@ def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | 
         now = time.monotonic()
         states = queue_states(root)
         mine = {n: states.get(n, "?") for n in names}
-        summary = ", ".join(f"{s} {sum(v == s for v in mine.values())}" for s in ("Queued", "Running", "Success", "Failed") if s in mine.values())
+        summary = ", ".join(
+            f"{s} {sum(v == s for v in mine.values())}"
+            for s in ("Queued", "Running", "Success", "Failed")
+            if s in mine.values()
+        )
         if summary != last:
             print(f"[{now - started:6.0f} s] {summary}", flush=True)
             last = summary
@@ -228,20 +250,25 @@ def wait(root: Path, names: list[str], jobs: int, poll: float, timeout: float | 
         start, since = start_now(mine, queue_started, stalled_since, now, restart_after)
         if start:
             if queue_started:
-                print(f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: starting the queue again", flush=True)
+                print(
+                    f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: starting the queue again",
+                    flush=True,
+                )
             print(start_queue(root, jobs), flush=True)
             queue_started = True
         stalled_since = since
         if timeout is not None and now - started > timeout:
             logs = "".join(
                 f"\n--- dvc queue logs {n} (last 2000 characters):\n{dvc(['queue', 'logs', n], root, check=False).stdout[-2000:]}"
-                for n, s in mine.items() if s == "Running"
+                for n, s in mine.items()
+                if s == "Running"
             )
             raise TimeoutError(
                 f"sweep not done after {timeout:.0f} s: {summary}\n{dvc(['queue', 'status'], root, check=False).stdout}{logs}\n"
                 f"the queue is left as it is: `dvc queue status`, `dvc queue kill NAME`, `dvc queue stop`"
             )
         time.sleep(poll)
+
 
 def queue_states(root: Path) -> dict[str, str]:
     """{experiment name: status} from `dvc queue status` (Queued, Running, Success, Failed)."""
@@ -251,6 +278,7 @@ def queue_states(root: Path) -> dict[str, str]:
         if len(parts) >= 4 and parts[-1] in ("Queued", "Running", "Success", "Failed"):
             states[parts[1]] = parts[-1]
     return states
+
 
 # ---------------------------------------------------------------------- comparing
 
@@ -295,10 +323,12 @@ def dvc_rows(show: list[dict]) -> list[dict]:
             rows.append(row(exp["revs"][0], exp.get("name") or exp["revs"][0]["rev"][:7], commit["rev"], state))
     return rows
 
+
 def weights_text(params: dict) -> str | None:
     """'json 1 / grade 2 / ...' for the weights that are on (compact, for the table)."""
     weights = get(params, "grpo.reward_weights") or {}
     return " / ".join(f"{k} {weights[k]:g}" for k in WEIGHTS if weights.get(k)) or None
+
 
 def mlflow_runs(tracking_uri: str, experiment: str):
     """The register stage's runs, newest first, as a DataFrame (`run_id`, `tags.*`, `metrics.*`
@@ -310,16 +340,23 @@ def mlflow_runs(tracking_uri: str, experiment: str):
     import pandas as pd
     from mlflow import MlflowClient
 
-    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///"):]).exists():
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///") :]).exists():
         return None  # no store yet (and reading must not create one)
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         return None
     runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=5000)
-    rows = [{"run_id": r.info.run_id, **{f"tags.{k}": v for k, v in r.data.tags.items()},
-             **{f"metrics.{k}": v for k, v in r.data.metrics.items()}} for r in runs]
+    rows = [
+        {
+            "run_id": r.info.run_id,
+            **{f"tags.{k}": v for k, v in r.data.tags.items()},
+            **{f"metrics.{k}": v for k, v in r.data.metrics.items()},
+        }
+        for r in runs
+    ]
     return pd.DataFrame(rows) if rows else None
+
 
 def compare(root: Path, names: list[str] | None = None, tracking_uri: str | None = None):
     """One table: a row per DVC experiment (and its baseline commit), MLflow's run beside it.
@@ -348,7 +385,9 @@ def compare(root: Path, names: list[str] | None = None, tracking_uri: str | None
             out["gate"] = f"{decision.get('alias')} (gate {'passed' if passed else 'failed'})"
         run = None
         if runs is not None:
-            tagged = runs[runs["tags.dvc.exp_name"] == r["exp"]] if "tags.dvc.exp_name" in runs.columns else runs.iloc[:0]
+            tagged = (
+                runs[runs["tags.dvc.exp_name"] == r["exp"]] if "tags.dvc.exp_name" in runs.columns else runs.iloc[:0]
+            )
             by_id = runs[runs["run_id"] == decision.get("run_id")]
             match = tagged if len(tagged) else by_id
             run = match.iloc[0] if len(match) else None
@@ -360,9 +399,27 @@ def compare(root: Path, names: list[str] | None = None, tracking_uri: str | None
             if "gate" not in out and "tags.gate.promote" in run:
                 out["gate"] = f"gate.promote={run['tags.gate.promote']}"
         table.append(out)
-    order = ["exp", "rev", "state", "loss_type", "num_generations", "beta", "reward_weights", "max_steps", "train_reward",
-             "eval_reward", "exact", "within_one", "qwk", "spearman", "valid_json", "gate", "mlflow_run"]
+    order = [
+        "exp",
+        "rev",
+        "state",
+        "loss_type",
+        "num_generations",
+        "beta",
+        "reward_weights",
+        "max_steps",
+        "train_reward",
+        "eval_reward",
+        "exact",
+        "within_one",
+        "qwk",
+        "spearman",
+        "valid_json",
+        "gate",
+        "mlflow_run",
+    ]
     return pd.DataFrame(table, columns=order)
+
 
 def write(table, out_dir: Path) -> str:
     """Write comparison.md and comparison.csv under out_dir; return the markdown."""

@@ -11,8 +11,11 @@ import yaml
 from flows import serve
 from tests.support import REPO, run
 
-EXPECTED = {"monitoring/monitoring-daily": serve.MONITORING_CRON, "training/training-weekly": serve.TRAINING_CRON,
-            "evaluation/evaluation-monthly": serve.EVALUATION_CRON}
+EXPECTED = {
+    "monitoring/monitoring-daily": serve.MONITORING_CRON,
+    "training/training-weekly": serve.TRAINING_CRON,
+    "evaluation/evaluation-monthly": serve.EVALUATION_CRON,
+}
 
 
 def test_prefect_yaml_deploys_both_flows_on_their_schedules(prefect_api):
@@ -41,8 +44,15 @@ def test_serve_builds_the_same_deployments_as_prefect_yaml():
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
     in_yaml = {d["name"]: d["schedules"][0]["cron"] for d in spec["deployments"]}
     built = {d.name: d.schedules[0].schedule.cron for d in serve.deployments()}
-    assert built == in_yaml == {"monitoring-daily": serve.MONITORING_CRON, "training-weekly": serve.TRAINING_CRON,
-                                "evaluation-monthly": serve.EVALUATION_CRON}
+    assert (
+        built
+        == in_yaml
+        == {
+            "monitoring-daily": serve.MONITORING_CRON,
+            "training-weekly": serve.TRAINING_CRON,
+            "evaluation-monthly": serve.EVALUATION_CRON,
+        }
+    )
     assert os.environ.get("PREFECT_SERVER_ANALYTICS_ENABLED") == "false"  # telemetry off (tests/conftest.py)
 
 
@@ -55,13 +65,21 @@ def test_container_deployments_match_and_register_on_docker_and_kubernetes_pools
     containers = yaml.safe_load((REPO / "prefect-containers.yaml").read_text())["deployments"]
     assert {d["entrypoint"] for d in containers} == set(plain)
     for d in containers:
-        assert d["schedules"] == plain[d["entrypoint"]]["schedules"] and d["parameters"] == plain[d["entrypoint"]]["parameters"]
+        assert (
+            d["schedules"] == plain[d["entrypoint"]]["schedules"]
+            and d["parameters"] == plain[d["entrypoint"]]["parameters"]
+        )
 
     env = {"PREFECT_API_URL": prefect_api, "PREFECT_CLI_PROMPT": "false"}
     prefect = [sys.executable, "-m", "prefect"]
     run([*prefect, "work-pool", "create", "fund-grpo-docker", "--type", "docker", "--overwrite"], REPO, env)
     run([*prefect, "work-pool", "create", "fund-grpo-k8s", "--type", "kubernetes", "--overwrite"], REPO, env)
-    run([*prefect, "--no-prompt", "deploy", "--prefect-file", "prefect-containers.yaml", "--all"], REPO, env, timeout=300)
+    run(
+        [*prefect, "--no-prompt", "deploy", "--prefect-file", "prefect-containers.yaml", "--all"],
+        REPO,
+        env,
+        timeout=300,
+    )
     with get_client(sync_client=True) as client:
         deployed = {d.name: d for d in client.read_deployments() if d.name in {c["name"] for c in containers}}
         try:
@@ -87,8 +105,15 @@ def test_the_worker_stops_on_sigterm_even_started_in_the_background(prefect_api)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
-    worker = subprocess.Popen([sys.executable, "-m", "flows.worker", "--pool", "sigterm-test", "--type", "process"], cwd=REPO,
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=background_job)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "flows.worker", "--pool", "sigterm-test", "--type", "process"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=background_job,
+    )
     try:
         deadline = time.monotonic() + 120
         lines = []

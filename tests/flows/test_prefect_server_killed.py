@@ -39,16 +39,26 @@ class Server:
     def __init__(self, home: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/api"
-        self.env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": self.url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-                    "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db"}
+        self.env = {
+            **os.environ,
+            "PREFECT_HOME": str(home),
+            "PREFECT_API_URL": self.url,
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db",
+        }
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         import urllib.request
 
         prefect = Path(sys.executable).parent / "prefect"
-        self.proc = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)], env=self.env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -67,17 +77,25 @@ class Server:
 
 def server_record(url: str, flow_run_id: str) -> tuple[str, dict[str, str], list[str]]:
     """(the run's state, {task run id: state}, log messages) as the server has them."""
-    code = ("import sys, json\nfrom prefect.client.orchestration import get_client\n"
-            "from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId\n"
-            "with get_client(sync_client=True) as c:\n"
-            "    run = c.read_flow_run(sys.argv[1])\n"
-            "    tasks = c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))\n"
-            "    logs = c.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])), limit=200)\n"
-            "    print(json.dumps([run.state.type.value, {str(t.id): t.state.type.value for t in tasks}, [l.message for l in logs]]))\n")
+    code = (
+        "import sys, json\nfrom prefect.client.orchestration import get_client\n"
+        "from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId\n"
+        "with get_client(sync_client=True) as c:\n"
+        "    run = c.read_flow_run(sys.argv[1])\n"
+        "    tasks = c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))\n"
+        "    logs = c.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])), limit=200)\n"
+        "    print(json.dumps([run.state.type.value, {str(t.id): t.state.type.value for t in tasks}, [l.message for l in logs]]))\n"
+    )
     import json
 
-    out = subprocess.run([sys.executable, "-c", code, flow_run_id], env={**os.environ, "PREFECT_API_URL": url},
-                         capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, flow_run_id],
+        env={**os.environ, "PREFECT_API_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     state, tasks, logs = json.loads(out.stdout.strip().splitlines()[-1])
     return state, tasks, logs
 
@@ -96,11 +114,22 @@ def test_a_run_the_server_lost_is_recorded_true_after_restart_and_reconcile(trai
     env = {**server.env, "PREFECT_CLIENT_MAX_RETRIES": "0", "PYTHONPATH": str(support.REPO)}
     try:
         with common.workspace_lock(root, timeout_s=0):  # the run will wait here: the server dies meanwhile
-            run = subprocess.Popen([sys.executable, "-m", "flows.training_flow"], cwd=root, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
+            run = subprocess.Popen(
+                [sys.executable, "-m", "flows.training_flow"],
+                cwd=root,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             deadline = time.monotonic() + 180
-            while not (new := set(folder.glob("*.jsonl")) - known if folder.exists() else set()) or "waiting" not in next(iter(new)).read_text():
-                assert run.poll() is None and time.monotonic() < deadline, "the run did not start waiting for the workspace"
+            while (
+                not (new := set(folder.glob("*.jsonl")) - known if folder.exists() else set())
+                or "waiting" not in next(iter(new)).read_text()
+            ):
+                assert run.poll() is None and time.monotonic() < deadline, (
+                    "the run did not start waiting for the workspace"
+                )
                 time.sleep(0.5)
             record = next(iter(new))
             server.stop()
@@ -118,7 +147,9 @@ def test_a_run_the_server_lost_is_recorded_true_after_restart_and_reconcile(trai
         server.start()  # same database: what the server recorded before it died
         state, tasks, logs = server_record(server.url, record.stem)
         assert state == "RUNNING"  # the fault as it shows without reconciliation
-        done = subprocess.run([sys.executable, "-m", "flows.journal", str(root)], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.journal", str(root)], env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0 and "1 run(s) corrected" in done.stdout, done.stdout + done.stderr
 
         state, tasks, logs = server_record(server.url, record.stem)
@@ -127,7 +158,9 @@ def test_a_run_the_server_lost_is_recorded_true_after_restart_and_reconcile(trai
         assert all(tasks[t] == s for t, s in journaled.items() if t in tasks) and "RUNNING" not in tasks.values()
         final = [r["message"] for r in rows if r["kind"] == "flow"][0]
         assert any(final in line for line in logs)  # the run's last line, lost with the server, is back
-        again = subprocess.run([sys.executable, "-m", "flows.journal", str(root)], env=env, capture_output=True, text=True, timeout=300)
+        again = subprocess.run(
+            [sys.executable, "-m", "flows.journal", str(root)], env=env, capture_output=True, text=True, timeout=300
+        )
         assert "every finished run's record on the server is true" in again.stdout  # reconciled once
     finally:
         server.stop()

@@ -19,7 +19,20 @@ from flows import common
 from fundgrpo.params import ParamsError
 from tests import support
 
-STAGES = ["batches", "methodology", "synthetic/dvc.yaml:generate", "ingest", "validate", "prepare", "baseline", "model", "sft", "grpo", "backtest", "register"]
+STAGES = [
+    "batches",
+    "methodology",
+    "synthetic/dvc.yaml:generate",
+    "ingest",
+    "validate",
+    "prepare",
+    "baseline",
+    "model",
+    "sft",
+    "grpo",
+    "backtest",
+    "register",
+]
 
 
 def digest(root: Path, *paths: str) -> dict[str, str]:
@@ -33,7 +46,15 @@ def digest(root: Path, *paths: str) -> dict[str, str]:
     return out
 
 
-GUARDED = ("dvc.lock", "models/policy", "models/sft", "data/validated/funds.parquet", "data/prepared", "metrics/register.json", "metrics/backtest.json")
+GUARDED = (
+    "dvc.lock",
+    "models/policy",
+    "models/sft",
+    "data/validated/funds.parquet",
+    "data/prepared",
+    "metrics/register.json",
+    "metrics/backtest.json",
+)
 
 
 def test_stage_order_is_dvcs(trained):
@@ -78,7 +99,9 @@ def test_a_second_run_is_a_no_op_and_overrides_are_dvc_exp_run_S(trained):
 def test_apply_overrides_keeps_comments_types_and_refuses_unknown_keys(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("grpo:   # the RL stage\n  beta: 0.0   # KL weight\n  loss_type: dapo\n", encoding="utf-8")
-    changes = common.apply_overrides(path, {"grpo.beta": "0.04", "grpo.lora.enabled": "true", "grpo.learning_rate": "1e-5"})
+    changes = common.apply_overrides(
+        path, {"grpo.beta": "0.04", "grpo.lora.enabled": "true", "grpo.learning_rate": "1e-5"}
+    )
     assert changes == ["grpo.beta=0.04", "grpo.lora.enabled=true", "grpo.learning_rate=1e-5"]
     text = path.read_text()
     assert "# KL weight" in text and "# the RL stage" in text
@@ -104,7 +127,9 @@ def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
     params_text = (root / "params.yaml").read_text()
     try:
         # A config the GRPO trainer refuses: the train stage fails after the earlier stages.
-        with pytest.raises(RuntimeError, match=r"stage 'grpo' failed[\s\S]*divisible by (num_generations|the number of generations)"):
+        with pytest.raises(
+            RuntimeError, match=r"stage 'grpo' failed[\s\S]*divisible by (num_generations|the number of generations)"
+        ):
             training(root=str(root), overrides={"grpo.num_generations": "3"}, retries=0)
         # the override applied to that run only: the next scheduled run starts from the committed params
         assert (root / "params.yaml").read_text() == params_text
@@ -142,7 +167,10 @@ def test_tracking_uri_is_made_absolute_for_the_flow_process(monkeypatch, tmp_pat
     from fundgrpo.params import RegisterParams
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert common.tracking_uri(RegisterParams(tracking_uri="sqlite:///mlflow.db"), tmp_path) == f"sqlite:///{tmp_path}/mlflow.db"
+    assert (
+        common.tracking_uri(RegisterParams(tracking_uri="sqlite:///mlflow.db"), tmp_path)
+        == f"sqlite:///{tmp_path}/mlflow.db"
+    )
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
     assert common.tracking_uri(RegisterParams(), tmp_path) == "http://127.0.0.1:5000"
     with pytest.raises(common.MlflowUnavailable, match="does not exist"):

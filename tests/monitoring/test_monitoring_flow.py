@@ -12,7 +12,6 @@ import pandas as pd
 
 from fundgrpo import profiles
 from fundgrpo.data import synthetic
-from fundgrpo.params import load_params
 from monitoring import simulate
 from tests import support
 

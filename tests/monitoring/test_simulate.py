@@ -8,11 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fundgrpo.data import navmetrics
-from fundgrpo.data import synthetic
+from fundgrpo.data import ingestion as ingest
+from fundgrpo.data import navmetrics, synthetic
 from fundgrpo.params import IngestParams, MonitorParams, SyntheticParams
 from monitoring import drift, simulate
-from fundgrpo.data import ingestion as ingest
 
 TINY = SyntheticParams(n_funds=60, max_share_classes=2, n_months=48)  # profiles/tiny.yaml
 DEFAULT = SyntheticParams(n_funds=1000, max_share_classes=2, n_months=72)  # params.yaml
@@ -60,7 +59,12 @@ def test_the_demo_no_drift_then_drift(tmp_path, universe):
     """The documented demo: a batch in a calm market does not drift, a volatility spike does."""
     ref = reference(universe, tmp_path)
     calm = drift.data_drift(ref, synthetic.later_batch(universe, 6), MonitorParams(), tmp_path / "calm")
-    spike = drift.data_drift(ref, synthetic.later_batch(universe, 6, synthetic.regime_preset("vol_spike", universe.n_months)), MonitorParams(), tmp_path / "spike")
+    spike = drift.data_drift(
+        ref,
+        synthetic.later_batch(universe, 6, synthetic.regime_preset("vol_spike", universe.n_months)),
+        MonitorParams(),
+        tmp_path / "spike",
+    )
     assert calm.verdict is False and spike.verdict is True
     assert {"volatility_3y", "tracking_error_3y"} <= set(spike.drifted)
 
@@ -68,12 +72,20 @@ def test_the_demo_no_drift_then_drift(tmp_path, universe):
 def test_cli_drops_a_batch_into_the_watched_folder(tmp_path, capsys):
     params = tmp_path / "params.yaml"
     params.write_text("synthetic: {n_funds: 12, n_months: 40}\n")
-    assert simulate.main(["--months", "3", "--regime", "fee_cut", "--out", str(tmp_path / "in"), "--params", str(params)]) == 0
+    assert (
+        simulate.main(["--months", "3", "--regime", "fee_cut", "--out", str(tmp_path / "in"), "--params", str(params)])
+        == 0
+    )
     written = tmp_path / "in" / "batch-2022-07-fee_cut.csv"
     assert written.exists() and "(synthetic)" in capsys.readouterr().out
     table = ingest.run(IngestParams(source="table", path=str(written)), tmp_path)  # a valid table source
     assert len(table) == len(pd.read_csv(written))
-    assert simulate.main(["--regime", "category_collapse", "--category", "Gold", "--params", str(params), "--out", str(tmp_path)]) == 1
+    assert (
+        simulate.main(
+            ["--regime", "category_collapse", "--category", "Gold", "--params", str(params), "--out", str(tmp_path)]
+        )
+        == 1
+    )
     assert "'Gold' is not a synthetic category" in capsys.readouterr().err
     assert simulate.main(["--months", "0", "--params", str(params), "--out", str(tmp_path)]) == 1
     with pytest.raises(SystemExit):

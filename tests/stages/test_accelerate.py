@@ -29,7 +29,14 @@ def test_two_cpu_processes_train_sft_and_grpo(tmp_path):
     root = tiny_copy(tmp_path / "repo")
     run(["dvc", "repro", "model"], root)
     rows = sum(1 for _ in (root / "data/prepared/train.jsonl").open())
-    launch = [str(Path(sys.executable).parent / "accelerate"), "launch", "--config_file", "accelerate/cpu-2proc.yaml", "--main_process_port", "0"]
+    launch = [
+        str(Path(sys.executable).parent / "accelerate"),
+        "launch",
+        "--config_file",
+        "accelerate/cpu-2proc.yaml",
+        "--main_process_port",
+        "0",
+    ]
     env = {"FUNDGRPO_THREADS": ""}  # each process: CPUs / 2 threads
 
     sft = run([*launch, "-m", "stages.sft"], root, env=env)

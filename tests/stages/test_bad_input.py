@@ -67,28 +67,33 @@ def edit_csv(fn: Callable[[list[str]], list[str]]) -> Callable[[Path], None]:
     def breaks(root: Path) -> None:
         lines = csv_text(root).splitlines()
         set_csv(root, "\n".join(fn(lines)) + "\n")
+
     return breaks
 
 
 def cell(column: str, row: int, value: str) -> Callable[[Path], None]:
     """Set one cell (row counted from 1 after the header)."""
+
     def fn(lines: list[str]) -> list[str]:
         header = lines[0].split(",")
         fields = lines[row].split(",")
         fields[header.index(column)] = value
         lines[row] = ",".join(fields)
         return lines
+
     return edit_csv(fn)
 
 
 def named(value: str, encoding: str) -> Callable[[Path], None]:
     """The first row's name set to `value`, the whole file saved in `encoding`."""
+
     def breaks(root: Path) -> None:
         lines = csv_text(root).splitlines()
         fields = lines[1].split(",")
         fields[lines[0].split(",").index("name")] = value
         lines[1] = ",".join(fields)
         set_csv(root, "\n".join(lines) + "\n", encoding)
+
     return breaks
 
 
@@ -96,11 +101,13 @@ def drop_column(column: str) -> Callable[[Path], None]:
     def fn(lines: list[str]) -> list[str]:
         at = lines[0].split(",").index(column)
         return [",".join(f for i, f in enumerate(line.split(",")) if i != at) for line in lines]
+
     return edit_csv(fn)
 
 
 def set_params(**changes) -> Callable[[Path], None]:
     """Change params.yaml (dotted keys); values written as YAML."""
+
     def breaks(root: Path) -> None:
         data = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
         for key, value in changes.items():
@@ -110,6 +117,7 @@ def set_params(**changes) -> Callable[[Path], None]:
                 node = node.setdefault(part, {})
             node[last] = value
         (root / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
     return breaks
 
 
@@ -119,12 +127,14 @@ def methodology(fn: Callable[[dict], None]) -> Callable[[Path], None]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         fn(data)
         path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
     return breaks
 
 
 def write_file(rel: str, content: bytes) -> Callable[[Path], None]:
     def breaks(root: Path) -> None:
         (root / rel).write_bytes(content)
+
     return breaks
 
 
@@ -142,6 +152,7 @@ def zipped(root: Path) -> None:
 def criterion(**change) -> Callable[[dict], None]:
     def fn(m: dict) -> None:
         m["criteria"][0].update(change)
+
     return fn
 
 
@@ -157,67 +168,236 @@ HOSTILE = {
 CASES = [
     # -- the source file (ingest)
     Case("source file missing", "ingest", lambda r: (r / SOURCE).unlink(), ("funds.csv",)),
-    Case("source path is a folder", "ingest", lambda r: ((r / SOURCE).unlink(), (r / SOURCE).mkdir()), ("funds.csv", "folder")),
+    Case(
+        "source path is a folder",
+        "ingest",
+        lambda r: ((r / SOURCE).unlink(), (r / SOURCE).mkdir()),
+        ("funds.csv", "folder"),
+    ),
     Case("empty file", "ingest", write_file(SOURCE, b""), ("funds.csv", "empty")),
     Case("header only", "ingest", edit_csv(lambda lines: lines[:1]), ("no rows",)),
-    Case("UTF-16 without a byte-order mark", "ingest", lambda r: set_csv(r, csv_text(r), "utf-16-le"), ("UTF-16", "ingest.encoding")),
+    Case(
+        "UTF-16 without a byte-order mark",
+        "ingest",
+        lambda r: set_csv(r, csv_text(r), "utf-16-le"),
+        ("UTF-16", "ingest.encoding"),
+    ),
     Case("gzip file named .csv", "ingest", gz, ("gzip",)),
     Case("zip file named .csv", "ingest", zipped, ("zip",)),
     Case("binary junk", "ingest", write_file(SOURCE, bytes(range(256)) * 8), ("funds.csv",)),
     Case("NUL byte in a name", "ingest", cell("name", 3, "Fund\x00X"), ("NUL", "data row 3 (line 4)")),
     Case("required column missing", "ingest", drop_column("category"), ("category",)),
     Case("text in a numeric column", "ingest", cell("return_1y", 2, "a lot"), ("return_1y", "a lot")),
-    Case("row cut short", "ingest", edit_csv(lambda lines: lines[:5] + [",".join(lines[5].split(",")[:4])] + lines[6:]), ("data row 5 has 4",)),
-    Case("row with extra fields", "ingest", edit_csv(lambda lines: lines[:4] + [lines[4] + ",9,9"] + lines[5:]), ("data row 4 has",)),
-    Case("repeated share class id", "validate", edit_csv(lambda lines: lines + [lines[1]]), ("share_class_id",), after=("ingest",)),
+    Case(
+        "row cut short",
+        "ingest",
+        edit_csv(lambda lines: lines[:5] + [",".join(lines[5].split(",")[:4])] + lines[6:]),
+        ("data row 5 has 4",),
+    ),
+    Case(
+        "row with extra fields",
+        "ingest",
+        edit_csv(lambda lines: lines[:4] + [lines[4] + ",9,9"] + lines[5:]),
+        ("data row 4 has",),
+    ),
+    Case(
+        "repeated share class id",
+        "validate",
+        edit_csv(lambda lines: lines + [lines[1]]),
+        ("share_class_id",),
+        after=("ingest",),
+    ),
     Case("expert grade as text", "ingest", cell("expert_grade", 2, "five"), ("expert_grade", "five")),
-    Case("decimal commas not configured", "ingest",
-         lambda r: set_csv(r, csv_text(r).replace(",", ";").replace(".", ",")), ("decimal",)),
+    Case(
+        "decimal commas not configured",
+        "ingest",
+        lambda r: set_csv(r, csv_text(r).replace(",", ";").replace(".", ",")),
+        ("decimal",),
+    ),
     # -- doubts that cannot be decided for certain: accepted, and named in ingest's line and the validation report
-    Case("Windows-1252 accents read as cp949", "validate", named("Åland £Growth Fund", "cp1252"),
-         ("encoding guessed as cp949", "cp1252"), exit=0, after=("ingest",), reported=True),
-    Case("Windows-1252 quotes read as latin-1", "validate", named("“Alpha” Société Fund", "cp1252"),
-         ("U+0080-U+009F", "cp1252"), exit=0, after=("ingest",), reported=True),
-    Case("last row without a line end", "validate", lambda r: set_csv(r, csv_text(r).rstrip("\n")), ("no line end",),
-         exit=0, after=("ingest",), reported=True),
+    Case(
+        "Windows-1252 accents read as cp949",
+        "validate",
+        named("Åland £Growth Fund", "cp1252"),
+        ("encoding guessed as cp949", "cp1252"),
+        exit=0,
+        after=("ingest",),
+        reported=True,
+    ),
+    Case(
+        "Windows-1252 quotes read as latin-1",
+        "validate",
+        named("“Alpha” Société Fund", "cp1252"),
+        ("U+0080-U+009F", "cp1252"),
+        exit=0,
+        after=("ingest",),
+        reported=True,
+    ),
+    Case(
+        "last row without a line end",
+        "validate",
+        lambda r: set_csv(r, csv_text(r).rstrip("\n")),
+        ("no line end",),
+        exit=0,
+        after=("ingest",),
+        reported=True,
+    ),
     # -- validation (Great Expectations) on what ingest accepted
     Case("absurd volatility", "validate", cell("volatility_3y", 2, "-40"), ("volatility_3y",), after=("ingest",)),
     Case("absurd ongoing charge", "validate", cell("ongoing_cost", 3, "250"), ("ongoing_cost",), after=("ingest",)),
-    Case("no expert grades", "validate", edit_csv(lambda lines: [lines[0]] + [
-        ",".join("" if i == lines[0].split(",").index("expert_grade") else f for i, f in enumerate(line.split(",")))
-        for line in lines[1:]]), ("expert_grade",), after=("ingest",)),
+    Case(
+        "no expert grades",
+        "validate",
+        edit_csv(
+            lambda lines: (
+                [lines[0]]
+                + [
+                    ",".join(
+                        "" if i == lines[0].split(",").index("expert_grade") else f
+                        for i, f in enumerate(line.split(","))
+                    )
+                    for line in lines[1:]
+                ]
+            )
+        ),
+        ("expert_grade",),
+        after=("ingest",),
+    ),
     Case("too few rows", "validate", edit_csv(lambda lines: lines[:4]), ("rows",), after=("ingest",)),
     # -- params.yaml
     Case("params key misspelled", "ingest", set_params(ingest__encodng="utf-8"), ("encodng", "ingest"), area="params"),
     Case("params section misspelled", "validate", set_params(validat={"min_rows": 3}), ("validat",), area="params"),
-    Case("params wrong type", "validate", set_params(validate__min_rows="many"), ("validate.min_rows", "many"), area="params"),
-    Case("params choice not allowed", "prepare", set_params(prepare__prompt_style="short"), ("prompt_style", "short"), area="params"),
-    Case("params not YAML", "ingest", write_file("params.yaml", b"ingest: [unclosed\n  path: x\n"), ("params.yaml",), area="params"),
+    Case(
+        "params wrong type",
+        "validate",
+        set_params(validate__min_rows="many"),
+        ("validate.min_rows", "many"),
+        area="params",
+    ),
+    Case(
+        "params choice not allowed",
+        "prepare",
+        set_params(prepare__prompt_style="short"),
+        ("prompt_style", "short"),
+        area="params",
+    ),
+    Case(
+        "params not YAML",
+        "ingest",
+        write_file("params.yaml", b"ingest: [unclosed\n  path: x\n"),
+        ("params.yaml",),
+        area="params",
+    ),
     Case("params.yaml missing", "ingest", lambda r: (r / "params.yaml").unlink(), ("params.yaml",), area="params"),
-    Case("params shares out of range", "prepare", set_params(prepare__train_share=1.4), ("train_share",), area="params"),
-    Case("a stage given an argument", "ingest:profiles/tiny.yaml", lambda r: None, ("params.yaml only",), exit=2, area="params"),
+    Case(
+        "params shares out of range", "prepare", set_params(prepare__train_share=1.4), ("train_share",), area="params"
+    ),
+    Case(
+        "a stage given an argument",
+        "ingest:profiles/tiny.yaml",
+        lambda r: None,
+        ("params.yaml only",),
+        exit=2,
+        area="params",
+    ),
     # -- the methodology file
-    Case("methodology file missing", "methodology", lambda r: (r / "methodology/default.yaml").unlink(), ("default.yaml",), area="methodology"),
-    Case("methodology not YAML", "methodology", write_file("methodology/default.yaml", b"criteria: [\n"), ("default.yaml",), area="methodology"),
-    Case("criterion metric unknown", "methodology", methodology(criterion(metric="alpha_9y")), ("alpha_9y",), area="methodology"),
-    Case("expert score as a criterion", "methodology", methodology(criterion(metric="expert_score")), ("expert_score", "label"), area="methodology"),
+    Case(
+        "methodology file missing",
+        "methodology",
+        lambda r: (r / "methodology/default.yaml").unlink(),
+        ("default.yaml",),
+        area="methodology",
+    ),
+    Case(
+        "methodology not YAML",
+        "methodology",
+        write_file("methodology/default.yaml", b"criteria: [\n"),
+        ("default.yaml",),
+        area="methodology",
+    ),
+    Case(
+        "criterion metric unknown",
+        "methodology",
+        methodology(criterion(metric="alpha_9y")),
+        ("alpha_9y",),
+        area="methodology",
+    ),
+    Case(
+        "expert score as a criterion",
+        "methodology",
+        methodology(criterion(metric="expert_score")),
+        ("expert_score", "label"),
+        area="methodology",
+    ),
     Case("weights do not sum to one", "methodology", methodology(criterion(weight=5)), ("weight",), area="methodology"),
     Case("negative weight", "methodology", methodology(criterion(weight=-0.2)), ("weight",), area="methodology"),
-    Case("bands overlap", "methodology", methodology(lambda m: m["grades"][0].update(max=m["grades"][1]["max"])), ("grade",), area="methodology"),
-    Case("band bound not a number", "methodology", methodology(lambda m: m["grades"][0].update(min="low")), ("min", "low"), area="methodology"),
-    Case("reasoning min above max", "methodology",
-         methodology(lambda m: m.setdefault("output", {}).setdefault("reasoning", {}).update(min_chars=300, max_chars=100)), ("min_chars", "max_chars"), area="methodology"),
-    Case("language not supported", "methodology", methodology(lambda m: m.update(language="fr")), ("language", "fr"), area="methodology"),
-    Case("repeated criterion", "methodology", methodology(lambda m: m["criteria"].append(dict(m["criteria"][0]))), ("criteri",), area="methodology"),
-    Case("grades do not cover the data's", "prepare", methodology(lambda m: (m["grades"][-2].update(max=100), m["grades"].pop())),
-         ("expert_grade 5", "data rows"), area="methodology", after=("methodology",)),
-    Case("criterion without a weight", "methodology", methodology(lambda m: m["criteria"][0].pop("weight")), ("criterion 1", "weight"), area="methodology"),
+    Case(
+        "bands overlap",
+        "methodology",
+        methodology(lambda m: m["grades"][0].update(max=m["grades"][1]["max"])),
+        ("grade",),
+        area="methodology",
+    ),
+    Case(
+        "band bound not a number",
+        "methodology",
+        methodology(lambda m: m["grades"][0].update(min="low")),
+        ("min", "low"),
+        area="methodology",
+    ),
+    Case(
+        "reasoning min above max",
+        "methodology",
+        methodology(
+            lambda m: m.setdefault("output", {}).setdefault("reasoning", {}).update(min_chars=300, max_chars=100)
+        ),
+        ("min_chars", "max_chars"),
+        area="methodology",
+    ),
+    Case(
+        "language not supported",
+        "methodology",
+        methodology(lambda m: m.update(language="fr")),
+        ("language", "fr"),
+        area="methodology",
+    ),
+    Case(
+        "repeated criterion",
+        "methodology",
+        methodology(lambda m: m["criteria"].append(dict(m["criteria"][0]))),
+        ("criteri",),
+        area="methodology",
+    ),
+    Case(
+        "grades do not cover the data's",
+        "prepare",
+        methodology(lambda m: (m["grades"][-2].update(max=100), m["grades"].pop())),
+        ("expert_grade 5", "data rows"),
+        area="methodology",
+        after=("methodology",),
+    ),
+    Case(
+        "criterion without a weight",
+        "methodology",
+        methodology(lambda m: m["criteria"][0].pop("weight")),
+        ("criterion 1", "weight"),
+        area="methodology",
+    ),
     Case("no grade bands", "methodology", methodology(lambda m: m.pop("grades")), ("grades",), area="methodology"),
     # -- model completions, as the GRPO step hands them to the rewards: scored 0, never an exception
-    *[Case(f"completion: {label}", f"rewards:{i}", lambda r: None, (), exit=0, area="completions") for i, label in enumerate(HOSTILE)],
+    *[
+        Case(f"completion: {label}", f"rewards:{i}", lambda r: None, (), exit=0, area="completions")
+        for i, label in enumerate(HOSTILE)
+    ],
     # -- profiles and flow parameters
     Case("unknown profile", "profiles:nosuch", lambda r: None, ("nosuch",), area="flow"),
-    Case("profile with an unknown key", "profiles:broken", write_file("profiles/broken.yaml", b"grpo: {betta: 1}\n"), ("betta",), area="flow"),
+    Case(
+        "profile with an unknown key",
+        "profiles:broken",
+        write_file("profiles/broken.yaml", b"grpo: {betta: 1}\n"),
+        ("betta",),
+        area="flow",
+    ),
     Case("flow override unknown key", "flow:grpo.betta=1", lambda r: None, ("betta",), area="flow"),
     Case("flow override wrong type", "flow:grpo.beta=high", lambda r: None, ("grpo.beta", "number"), area="flow"),
     Case("flow override not key=value", "flow:grpo.beta", lambda r: None, ("key=value",), exit=2, area="flow"),
@@ -231,7 +411,9 @@ def digest(root: Path, paths=OUTPUTS) -> dict[str, str]:
     out = {}
     for rel in paths:
         base = root / rel
-        for f in sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else ([base] if base.exists() else []):
+        for f in (
+            sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else ([base] if base.exists() else [])
+        ):
             out[str(f.relative_to(root))] = hashlib.sha256(f.read_bytes()).hexdigest()
     return out
 
@@ -243,6 +425,7 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
     try:
         kind, _, arg = entry.partition(":")
         if kind == "rewards":  # every reward function on one hostile completion: all 0, none raises
+
             def main() -> None:
                 from fundgrpo.methodology import compiler as meth
                 from fundgrpo.training.rewards import make_rewards
@@ -360,14 +543,26 @@ def test_bad_input_is_named_and_loses_nothing(case: Case, good_run, capsys):
         code, text = run_entry(root, case.entry, capsys)
         unchanged = None if case.reported else digest(root) == good  # a reported case is accepted: its outputs are new
         named = all(n.lower() in text.lower() for n in case.names)
-        RESULTS.append({"case": case.name, "area": case.area, "entry": case.entry, "exit": code, "clear": named and code == case.exit,
-                        "unchanged": unchanged, "reported": case.reported, "message": headline(text, case.names)})
+        RESULTS.append(
+            {
+                "case": case.name,
+                "area": case.area,
+                "entry": case.entry,
+                "exit": code,
+                "clear": named and code == case.exit,
+                "unchanged": unchanged,
+                "reported": case.reported,
+                "message": headline(text, case.names),
+            }
+        )
         assert code == case.exit, text
         assert named, f"expected {case.names} in: {text}"
         assert unchanged is not False, "an output of the last good run changed"
         if case.reported:
             report = json.loads((root / "reports/validation/summary.json").read_text(encoding="utf-8"))
-            assert any(case.names[0].lower() in n.lower() for n in report["ingest_notes"])  # in the validation report too
+            assert any(
+                case.names[0].lower() in n.lower() for n in report["ingest_notes"]
+            )  # in the validation report too
     finally:
         restore(root, pristine)
 

@@ -39,8 +39,15 @@ def stage(root: Path, name: str, limit: int | None = None) -> subprocess.Complet
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", f"stages.{name}"], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=600, preexec_fn=full_disk if limit else None)
+    return subprocess.run(
+        [sys.executable, "-m", f"stages.{name}"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=full_disk if limit else None,
+    )
 
 
 def digest(root: Path) -> dict[str, str]:
@@ -62,7 +69,9 @@ def good_run(tmp_path_factory) -> Path:
     data["ingest"].update(source="table", path=SOURCE)
     (root / "params.yaml").write_text(render(from_dict(Params, data)), encoding="utf-8")
     (root / SOURCE).parent.mkdir(parents=True)
-    synthetic.later_batch(params.synthetic, 1).drop(columns=["as_of"], errors="ignore").to_csv(root / SOURCE, index=False)
+    synthetic.later_batch(params.synthetic, 1).drop(columns=["as_of"], errors="ignore").to_csv(
+        root / SOURCE, index=False
+    )
     for name in STAGES:
         done = stage(root, name)
         assert done.returncode == 0, done.stderr

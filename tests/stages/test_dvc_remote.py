@@ -12,7 +12,14 @@ from pathlib import Path
 
 from tests.support import run
 
-SHARED = ("data/validated/funds.parquet", "data/prepared/test.jsonl", "models/policy", "models/sft", "reports/backtest", "reports/validation")
+SHARED = (
+    "data/validated/funds.parquet",
+    "data/prepared/test.jsonl",
+    "models/policy",
+    "models/sft",
+    "reports/backtest",
+    "reports/validation",
+)
 
 
 def digest(root: Path) -> dict[str, str]:

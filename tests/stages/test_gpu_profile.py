@@ -12,9 +12,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_gpu_profile_builds_its_sft_grpo_and_lora_configs(tmp_path):
-    from fundgrpo.training.shared import lora_config
-    from fundgrpo.training.sft_trainer import sft_config
     from fundgrpo.training.grpo_trainer import grpo_config
+    from fundgrpo.training.sft_trainer import sft_config
+    from fundgrpo.training.shared import lora_config
 
     p = from_dict(Params, merged(["morningstar", "gpu-qwen3"], REPO / "params.yaml", REPO / "profiles"))
     sft = sft_config(p.sft, p.model, tmp_path / "sft")

@@ -24,13 +24,17 @@ def test_bad_methodology_fails_clearly_and_keeps_the_last_good_schema(tmp_path, 
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     (tmp_path / "params.yaml").write_text("methodology: {path: m.yaml, out_dir: schema}\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    ok = subprocess.run([sys.executable, "-m", "stages.methodology"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "stages.methodology"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert ok.returncode == 0, ok.stderr
     good = (tmp_path / "schema/rubric.json").read_text()
 
     raw["grades"][2]["min"] = 30  # overlaps grade 2's band [10, 32.5)
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "stages.methodology"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "stages.methodology"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert bad.returncode == 1
     assert "methodology failed" in bad.stderr and "overlap" in bad.stderr
     assert (tmp_path / "schema/rubric.json").read_text() == good

@@ -30,9 +30,25 @@ def mlflow_server(postgres_server, tmp_path_factory):
         port = s.getsockname()[1]
     artifacts = tmp_path_factory.mktemp("served-artifacts")
     log = open(artifacts.parent / "mlflow-server.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen([str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri", postgres_server["mlflow"],
-                               "--artifacts-destination", str(artifacts), "--serve-artifacts", "--host", "127.0.0.1",
-                               "--port", str(port), "--workers", "1"], stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            "server",
+            "--backend-store-uri",
+            postgres_server["mlflow"],
+            "--artifacts-destination",
+            str(artifacts),
+            "--serve-artifacts",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     while True:
@@ -41,7 +57,9 @@ def mlflow_server(postgres_server, tmp_path_factory):
                 break
         except OSError:
             pass
-        assert server.poll() is None and time.monotonic() < deadline, (artifacts.parent / "mlflow-server.log").read_text()[-3000:]
+        assert server.poll() is None and time.monotonic() < deadline, (
+            artifacts.parent / "mlflow-server.log"
+        ).read_text()[-3000:]
         time.sleep(1)
     yield url
     server.terminate()
@@ -65,7 +83,14 @@ def workspace(trained_root: Path, dest: Path, grpo_qwk: float) -> Path:
 
 def register(root: Path, uri: str) -> subprocess.Popen:
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "stages.register"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "stages.register"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.mark.fault("two candidates registering at once")
@@ -79,12 +104,19 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
     for name, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, f"{name}:\n{out[-3000:]}"
-    decisions = {name: json.loads((ws / "metrics/register.json").read_text()) for name, ws in (("worse", worse), ("better", better))}
+    decisions = {
+        name: json.loads((ws / "metrics/register.json").read_text())
+        for name, ws in (("worse", worse), ("better", better))
+    }
 
     client = MlflowClient(tracking_uri=mlflow_server)
     champion = client.get_model_version_by_alias("fund-evaluator", "champion")
-    assert int(champion.version) == decisions["better"]["version"]  # whichever registered first, the better one is champion
-    if decisions["worse"]["version"] > decisions["better"]["version"]:  # the worse came second: compared with the better
+    assert (
+        int(champion.version) == decisions["better"]["version"]
+    )  # whichever registered first, the better one is champion
+    if (
+        decisions["worse"]["version"] > decisions["better"]["version"]
+    ):  # the worse came second: compared with the better
         assert not decisions["worse"]["promoted"] and "champion v" in decisions["worse"]["baseline_name"]
     else:  # the worse came first and was promoted over the rule scorer; the better then beat it
         assert decisions["worse"]["promoted"] and decisions["better"]["baseline_name"].startswith("champion v")
@@ -93,8 +125,8 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
     # the served artifacts: the champion's model downloads and loads, as `evaluate` and the API do
     import mlflow
 
-    from fundgrpo.training import modelling
     from fundgrpo.registry import mlflow_registry
+    from fundgrpo.training import modelling
 
     mlflow.set_tracking_uri(mlflow_server)
     try:
@@ -105,7 +137,9 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
         mlflow.set_tracking_uri(None)
 
     # the sweep comparison queries the server's runs (no experiments here: the baseline row only)
-    compared = run([sys.executable, str(REPO / "tools/compare_runs.py")], better, env={"MLFLOW_TRACKING_URI": mlflow_server})
+    compared = run(
+        [sys.executable, str(REPO / "tools/compare_runs.py")], better, env={"MLFLOW_TRACKING_URI": mlflow_server}
+    )
     assert "| exp " in compared.stdout and "comparison.md" in compared.stdout
 
 
@@ -121,12 +155,16 @@ def test_a_lock_left_by_a_dead_holder_times_out_naming_the_fix(mlflow_server):
         with mlflow_registry.promotion_lock(client, "stale", timeout_s=1.0, poll_s=0.2):
             pass
     taken = []
-    with mlflow_registry.promotion_lock(client, "stale", stale_s=0.0, log=taken.append):  # old enough: taken over, saying so
+    with mlflow_registry.promotion_lock(
+        client, "stale", stale_s=0.0, log=taken.append
+    ):  # old enough: taken over, saying so
         assert client.get_registered_model("stale.promotion-lock").tags["holder"] != "gone:1"
     assert taken and "gone:1" in taken[0]
 
 
-def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(trained, mlflow_server, prefect_api, tmp_path):
+def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(
+    trained, mlflow_server, prefect_api, tmp_path
+):
     """Monitoring against the shared server: the champion it downloads grades the batch (prediction
     drift), and the drift figures land in the server's monitoring experiment."""
     from mlflow import MlflowClient
@@ -149,11 +187,16 @@ def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(traine
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     tiny = profiles.load("tiny", REPO / "params.yaml", REPO / "profiles").synthetic
     simulate.write(synthetic.later_batch(tiny, 6), ws / "data/incoming" / "batch-calm.csv")
-    done = run([sys.executable, "-m", "flows.monitoring_flow"], ws,
-               env={"MLFLOW_TRACKING_URI": mlflow_server, "PREFECT_API_URL": prefect_api, "PYTHONPATH": str(REPO)})
+    done = run(
+        [sys.executable, "-m", "flows.monitoring_flow"],
+        ws,
+        env={"MLFLOW_TRACKING_URI": mlflow_server, "PREFECT_API_URL": prefect_api, "PYTHONPATH": str(REPO)},
+    )
     assert "batch-calm" in done.stdout
     summary = json.loads(max((ws / "monitoring/reports").glob("*/batch-calm/summary.json")).read_text())
-    assert summary["champion_version"] in (version, str(version)) and summary["prediction_drift"]["score"] is not None, summary
+    assert (
+        summary["champion_version"] in (version, str(version)) and summary["prediction_drift"]["score"] is not None
+    ), summary
     [experiment] = [e for e in client.search_experiments() if e.name == "fund-grpo-monitoring"]
     [logged] = client.search_runs([experiment.experiment_id], filter_string="tags.batch = 'batch-calm'")
     assert "drift.share" in logged.data.metrics
@@ -161,17 +204,24 @@ def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(traine
 
 # The MLflow client retries a request that found the server gone (MLFLOW_HTTP_REQUEST_MAX_RETRIES,
 # 7 by default, about 4 min of backoff); shortened here to 3 retries over ~6 s.
-SHORT_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-                 "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0"}
+SHORT_RETRIES = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
+}
 
 
 def register_through(root: Path, url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **SHORT_RETRIES, "MLFLOW_TRACKING_URI": url, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "stages.register"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "stages.register"], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def pending(client) -> list:
-    return [v for v in client.search_model_versions("name = 'fund-evaluator'") if v.tags.get("registration") == "pending"]
+    return [
+        v for v in client.search_model_versions("name = 'fund-evaluator'") if v.tags.get("registration") == "pending"
+    ]
 
 
 @pytest.mark.fault("MLflow server down during register")
@@ -192,13 +242,17 @@ def test_a_brief_outage_during_register_is_retried_and_registers_once(trained, m
     assert outage.fired.is_set()  # the server did go down while the version was being created
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     decision = json.loads((ws / "metrics/register.json").read_text())
-    [new] = [v for v in client.search_model_versions("name = 'fund-evaluator'") if v.version not in before]  # exactly one
+    [new] = [
+        v for v in client.search_model_versions("name = 'fund-evaluator'") if v.version not in before
+    ]  # exactly one
     assert int(new.version) == decision["version"] and new.tags["registration"] == "complete"
     assert int(client.get_model_version_by_alias("fund-evaluator", "champion").version) == decision["version"]
 
 
 @pytest.mark.fault("MLflow server down during register")
-def test_a_server_lost_during_register_fails_clearly_and_the_next_run_finishes_cleanly(trained, mlflow_server, tmp_path):
+def test_a_server_lost_during_register_fails_clearly_and_the_next_run_finishes_cleanly(
+    trained, mlflow_server, tmp_path
+):
     from mlflow import MlflowClient
 
     from tests.support import Outage
@@ -229,7 +283,12 @@ def test_a_server_lost_during_register_fails_clearly_and_the_next_run_finishes_c
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert f"removing fund-evaluator v{left.version}: its registration did not finish" in done.stdout
     assert "taking over the promotion lock" in done.stdout  # its holder died; no waiting for it to go stale
-    assert not pending(client) and left.version not in {v.version for v in client.search_model_versions("name = 'fund-evaluator'")}
+    assert not pending(client) and left.version not in {
+        v.version for v in client.search_model_versions("name = 'fund-evaluator'")
+    }
     decision = json.loads((ws / "metrics/register.json").read_text())
-    assert decision["promoted"] and int(client.get_model_version_by_alias("fund-evaluator", "champion").version) == decision["version"]
+    assert (
+        decision["promoted"]
+        and int(client.get_model_version_by_alias("fund-evaluator", "champion").version) == decision["version"]
+    )
     assert not any(m.name.endswith(".promotion-lock") for m in client.search_registered_models())

@@ -11,14 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fundgrpo.methodology import compiler as meth
+from fundgrpo.data import ingestion as ingest
+from fundgrpo.data.riskadjusted import mrar
 from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import preparation as prepare
 from fundgrpo.params import Params, from_dict
 from fundgrpo.profiles import merged
-from fundgrpo.data.riskadjusted import mrar
-from fundgrpo.data import ingestion as ingest
-from fundgrpo.methodology import preparation as prepare
-from stages import baseline, methodology as schema
+from stages import baseline
+from stages import methodology as schema
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +65,11 @@ def test_rule_scorer_agrees_with_the_stars_on_the_whole_file(real):
     _, table, rubric = real
     rules = meth.rule_score(meth.from_rubric(rubric), table)
     labelled = table["expert_grade"].notna()
-    m = grade_metrics(table.loc[labelled, "expert_grade"].astype(int).tolist(), rules.loc[labelled, "rule_grade"].tolist(), [1, 2, 3, 4, 5])
+    m = grade_metrics(
+        table.loc[labelled, "expert_grade"].astype(int).tolist(),
+        rules.loc[labelled, "rule_grade"].tolist(),
+        [1, 2, 3, 4, 5],
+    )
     # measured 2026: exact 0.619, within one 0.976, QWK 0.809, Spearman 0.815
     assert m["exact"] > 0.55 and m["within_one"] > 0.95 and m["qwk"] > 0.75 and m["spearman"] > 0.75, m
 
@@ -72,7 +77,11 @@ def test_rule_scorer_agrees_with_the_stars_on_the_whole_file(real):
 def test_prepare_and_the_gbm_baseline_on_the_real_split(real):
     params, table, rubric = real
     datasets, summary = prepare.run(table, rubric, params.prepare)
-    assert summary["rows"] == len(table) == sum(summary[f"{s}_rows"] for s in prepare.SPLITS) + summary["unlabelled_rows_excluded"]
+    assert (
+        summary["rows"]
+        == len(table)
+        == sum(summary[f"{s}_rows"] for s in prepare.SPLITS) + summary["unlabelled_rows_excluded"]
+    )
     funds = {s: {r["fund_id"] for r in datasets[s]} for s in prepare.SPLITS}
     assert not funds["train"] & funds["test"] and not funds["train"] & funds["validation"]
     prompt = datasets["test"][0]["prompt"][1]["content"]
@@ -86,4 +95,6 @@ def test_prepare_and_the_gbm_baseline_on_the_real_split(real):
     # measured 2026 (stage defaults): GBM exact 0.749, rule 0.669 on these 526 test share classes
     assert metrics["exact"] > rule["exact"] and metrics["exact"] > 0.65, (metrics, rule)
     assert not {"QuantitativeRating", "MorningstarRiskM255", "SustainabilityRank"} & set(metrics["features"])
-    assert np.mean([p["grade"] == r["expert_grade"] for p, r in zip(preds, test)]) == pytest.approx(metrics["exact"], abs=1e-4)
+    assert np.mean([p["grade"] == r["expert_grade"] for p, r in zip(preds, test)]) == pytest.approx(
+        metrics["exact"], abs=1e-4
+    )

@@ -6,7 +6,6 @@ schema, prepare and the rule-only evaluation, and editing the export reruns inge
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -14,8 +13,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from tests.support import REPO, run
 from fundgrpo.io import copy_project
+from tests.support import REPO, run
 
 PLANS = ("Direct Plan - Growth", "Regular Plan - Growth")
 CATEGORIES = ("Large Cap", "Mid Cap", "Flexi Cap")
@@ -30,9 +29,16 @@ PROFILE = {
         "fund_id_from": ["Scheme Name"],
         "fund_id_strip": [r"\s*-\s*(direct|regular)\b.*$"],
         "column_map": {
-            "name": "Scheme Name", "category": "Category", "return_1y": "1Y Return", "return_3y": "3Y Return",
-            "return_5y": "5Y Return", "sharpe_3y": "Sharpe", "max_drawdown_3y": "Max Drawdown",
-            "information_ratio_3y": "Info Ratio", "ongoing_cost": "Expense Ratio", "expert_grade": "rating",
+            "name": "Scheme Name",
+            "category": "Category",
+            "return_1y": "1Y Return",
+            "return_3y": "3Y Return",
+            "return_5y": "5Y Return",
+            "sharpe_3y": "Sharpe",
+            "max_drawdown_3y": "Max Drawdown",
+            "information_ratio_3y": "Info Ratio",
+            "ongoing_cost": "Expense Ratio",
+            "expert_grade": "rating",
         },
     },
     "validate": {"min_rows": 50, "null_budget": {"return_5y": 0.3, "sharpe_3y": 0.1}, "min_labelled_share": 0.7},
@@ -50,13 +56,27 @@ def export(n_schemes: int = 60, seed: int = 0) -> str:
         sharpe, ret3, dd, ir = rng.normal(0.8, 0.4), rng.normal(12, 5), -abs(rng.normal(20, 6)), rng.normal(0, 0.5)
         for plan in PLANS + ((PLANS[0],) if s == 0 else ()):
             cost = rng.uniform(0.3, 1.0) + (1.0 if plan.startswith("Regular") else 0.0)
-            rows.append({"Scheme Name": f"Scheme {s:02d} Fund - {plan}", "Category": CATEGORIES[s % 3],
-                         "1Y Return": rng.normal(15, 8), "3Y Return": ret3, "5Y Return": rng.normal(11, 4),
-                         "Sharpe": sharpe, "Max Drawdown": dd, "Info Ratio": ir, "Expense Ratio": cost})
+            rows.append(
+                {
+                    "Scheme Name": f"Scheme {s:02d} Fund - {plan}",
+                    "Category": CATEGORIES[s % 3],
+                    "1Y Return": rng.normal(15, 8),
+                    "3Y Return": ret3,
+                    "5Y Return": rng.normal(11, 4),
+                    "Sharpe": sharpe,
+                    "Max Drawdown": dd,
+                    "Info Ratio": ir,
+                    "Expense Ratio": cost,
+                }
+            )
     df = pd.DataFrame(rows)
-    composite = (0.35 * df.groupby("Category")["Sharpe"].rank(pct=True) + 0.2 * df.groupby("Category")["3Y Return"].rank(pct=True)
-                 + 0.2 * df.groupby("Category")["Expense Ratio"].rank(pct=True, ascending=False)
-                 + 0.15 * df.groupby("Category")["Max Drawdown"].rank(pct=True) + 0.1 * df.groupby("Category")["Info Ratio"].rank(pct=True))
+    composite = (
+        0.35 * df.groupby("Category")["Sharpe"].rank(pct=True)
+        + 0.2 * df.groupby("Category")["3Y Return"].rank(pct=True)
+        + 0.2 * df.groupby("Category")["Expense Ratio"].rank(pct=True, ascending=False)
+        + 0.15 * df.groupby("Category")["Max Drawdown"].rank(pct=True)
+        + 0.1 * df.groupby("Category")["Info Ratio"].rank(pct=True)
+    )
     df["rating"] = np.ceil(composite.groupby(df["Category"]).rank(pct=True) * 5).clip(1, 5).astype(int)
     df.loc[rng.random(len(df)) < 0.1, "rating"] = 0
     text = df.round(3).astype(object)
@@ -78,7 +98,9 @@ def test_new_export_by_profile_alone(tmp_path: Path) -> None:
 
     done = run([sys.executable, "-m", "dvc", "repro", "baseline"], root, timeout=600)
     ran = [line for line in done.stdout.splitlines() if line.startswith("Running stage")]
-    assert {r.split("'")[1] for r in ran} == {"batches", "ingest", "validate", "methodology", "prepare", "baseline"}, done.stdout
+    assert {r.split("'")[1] for r in ran} == {"batches", "ingest", "validate", "methodology", "prepare", "baseline"}, (
+        done.stdout
+    )
     assert not (root / "data/raw/synthetic").exists()  # the synthetic generator did not run for a real source
     assert "121 rows, 60 funds" in done.stdout and "unrated, counted unlabelled" in done.stdout
 

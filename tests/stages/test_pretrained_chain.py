@@ -43,8 +43,24 @@ def trained(smollm2_dir, setup, tmp_path_factory):
     rubric, schema, data = setup
     root = tmp_path_factory.mktemp("pretrained")
     torch.manual_seed(0)
-    sft_info = sft_trainer.run(SftParams(epochs=1, batch_size=2, learning_rate=5e-4, max_length=256, lora=LORA), MODEL, smollm2_dir, data["train"][:4], root / "sft")
-    grpo = GrpoParams(max_steps=1, eval_steps=0, save_steps=0, per_device_train_batch_size=4, num_generations=2, max_completion_length=16, logging_steps=1, warmup_steps=0, lora=LORA)
+    sft_info = sft_trainer.run(
+        SftParams(epochs=1, batch_size=2, learning_rate=5e-4, max_length=256, lora=LORA),
+        MODEL,
+        smollm2_dir,
+        data["train"][:4],
+        root / "sft",
+    )
+    grpo = GrpoParams(
+        max_steps=1,
+        eval_steps=0,
+        save_steps=0,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=16,
+        logging_steps=1,
+        warmup_steps=0,
+        lora=LORA,
+    )
     summary = train.run(grpo, MODEL, root / "sft", data["train"], rubric, schema, root / "policy")
     return root, sft_info, summary
 
@@ -66,9 +82,9 @@ def test_lora_sft_and_grpo_save_merged_folders_that_differ_from_the_base(smollm2
 
 
 def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_path, monkeypatch):
-    from fundgrpo.training import modelling
-    from fundgrpo.registry import mlflow_registry
     from fundgrpo.evaluation.backtesting import evaluate_model
+    from fundgrpo.registry import mlflow_registry
+    from fundgrpo.training import modelling
     from stages.register import log_model
 
     rubric, schema, data = setup
@@ -81,14 +97,18 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     import mlflow
 
-    mlflow_registry.setup(RegisterParams(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts")))
+    mlflow_registry.setup(
+        RegisterParams(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts"))
+    )
     with mlflow.start_run():
         info = log_model(root / "policy", 40)
     folder = mlflow_registry.load_components(info.model_uri, tmp_path / "download")
     model, tokenizer = modelling.load(folder)
     local_model, local_tokenizer = modelling.load(root / "policy")
     prompts = [r["prompt"] for r in rows]
-    assert modelling.generate(model, tokenizer, prompts, 40) == modelling.generate(local_model, local_tokenizer, prompts, 40)
+    assert modelling.generate(model, tokenizer, prompts, 40) == modelling.generate(
+        local_model, local_tokenizer, prompts, 40
+    )
 
 
 def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
@@ -117,7 +137,9 @@ def test_lora_on_the_top_layers_only_adapts_those_layers(smollm2_dir):
 
     top = LoraParams(enabled=True, r=4, alpha=8, target_modules=("q_proj", "down_proj"), top_layers=2)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2_dir), lora_config(top, str(smollm2_dir)))
-    adapted = {name.split(".layers.")[1].split(".lora_A")[0] for name, _ in model.named_modules() if name.endswith("lora_A")}
+    adapted = {
+        name.split(".layers.")[1].split(".lora_A")[0] for name, _ in model.named_modules() if name.endswith("lora_A")
+    }
     assert adapted == {"28.self_attn.q_proj", "28.mlp.down_proj", "29.self_attn.q_proj", "29.mlp.down_proj"}
     with pytest.raises(ValueError, match="has 30 layers"):
         lora_config(LoraParams(enabled=True, target_modules=("q_proj",), top_layers=31), str(smollm2_dir))

@@ -8,13 +8,32 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-STAGES = ["generate", "ingest", "validate", "methodology", "prepare", "baseline", "model", "sft", "grpo", "backtest", "register"]
+STAGES = [
+    "generate",
+    "ingest",
+    "validate",
+    "methodology",
+    "prepare",
+    "baseline",
+    "model",
+    "sft",
+    "grpo",
+    "backtest",
+    "register",
+]
 
 
 @pytest.mark.parametrize("name", STAGES)
 def test_help_prints_reads_and_writes_and_runs_nothing(name, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", f"stages.{name}", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", f"stages.{name}", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"python -m stages.{name}")
     assert "reads: " in done.stdout and ("writes: " in done.stdout or "metrics: " in done.stdout)
@@ -26,7 +45,14 @@ def test_a_params_file_argument_is_refused(name, tmp_path):
     """One way to choose parameters: params.yaml. A profile path on the command line used to be
     read by some stages and silently ignored by others."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", f"stages.{name}", "profiles/morningstar.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", f"stages.{name}", "profiles/morningstar.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2
     assert "stages read params.yaml only" in done.stderr and "fundgrpo.profiles apply" in done.stderr
     assert list(tmp_path.iterdir()) == []
@@ -37,7 +63,17 @@ def test_no_module_outside_stages_imports_stages():
     import re
 
     offenders = []
-    for folder in ("fundgrpo", "flows", "monitoring", "benchmarks", "tools", "tests/fundgrpo", "tests/monitoring", "tests/flows", "tests/tools"):
+    for folder in (
+        "fundgrpo",
+        "flows",
+        "monitoring",
+        "benchmarks",
+        "tools",
+        "tests/fundgrpo",
+        "tests/monitoring",
+        "tests/flows",
+        "tests/tools",
+    ):
         for path in sorted((REPO / folder).rglob("*.py")):
             if re.search(r"^\s*(from stages\b|import stages\b)", path.read_text(encoding="utf-8"), re.M):
                 offenders.append(str(path.relative_to(REPO)))

@@ -14,9 +14,26 @@ import pandas as pd
 import pytest
 
 from fundgrpo.methodology import compiler as meth
-from fundgrpo.params import BacktestParams, GateParams, GrpoParams, ModelArchParams, ModelParams, Params, PrepareParams, RegisterParams, SftParams
+from fundgrpo.params import (
+    BacktestParams,
+    GateParams,
+    GrpoParams,
+    ModelArchParams,
+    ModelParams,
+    Params,
+    PrepareParams,
+    RegisterParams,
+    SftParams,
+)
 
-TINY_ARCH = ModelArchParams(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+TINY_ARCH = ModelArchParams(
+    vocab_size=400,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+)
 
 
 def tiny_funds(n_funds: int = 40, seed: int = 0) -> pd.DataFrame:
@@ -77,7 +94,9 @@ def chain(tmp_path_factory, datasets):
     root = tmp_path_factory.mktemp("chain")
     model_params = ModelParams(arch=TINY_ARCH)
     base.run(model_params, datasets["train"], root / "base")
-    info = sft_trainer.run(SftParams(epochs=1, batch_size=8), model_params, root / "base", datasets["train"], root / "sft")
+    info = sft_trainer.run(
+        SftParams(epochs=1, batch_size=8), model_params, root / "base", datasets["train"], root / "sft"
+    )
     return root, info
 
 
@@ -100,7 +119,9 @@ def test_base_model_loads_by_path(chain):
     root, _ = chain
     model, tokenizer = modelling.load(root / "base")
     assert sum(p.numel() for p in model.parameters()) < 2_000_000
-    assert "<|im_start|>assistant" in tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True)
+    assert "<|im_start|>assistant" in tokenizer.apply_chat_template(
+        [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True
+    )
     # Korean text round-trips through the byte-level tokenizer
     assert tokenizer.decode(tokenizer("샤프지수 상위 10%")["input_ids"]) == "샤프지수 상위 10%"
 
@@ -132,7 +153,14 @@ def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
         def on_epoch_end(self, args, state, control, model=None, **kwargs):
             seen.append((round(state.epoch), sum(p.numel() for p in model.parameters())))
 
-    sft_trainer.run(SftParams(epochs=2, batch_size=8), ModelParams(arch=TINY_ARCH), root / "base", datasets["train"], tmp_path, callbacks=[Epochs()])
+    sft_trainer.run(
+        SftParams(epochs=2, batch_size=8),
+        ModelParams(arch=TINY_ARCH),
+        root / "base",
+        datasets["train"],
+        tmp_path,
+        callbacks=[Epochs()],
+    )
     assert [e for e, _ in seen] == [1, 2] and all(n > 0 for _, n in seen)
 
 
@@ -141,8 +169,19 @@ def policy(chain, datasets, rubric, schema):
     from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
-    params = GrpoParams(max_steps=2, eval_steps=0, save_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1, warmup_steps=0)
-    summary = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, root / "policy")
+    params = GrpoParams(
+        max_steps=2,
+        eval_steps=0,
+        save_steps=0,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=24,
+        logging_steps=1,
+        warmup_steps=0,
+    )
+    summary = train.run(
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, root / "policy"
+    )
     return root / "policy", summary
 
 
@@ -184,10 +223,18 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
 
     kept = shutil.copytree(policy[0], tmp_path / "kept")
     (kept / "tokenizer.json").write_text((kept / "tokenizer.json").read_text() + " ")  # not part of the answers
-    result = backtest.run(BacktestParams(max_new_tokens=24, max_funds=3), datasets["test"], rubric, schema, {"grpo": policy[0], "sft": kept})
+    result = backtest.run(
+        BacktestParams(max_new_tokens=24, max_funds=3),
+        datasets["test"],
+        rubric,
+        schema,
+        {"grpo": policy[0], "sft": kept},
+    )
     assert result["answers_reused"] == {"sft": "grpo"}
     assert result["predictions"]["sft"] == result["predictions"]["grpo"] and result["models"]["sft"]["seconds"] == 0.0
-    assert {k: v for k, v in result["models"]["sft"].items() if k != "seconds"} == {k: v for k, v in result["models"]["grpo"].items() if k != "seconds"}
+    assert {k: v for k, v in result["models"]["sft"].items() if k != "seconds"} == {
+        k: v for k, v in result["models"]["grpo"].items() if k != "seconds"
+    }
 
 
 def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, datasets, rubric, schema, monkeypatch):
@@ -196,8 +243,17 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     from stages import register
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    reg = RegisterParams(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts"), gate=GateParams(metric="qwk", margin=0.0, min_valid_json=0.0))
-    params = replace(Params(), register=reg, grpo=replace(GrpoParams(), out_dir=str(policy[0])), backtest=BacktestParams(max_new_tokens=24))
+    reg = RegisterParams(
+        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+        artifact_location=str(tmp_path / "artifacts"),
+        gate=GateParams(metric="qwk", margin=0.0, min_valid_json=0.0),
+    )
+    params = replace(
+        Params(),
+        register=reg,
+        grpo=replace(GrpoParams(), out_dir=str(policy[0])),
+        backtest=BacktestParams(max_new_tokens=24),
+    )
     rows = datasets["test"][:6]
     train = {"steps": 2}
 
@@ -215,7 +271,9 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
 
     # 2. beats the rule scorer: champion
     d2 = register.run(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [])
-    assert d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
+    assert (
+        d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
+    )
 
     # 3. worse than the champion on the same test set: the champion stays
     d3 = register.run(params, candidate(0.7), train, [], rows, rubric, schema, [])
@@ -236,10 +294,19 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     champion = client.get_model_version_by_alias(reg.model_name, "champion").version
     best = dict(candidate(0.99), test_fingerprint="different")  # d4's test set: no re-evaluation if d4 is champion
     d5 = register.run(replace(params, register=replace(reg, promote=False)), best, train, [], rows, rubric, schema, [])
-    assert d5["gate_passed"] and not d5["promoted"] and d5["alias"] == "challenger" and "register.promote is false" in d5["reason"]
+    assert (
+        d5["gate_passed"]
+        and not d5["promoted"]
+        and d5["alias"] == "challenger"
+        and "register.promote is false" in d5["reason"]
+    )
     assert client.get_model_version_by_alias(reg.model_name, "champion").version == champion
     run = client.get_run(d5["run_id"])
-    assert run.info.run_name == "wooly-bear" and run.data.tags["dvc.exp_name"] == "wooly-bear" and run.data.tags["dvc.baseline_rev"] == "abc123"
+    assert (
+        run.info.run_name == "wooly-bear"
+        and run.data.tags["dvc.exp_name"] == "wooly-bear"
+        and run.data.tags["dvc.baseline_rev"] == "abc123"
+    )
 
 
 class Crash(Exception):
@@ -256,8 +323,18 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
     from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
-    params = GrpoParams(max_steps=4, save_steps=2, eval_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=16,
-                        logging_steps=1, warmup_steps=0, lr_scheduler_type="constant", temperature=1.0)
+    params = GrpoParams(
+        max_steps=4,
+        save_steps=2,
+        eval_steps=0,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=16,
+        logging_steps=1,
+        warmup_steps=0,
+        lr_scheduler_type="constant",
+        temperature=1.0,
+    )
     args = (params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema)
 
     full = train.run(*args, tmp_path / "full", checkpoint_dir=tmp_path / "ckpt-full")
@@ -283,16 +360,36 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
     from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
-    params = GrpoParams(max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
-                        max_completion_length=16, logging_steps=1, warmup_steps=0)
-    out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
-                    datasets["validation"], tmp_path / "ckpt")
+    params = GrpoParams(
+        max_steps=4,
+        save_steps=2,
+        eval_steps=2,
+        eval_prompts=4,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=16,
+        logging_steps=1,
+        warmup_steps=0,
+    )
+    out = train.run(
+        params,
+        ModelParams(arch=TINY_ARCH),
+        root / "sft",
+        datasets["train"],
+        rubric,
+        schema,
+        tmp_path / "p",
+        datasets["validation"],
+        tmp_path / "ckpt",
+    )
     assert [r["step"] for r in out["eval_curve"]] == [0, 2, 4]  # the start, then every 2 steps
     trained = {r["step"]: r["eval_reward"] for r in out["eval_curve"] if r["step"] > 0}
     assert out["best_value"] == max(trained.values())
     assert out["start_value"] == out["eval_curve"][0]["eval_reward"]
     # the start competes: it is kept unless a trained step beats it on validation
-    assert out["kept"] == ("start" if out["start_value"] >= out["best_value"] else f"step {max(trained, key=trained.get)}")
+    assert out["kept"] == (
+        "start" if out["start_value"] >= out["best_value"] else f"step {max(trained, key=trained.get)}"
+    )
 
 
 def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain, datasets, rubric, schema, tmp_path):
@@ -304,10 +401,30 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
 
     root, _ = chain
     # lr 0.05 wrecks the tiny policy: no trained step can beat the SFT start, which must come back unchanged
-    params = GrpoParams(max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
-                        max_completion_length=48, logging_steps=1, warmup_steps=0, learning_rate=0.05, best_metric="qwk")
-    out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
-                    datasets["validation"], tmp_path / "ckpt")
+    params = GrpoParams(
+        max_steps=4,
+        save_steps=2,
+        eval_steps=2,
+        eval_prompts=4,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=48,
+        logging_steps=1,
+        warmup_steps=0,
+        learning_rate=0.05,
+        best_metric="qwk",
+    )
+    out = train.run(
+        params,
+        ModelParams(arch=TINY_ARCH),
+        root / "sft",
+        datasets["train"],
+        rubric,
+        schema,
+        tmp_path / "p",
+        datasets["validation"],
+        tmp_path / "ckpt",
+    )
     curve = {r["step"]: r for r in out["eval_curve"]}
     assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" in r for r in curve.values())
     assert out["start_value"] == curve[0]["eval_greedy_qwk"]
@@ -316,7 +433,8 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
 
     start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], rubric, schema, max_new_tokens=48)
     assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {
-        k: start_metrics[k] for k in ("valid_json", "exact", "within_one", "qwk")}
+        k: start_metrics[k] for k in ("valid_json", "exact", "within_one", "qwk")
+    }
     assert out["best_value"] == max(curve[2]["eval_greedy_qwk"], curve[4]["eval_greedy_qwk"])
     assert out["best_value"] <= out["start_value"] and out["kept"] == "start"
     # three evaluations, each timed: both kinds are part of the stage's seconds
@@ -356,12 +474,31 @@ def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, 
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("TEST_JUDGE_KEY", "sk-test")
     root, _ = chain
-    judge = JudgeParams(enabled=True, backend="http", model="judge", url=f"http://127.0.0.1:{server.server_address[1]}/v1",
-                        api_key_env="TEST_JUDGE_KEY", log_path=str(tmp_path / "judge.jsonl"), cache_path=str(tmp_path / "cache.jsonl"))
-    params = GrpoParams(max_steps=2, eval_steps=0, save_steps=0, per_device_train_batch_size=8, num_generations=4, max_completion_length=24, logging_steps=1,
-                        warmup_steps=0, judge=judge, reward_weights=replace(RewardWeights(), judge=1.0))
+    judge = JudgeParams(
+        enabled=True,
+        backend="http",
+        model="judge",
+        url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+        api_key_env="TEST_JUDGE_KEY",
+        log_path=str(tmp_path / "judge.jsonl"),
+        cache_path=str(tmp_path / "cache.jsonl"),
+    )
+    params = GrpoParams(
+        max_steps=2,
+        eval_steps=0,
+        save_steps=0,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=24,
+        logging_steps=1,
+        warmup_steps=0,
+        judge=judge,
+        reward_weights=replace(RewardWeights(), judge=1.0),
+    )
     try:
-        out = train.run(params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p")
+        out = train.run(
+            params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p"
+        )
     finally:
         server.shutdown()
     assert out["steps"] == 2 and requests and set(requests) == {"Bearer sk-test"}

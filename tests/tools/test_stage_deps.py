@@ -9,14 +9,22 @@ from tools import stage_deps
 
 def test_every_stage_lists_the_modules_it_imports_and_the_params_it_reads():
     problems = stage_deps.differences()
-    assert not problems, "dvc.yaml is out of step with the code (`python tools/stage_deps.py --write` fixes it):\n" + "\n".join(problems)
+    assert not problems, (
+        "dvc.yaml is out of step with the code (`python tools/stage_deps.py --write` fixes it):\n" + "\n".join(problems)
+    )
 
 
 def test_closure_follows_lazy_imports_and_packages():
     files = {p.relative_to(stage_deps.REPO).as_posix() for p in stage_deps.closure("stages.grpo")}
     # the trainer, what it imports, and each package's __init__ on the way
-    assert {"stages/grpo.py", "fundgrpo/training/grpo_trainer.py", "fundgrpo/training/rewards.py",
-            "fundgrpo/training/modelling.py", "fundgrpo/training/__init__.py", "fundgrpo/__init__.py"} <= files
+    assert {
+        "stages/grpo.py",
+        "fundgrpo/training/grpo_trainer.py",
+        "fundgrpo/training/rewards.py",
+        "fundgrpo/training/modelling.py",
+        "fundgrpo/training/__init__.py",
+        "fundgrpo/__init__.py",
+    } <= files
     assert "fundgrpo/serving/api/app.py" not in files
 
 
@@ -27,7 +35,9 @@ def test_a_missing_dep_is_named(tmp_path, monkeypatch):
     (root / "stages" / "one.py").write_text("from lib import helper\n", encoding="utf-8")
     (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
     (root / "lib" / "helper.py").write_text("import json\n", encoding="utf-8")
-    (root / "dvc.yaml").write_text("stages:\n  one:\n    cmd: python -m stages.one\n    deps: [stages/one.py]\n", encoding="utf-8")
+    (root / "dvc.yaml").write_text(
+        "stages:\n  one:\n    cmd: python -m stages.one\n    deps: [stages/one.py]\n", encoding="utf-8"
+    )
     monkeypatch.setattr(stage_deps, "REPO", root)
     monkeypatch.setattr(stage_deps, "DVC_FILES", ("dvc.yaml",))
     stage_deps.closure.cache_clear()
@@ -53,4 +63,3 @@ def test_editing_an_imported_module_reruns_its_stage_only(tmp_path):
     out = run(["dvc", "repro", *targets], root).stdout
     assert "Running stage 'ingest'" in out, out
     assert "Running stage 'methodology'" not in out, out
-

@@ -15,7 +15,6 @@ import json
 import shutil
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -34,15 +33,31 @@ def swept(trained, tmp_path_factory):
     support.run(["dvc", "repro"], root)  # a no-op unless an earlier test left the copy half-done
     support.run(["git", "add", "-A"], root)
     support.run(["git", "commit", "-qm", "baseline", "--allow-empty"], root)
-    guarded = {p: (root / p).read_bytes() for p in ("params.yaml", "metrics/backtest.json", "metrics/register.json", "dvc.lock")}
+    guarded = {
+        p: (root / p).read_bytes()
+        for p in ("params.yaml", "metrics/backtest.json", "metrics/register.json", "dvc.lock")
+    }
     started = time.monotonic()
     with pytest.MonkeyPatch.context() as mp:
         # An earlier in-process mlflow.set_tracking_uri (the monitoring flow's) exported the
         # variable (MLflow 3 does): it would send the members to that repo's store.
         mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        result = support.run([sys.executable, "tools/sweep.py", "--sweep", "grpo.loss_type=grpo,dr_grpo", "--max-steps", "2", "--poll", "2",
-                              "--timeout", "1500"],
-                             root, timeout=1800)
+        result = support.run(
+            [
+                sys.executable,
+                "tools/sweep.py",
+                "--sweep",
+                "grpo.loss_type=grpo,dr_grpo",
+                "--max-steps",
+                "2",
+                "--poll",
+                "2",
+                "--timeout",
+                "1500",
+            ],
+            root,
+            timeout=1800,
+        )
     print(f"sweep of 2 members: {time.monotonic() - started:.0f} s")
     return root, result.stdout, guarded
 

@@ -8,15 +8,19 @@ import sys
 from pathlib import Path
 
 import fundgrpo.serving.api as api_package
+from fundgrpo.cli import offline
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key
 from fundgrpo.serving.api.settings import ApiSettings
-from fundgrpo.cli import offline
 
 
 def main(argv: list[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog="python -m fundgrpo.serving.api", description=api_package.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m fundgrpo.serving.api",
+        description=api_package.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     k = sub.add_parser("add-key", help="create an API key (printed once; only its hash is stored)")
     k.add_argument("name")
@@ -41,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     uvicorn.run(create_app(Path("."), settings), host=args.host, port=args.port, access_log=False)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

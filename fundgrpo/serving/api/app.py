@@ -13,13 +13,13 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader
 
+from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving.api.evaluator import Evaluator
 from fundgrpo.serving.api.keys import hash_key, load_keys
 from fundgrpo.serving.api.limits import RateLimiter
 from fundgrpo.serving.api.schemas import EvaluationRequest
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
-from fundgrpo.registry import mlflow_registry
 
 ACCESS = logging.getLogger("fundgrpo.serving.api.access")
 
@@ -58,8 +58,17 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
             response = JSONResponse({"detail": f"request body over {settings.max_bytes} bytes"}, status_code=413)
         else:
             response = await call_next(request)
-        ACCESS.info(json.dumps({"method": request.method, "path": request.url.path, "status": response.status_code,
-                                "ms": round((time.perf_counter() - started) * 1000, 1), "key": getattr(request.state, "key_name", None)}))
+        ACCESS.info(
+            json.dumps(
+                {
+                    "method": request.method,
+                    "path": request.url.path,
+                    "status": response.status_code,
+                    "ms": round((time.perf_counter() - started) * 1000, 1),
+                    "key": getattr(request.state, "key_name", None),
+                }
+            )
+        )
         return response
 
     def need(scope: str):
@@ -73,8 +82,11 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
             if scope not in entry["scopes"]:
                 raise HTTPException(403, f"this key lacks the {scope!r} scope")
             if not state["limiter"].allow(entry["name"]):
-                raise HTTPException(429, f"over {settings.rate_per_min} requests a minute for this key", headers={"Retry-After": "60"})
+                raise HTTPException(
+                    429, f"over {settings.rate_per_min} requests a minute for this key", headers={"Retry-After": "60"}
+                )
             return entry["name"]
+
         return check
 
     @app.get("/healthz")
@@ -85,7 +97,11 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     def readyz():
         evaluator = state.get("evaluator")
         ok = evaluator is not None and evaluator.current is not None and state["store"].ping()
-        body = {"ready": ok, "model_version": evaluator.current.version if ok else None, "error": state.get("load_error")}
+        body = {
+            "ready": ok,
+            "model_version": evaluator.current.version if ok else None,
+            "error": state.get("load_error"),
+        }
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.post("/v1/evaluations")
@@ -126,6 +142,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
 
     return app
 
+
 def model_card(root: Path, evaluator: Evaluator) -> dict:
     """The serving version, its backtest metrics and gate decision (MLflow run of a registered
     version; metrics/register.json for the same version)."""
@@ -134,13 +151,15 @@ def model_card(root: Path, evaluator: Evaluator) -> dict:
     if version.startswith("models:/"):
         from mlflow import MlflowClient
 
-        client = MlflowClient(tracking_uri=mlflow_registry.local_uri(mlflow_registry.tracking_uri(evaluator.params.register), root))
-        name, number = version[len("models:/"):].split("/")
+        client = MlflowClient(
+            tracking_uri=mlflow_registry.local_uri(mlflow_registry.tracking_uri(evaluator.params.register), root)
+        )
+        name, number = version[len("models:/") :].split("/")
         mv = client.get_model_version(name, number)
         run = client.get_run(mv.run_id)
         card["aliases"] = list(mv.aliases)
-        card["backtest"] = {k[len("backtest."):]: v for k, v in run.data.metrics.items() if k.startswith("backtest.")}
-        card["gate"] = {k[len("gate."):]: v for k, v in run.data.tags.items() if k.startswith("gate.")}
+        card["backtest"] = {k[len("backtest.") :]: v for k, v in run.data.metrics.items() if k.startswith("backtest.")}
+        card["gate"] = {k[len("gate.") :]: v for k, v in run.data.tags.items() if k.startswith("gate.")}
     decision = root / evaluator.params.register.decision
     if decision.exists():
         d = json.loads(decision.read_text())

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.evaluation.backtesting import predictions_from_texts
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import with_reference
 from fundgrpo.serving.champion import prompt_records
 from fundgrpo.training import modelling
@@ -33,6 +33,7 @@ class Loaded:
     tokenizer: Any
     folder: Path
     scratch: Any = None  # keeps a downloaded registry copy alive while this version serves
+
 
 class Evaluator:
     """The serving model (swapped when the alias moves), the rubric and the reference universe,
@@ -59,8 +60,10 @@ class Evaluator:
         from mlflow import MlflowClient
 
         uri = mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root)
-        name, _, alias = self.target[len("models:/"):].partition("@")
-        version = mlflow_registry.version_by_alias(MlflowClient(tracking_uri=uri), name, alias)  # AliasError says what to serve instead
+        name, _, alias = self.target[len("models:/") :].partition("@")
+        version = mlflow_registry.version_by_alias(
+            MlflowClient(tracking_uri=uri), name, alias
+        )  # AliasError says what to serve instead
         return f"models:/{name}/{version}"
 
     def _load(self, version: str) -> Loaded:
@@ -70,7 +73,9 @@ class Evaluator:
             return Loaded(version, model, tokenizer, Path(version))
         import mlflow
 
-        mlflow.set_tracking_uri(mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root))
+        mlflow.set_tracking_uri(
+            mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root)
+        )
         scratch = tempfile.TemporaryDirectory(prefix="fundgrpo-api-")
         folder = mlflow_registry.load_components(version, Path(scratch.name))
         model, tokenizer = modelling.load(folder)
@@ -101,15 +106,30 @@ class Evaluator:
                 frame[column] = pd.to_numeric(frame[column], errors="coerce")
         frame["expert_grade"] = frame["expert_grade"].astype("Int64") if "expert_grade" in frame else pd.NA
         if "fund_id" not in frame or frame["fund_id"].isna().any():
-            frame["fund_id"] = frame.get("fund_id", pd.Series(index=frame.index, dtype=object)).fillna(frame["share_class_id"])
-        by_id = {r["share_class_id"]: r for r in prompt_records(with_reference(frame, self.reference), self.rubric, self.params.prepare,
-                                                            only=[str(f["share_class_id"]) for f in funds])}
+            frame["fund_id"] = frame.get("fund_id", pd.Series(index=frame.index, dtype=object)).fillna(
+                frame["share_class_id"]
+            )
+        by_id = {
+            r["share_class_id"]: r
+            for r in prompt_records(
+                with_reference(frame, self.reference),
+                self.rubric,
+                self.params.prepare,
+                only=[str(f["share_class_id"]) for f in funds],
+            )
+        }
         return [by_id[str(f["share_class_id"])] for f in funds]
 
     def generate(self, loaded: Loaded, records: list[dict]) -> list[dict]:
 
-        texts = modelling.generate(loaded.model, loaded.tokenizer, [r["prompt"] for r in records],
-                                   self.params.backtest.max_new_tokens, self.params.backtest.batch_size, desc="api")
+        texts = modelling.generate(
+            loaded.model,
+            loaded.tokenizer,
+            [r["prompt"] for r in records],
+            self.params.backtest.max_new_tokens,
+            self.params.backtest.batch_size,
+            desc="api",
+        )
         return predictions_from_texts(texts, self.rubric, self.schema)
 
     async def batcher(self) -> None:
@@ -141,7 +161,7 @@ class Evaluator:
                 start = 0
                 for _, recs, fut in items:
                     if not fut.done():
-                        fut.set_result(answers[start:start + len(recs)])
+                        fut.set_result(answers[start : start + len(recs)])
                     start += len(recs)
 
     async def evaluate(self, funds: list[dict]) -> tuple[str, list[dict]]:
@@ -154,7 +174,18 @@ class Evaluator:
         answers = await asyncio.wait_for(fut, self.settings.timeout_s)
         out = []
         for fund, record, p in zip(funds, records, answers):
-            out.append({"share_class_id": record["share_class_id"], "fund_id": record["fund_id"], "category": record["category"],
-                        "name": fund.get("name"), "grade": p["grade"], "score": p["score"], "reasoning": p["reasoning"],
-                        "valid": p["valid"], "rule_grade": record["rule_grade"], "model_version": loaded.version})
+            out.append(
+                {
+                    "share_class_id": record["share_class_id"],
+                    "fund_id": record["fund_id"],
+                    "category": record["category"],
+                    "name": fund.get("name"),
+                    "grade": p["grade"],
+                    "score": p["score"],
+                    "reasoning": p["reasoning"],
+                    "valid": p["valid"],
+                    "rule_grade": record["rule_grade"],
+                    "model_version": loaded.version,
+                }
+            )
         return loaded.version, out

@@ -40,4 +40,6 @@ def load_keys(keys_file: Path) -> dict[str, dict]:
     """sha256 -> {"name", "scopes"}."""
     if not keys_file.exists():
         return {}
-    return {k["sha256"]: {"name": k["name"], "scopes": set(k["scopes"])} for k in json.loads(keys_file.read_text())["keys"]}
+    return {
+        k["sha256"]: {"name": k["name"], "scopes": set(k["scopes"])} for k in json.loads(keys_file.read_text())["keys"]
+    }

@@ -24,9 +24,13 @@ class ApiSettings:
         env = dict(os.environ if env is None else env)
         get = lambda k, d, t=str: t(env[k]) if env.get(k) else d  # noqa: E731
         return cls(
-            keys_file=Path(get("FUNDGRPO_API_KEYS", ".api_keys.json")), db_url=get("FUNDGRPO_DB_URL", cls.db_url),
-            model=get("FUNDGRPO_API_MODEL", ""), max_funds=get("FUNDGRPO_API_MAX_FUNDS", cls.max_funds, int),
-            rate_per_min=get("FUNDGRPO_API_RATE_PER_MIN", cls.rate_per_min, int), max_bytes=get("FUNDGRPO_API_MAX_BYTES", cls.max_bytes, int),
-            timeout_s=get("FUNDGRPO_API_TIMEOUT_S", cls.timeout_s, float), alias_check_s=get("FUNDGRPO_API_ALIAS_CHECK_S", cls.alias_check_s, float),
+            keys_file=Path(get("FUNDGRPO_API_KEYS", ".api_keys.json")),
+            db_url=get("FUNDGRPO_DB_URL", cls.db_url),
+            model=get("FUNDGRPO_API_MODEL", ""),
+            max_funds=get("FUNDGRPO_API_MAX_FUNDS", cls.max_funds, int),
+            rate_per_min=get("FUNDGRPO_API_RATE_PER_MIN", cls.rate_per_min, int),
+            max_bytes=get("FUNDGRPO_API_MAX_BYTES", cls.max_bytes, int),
+            timeout_s=get("FUNDGRPO_API_TIMEOUT_S", cls.timeout_s, float),
+            alias_check_s=get("FUNDGRPO_API_ALIAS_CHECK_S", cls.alias_check_s, float),
             batch_wait_ms=get("FUNDGRPO_API_BATCH_WAIT_MS", cls.batch_wait_ms, float),
         )

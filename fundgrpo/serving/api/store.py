@@ -15,7 +15,8 @@ class Store:
         self.engine = sa.create_engine(url, future=True, pool_pre_ping=True)
         meta = sa.MetaData()
         self.table = sa.Table(
-            "evaluations", meta,
+            "evaluations",
+            meta,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("share_class_id", sa.String(200), index=True, nullable=False),
             sa.Column("model_version", sa.String(200), nullable=False),
@@ -27,12 +28,29 @@ class Store:
     def add(self, rows: list[dict], version: str) -> None:
         now = datetime.now(timezone.utc)
         with self.engine.begin() as conn:
-            conn.execute(self.table.insert(), [{"share_class_id": r["share_class_id"], "model_version": version, "created_at": now, "evaluation": r} for r in rows])
+            conn.execute(
+                self.table.insert(),
+                [
+                    {
+                        "share_class_id": r["share_class_id"],
+                        "model_version": version,
+                        "created_at": now,
+                        "evaluation": r,
+                    }
+                    for r in rows
+                ],
+            )
 
     def latest(self, share_class_id: str) -> dict | None:
         t = self.table
         with self.engine.connect() as conn:
-            row = conn.execute(self.sa.select(t).where(t.c.share_class_id == share_class_id).order_by(t.c.id.desc()).limit(1)).mappings().first()
+            row = (
+                conn.execute(
+                    self.sa.select(t).where(t.c.share_class_id == share_class_id).order_by(t.c.id.desc()).limit(1)
+                )
+                .mappings()
+                .first()
+            )
         if row is None:
             return None
         return {**row["evaluation"], "model_version": row["model_version"], "created_at": row["created_at"].isoformat()}

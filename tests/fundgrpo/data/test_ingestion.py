@@ -13,11 +13,10 @@ import pandas as pd
 import pytest
 
 from fundgrpo import profiles
-from fundgrpo.data import navmetrics
-from fundgrpo.data import synthetic
+from fundgrpo.data import navmetrics, synthetic
 from fundgrpo.data.canonical import COLUMNS
-from fundgrpo.params import IngestParams, ParamsError, ReturnsSourceParams, SyntheticParams, load_params
 from fundgrpo.data.ingestion import IngestError, run
+from fundgrpo.params import IngestParams, ParamsError, ReturnsSourceParams, SyntheticParams
 
 SCREENER_MAP = {
     "share_class_id": "SecId",
@@ -61,10 +60,27 @@ def test_synthetic_returns_source(synthetic_root: Path) -> None:
     funds = pd.read_csv(synthetic_root / "data/raw/synthetic/funds.csv")
     assert len(table) == len(funds)
     expected = [
-        "share_class_id", "fund_id", "name", "category", "return_1y", "return_3y", "return_5y",
-        "volatility_3y", "sharpe_3y", "sortino_3y", "max_drawdown_3y", "tracking_error_3y",
-        "information_ratio_3y", "mrar_3y", "mrar_5y", "ongoing_cost", "fund_size", "manager_tenure", "expert_grade",
-        "expert_score", "as_of",
+        "share_class_id",
+        "fund_id",
+        "name",
+        "category",
+        "return_1y",
+        "return_3y",
+        "return_5y",
+        "volatility_3y",
+        "sharpe_3y",
+        "sortino_3y",
+        "max_drawdown_3y",
+        "tracking_error_3y",
+        "information_ratio_3y",
+        "mrar_3y",
+        "mrar_5y",
+        "ongoing_cost",
+        "fund_size",
+        "manager_tenure",
+        "expert_grade",
+        "expert_score",
+        "as_of",
     ]  # mrar_*: derived in ingest; no return_10y here, so no mrar_10y
     assert list(table.columns) == expected
     assert (table["as_of"] == "2024-12").all()  # 72 months from 2019-01
@@ -87,9 +103,16 @@ def test_returns_source_nav_and_attribute_mapping(tmp_path: Path) -> None:
     write(tmp_path / "attrs.csv", attrs)
     params = IngestParams(
         column_map={"share_class_id": "code", "name": "title", "category": "peer", "ongoing_cost": "fee"},
-        path=".", returns=ReturnsSourceParams(series_file="nav.csv", attributes_file="attrs.csv", id_column="code",
-                                    date_column="date", value_column="nav", value_kind="nav",
-                                    benchmark_column=""),
+        path=".",
+        returns=ReturnsSourceParams(
+            series_file="nav.csv",
+            attributes_file="attrs.csv",
+            id_column="code",
+            date_column="date",
+            value_column="nav",
+            value_kind="nav",
+            benchmark_column="",
+        ),
     )
     table = run(params, tmp_path).set_index("share_class_id")
     assert table.loc["X1", "return_1y"] == pytest.approx((1.01**12 - 1) * 100)
@@ -102,11 +125,16 @@ def test_returns_source_nav_and_attribute_mapping(tmp_path: Path) -> None:
 
 def test_table_with_map_scale_and_fund_id_from(tmp_path: Path) -> None:
     path = write(tmp_path / "screener.csv", SCREENER_CSV)
-    params = table_params(path, scale={"fund_size": 1e-6}, fund_id_from=("Umbrella", "Assets"),
-                          drop_columns=("Leak",))
+    params = table_params(path, scale={"fund_size": 1e-6}, fund_id_from=("Umbrella", "Assets"), drop_columns=("Leak",))
     table = run(params, tmp_path)
     assert list(table.columns) == [
-        "share_class_id", "fund_id", "name", "category", "return_1y", "fund_size", "expert_grade"
+        "share_class_id",
+        "fund_id",
+        "name",
+        "category",
+        "return_1y",
+        "fund_size",
+        "expert_grade",
     ]
     assert table["fund_size"].tolist() == pytest.approx([12.0, 12.0, 3.5, 0.8])
     ids = table["fund_id"].tolist()
@@ -130,8 +158,16 @@ def test_canonical_names_taken_and_default_fund_id(tmp_path: Path) -> None:
 
 
 def test_parquet_table(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"SecId": [101.0, 102.0], "Fund Name": ["P", "Q"], "Peer Group": ["A", "A"],
-                          "Ret 1Y": [1.5, None], "Assets": [1e6, 2e6], "Stars": [2.0, None]})
+    frame = pd.DataFrame(
+        {
+            "SecId": [101.0, 102.0],
+            "Fund Name": ["P", "Q"],
+            "Peer Group": ["A", "A"],
+            "Ret 1Y": [1.5, None],
+            "Assets": [1e6, 2e6],
+            "Stars": [2.0, None],
+        }
+    )
     frame.to_parquet(tmp_path / "export.parquet")
     table = run(table_params(tmp_path / "export.parquet"), tmp_path)
     assert table["share_class_id"].tolist() == ["101", "102"]
@@ -148,7 +184,9 @@ def test_utf8_bom(tmp_path: Path) -> None:
 
 def test_utf16_with_byte_order_mark_tab_separated(tmp_path: Path) -> None:
     """Excel's "Unicode text" export: UTF-16 with a BOM, tab-separated; the BOM makes it certain."""
-    path = write(tmp_path / "excel.csv", SCREENER_CSV.replace(",", "\t").replace("Alpha Fund A", "한국 Fund A"), "utf-16")
+    path = write(
+        tmp_path / "excel.csv", SCREENER_CSV.replace(",", "\t").replace("Alpha Fund A", "한국 Fund A"), "utf-16"
+    )
     table = run(table_params(path), tmp_path)
     assert table.attrs["encoding"] == "utf-16" and table["name"].iloc[0] == "한국 Fund A"
     assert table["return_1y"].iloc[0] == 10.5
@@ -157,8 +195,11 @@ def test_utf16_with_byte_order_mark_tab_separated(tmp_path: Path) -> None:
 def test_cp949_korean(tmp_path: Path) -> None:
     text = "종목코드,펀드명,유형,수익률\nK001,한빛 코리아 성장 주식 A,국내주식,12.5\nK002,미래로 배당 주식 C,국내주식,-3.1\n"
     path = write(tmp_path / "korea.csv", text, "cp949")
-    params = IngestParams(source="table", path=path.name, column_map={
-        "share_class_id": "종목코드", "name": "펀드명", "category": "유형", "return_1y": "수익률"})
+    params = IngestParams(
+        source="table",
+        path=path.name,
+        column_map={"share_class_id": "종목코드", "name": "펀드명", "category": "유형", "return_1y": "수익률"},
+    )
     table = run(params, tmp_path)
     assert table.attrs["encoding"] == "cp949"
     assert table["name"].tolist() == ["한빛 코리아 성장 주식 A", "미래로 배당 주식 C"]
@@ -216,6 +257,7 @@ def test_config_mistakes(tmp_path: Path) -> None:
     with pytest.raises(ParamsError, match=r"ingest.source must be one of \[.returns., .table.\], got .sql."):
         IngestParams(source="sql")
 
+
 def test_text_in_numeric_column(tmp_path: Path) -> None:
     text = SCREENER_CSV.replace("10.5,", "n/a%,").replace("-2.25,", "abc,")
     path = write(tmp_path / "screener.csv", text)
@@ -264,16 +306,16 @@ def test_morningstar_profile(morningstar_csv: Path, repo_root: Path) -> None:
 def _stage(module: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(repo))
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_main_failure_keeps_previous_output(tmp_path: Path) -> None:
     write(tmp_path / "screener.csv", SCREENER_CSV)
     mapping = "\n".join(f"    {k}: {v}" for k, v in SCREENER_MAP.items())
     params = (
-        "ingest:\n  source: table\n  path: screener.csv\n  out: canonical/funds.parquet\n"
-        f"  column_map:\n{mapping}\n"
+        f"ingest:\n  source: table\n  path: screener.csv\n  out: canonical/funds.parquet\n  column_map:\n{mapping}\n"
     )
     write(tmp_path / "params.yaml", params)
     good = _stage("stages.ingest", tmp_path)
@@ -307,28 +349,54 @@ def test_generate_then_ingest_end_to_end(tmp_path: Path) -> None:
 
 def test_semicolon_decimal_comma_markers_and_unrated(tmp_path: Path) -> None:
     write(tmp_path / "eu.csv", "Code;Peer;Ret1Y;Stars\nA;x;1,5;0\nB;x;-;4\nC;x;1.234,25;NR\n")
-    params = IngestParams(source="table", path="eu.csv", decimal=",", na_values=("-",), unrated=("0", "NR"),
-                          column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y", "expert_grade": "Stars"})
+    params = IngestParams(
+        source="table",
+        path="eu.csv",
+        decimal=",",
+        na_values=("-",),
+        unrated=("0", "NR"),
+        column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y", "expert_grade": "Stars"},
+    )
     table = run(params, tmp_path)
-    assert table["return_1y"].tolist()[0] == 1.5 and np.isnan(table["return_1y"][1]) and table["return_1y"][2] == 1234.25
+    assert (
+        table["return_1y"].tolist()[0] == 1.5 and np.isnan(table["return_1y"][1]) and table["return_1y"][2] == 1234.25
+    )
     assert table["expert_grade"].isna().tolist() == [True, False, True] and table.attrs["unrated"] == 2
 
 
 def test_a_marker_not_configured_is_named_with_the_fix(tmp_path: Path) -> None:
     write(tmp_path / "m.csv", "Code,Peer,Ret1Y\nA,x,1\nB,x,-\nC,x,--\n")
-    params = IngestParams(source="table", path="m.csv", column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"})
-    with pytest.raises(IngestError, match=r"column 'Ret1Y' \(return_1y\) has 2 non-numeric value\(s\): data row 2: '-', data row 3: '--' \(a marker for missing goes in ingest.na_values"):
+    params = IngestParams(
+        source="table", path="m.csv", column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"}
+    )
+    with pytest.raises(
+        IngestError,
+        match=r"column 'Ret1Y' \(return_1y\) has 2 non-numeric value\(s\): data row 2: '-', data row 3: '--' \(a marker for missing goes in ingest.na_values",
+    ):
         run(params, tmp_path)
 
 
 def test_ids_built_from_columns_generated_or_refused(tmp_path: Path) -> None:
-    write(tmp_path / "i.csv", "Scheme,Plan,Peer\nAlpha Fund - Direct Plan,Growth,x\nAlpha Fund - Regular Plan,Growth,x\nBeta Fund,Growth,x\nBeta Fund,Growth,x\n")
-    base = IngestParams(source="table", path="i.csv", column_map={"name": "Scheme", "category": "Peer"},
-                        fund_id_from=("Scheme",), fund_id_strip=(r"\s*-\s*(direct|regular)\b.*$",))
-    with pytest.raises(IngestError, match=r"share_class_id_from \['Scheme', 'Plan'\] gives 1 id\(s\) to more than one row: 'Beta Fund \| Growth' \(data rows 3, 4\)"):
+    write(
+        tmp_path / "i.csv",
+        "Scheme,Plan,Peer\nAlpha Fund - Direct Plan,Growth,x\nAlpha Fund - Regular Plan,Growth,x\nBeta Fund,Growth,x\nBeta Fund,Growth,x\n",
+    )
+    base = IngestParams(
+        source="table",
+        path="i.csv",
+        column_map={"name": "Scheme", "category": "Peer"},
+        fund_id_from=("Scheme",),
+        fund_id_strip=(r"\s*-\s*(direct|regular)\b.*$",),
+    )
+    with pytest.raises(
+        IngestError,
+        match=r"share_class_id_from \['Scheme', 'Plan'\] gives 1 id\(s\) to more than one row: 'Beta Fund \| Growth' \(data rows 3, 4\)",
+    ):
         run(dataclasses.replace(base, share_class_id_from=("Scheme", "Plan")), tmp_path)
     table = run(dataclasses.replace(base, share_class_id_generate=True), tmp_path)
     assert table["share_class_id"].tolist() == ["row-1", "row-2", "row-3", "row-4"]
     assert table["fund_id"].nunique() == 2 and table["fund_id"][0] == table["fund_id"][1]  # plans of Alpha are one fund
-    with pytest.raises(IngestError, match="required column 'share_class_id' is absent: map it in column_map or build it"):
+    with pytest.raises(
+        IngestError, match="required column 'share_class_id' is absent: map it in column_map or build it"
+    ):
         run(base, tmp_path)

@@ -115,12 +115,14 @@ def test_bad_value_kind() -> None:
 def test_vectorised_speed() -> None:
     rng = np.random.default_rng(0)
     n, t = 3000, 120
-    df = pd.DataFrame({
-        "share_class_id": np.repeat([f"S{i}" for i in range(n)], t),
-        "month": np.tile(months(t), n),
-        "return": rng.normal(0.005, 0.04, n * t),
-        "benchmark_return": rng.normal(0.005, 0.04, n * t),
-    })
+    df = pd.DataFrame(
+        {
+            "share_class_id": np.repeat([f"S{i}" for i in range(n)], t),
+            "month": np.tile(months(t), n),
+            "return": rng.normal(0.005, 0.04, n * t),
+            "benchmark_return": rng.normal(0.005, 0.04, n * t),
+        }
+    )
     start = time.perf_counter()
     m = nm.compute_long(df)
     assert time.perf_counter() - start < 2.0

@@ -54,12 +54,14 @@ def test_star_methodology_weights_periods_100_60_40_50_30_20_by_history(repo_roo
     m = meth.load(repo_root / "methodology/morningstar.yaml")
     assert m.scoring == "ranked" and [b.high - b.low for b in m.bands] == [10, 22.5, 35, 22.5, 10]
     weighted = dataclasses.replace(m, scoring="weighted")  # the composite before it is ranked
-    funds = pd.DataFrame({
-        "category": ["c"] * 5,
-        "mrar_3y": [1.0, 2.0, 3.0, 4.0, 5.0],
-        "mrar_5y": [5.0, 4.0, 3.0, 2.0, np.nan],  # the last fund: 3 years only
-        "mrar_10y": [1.0, 3.0, 2.0, np.nan, np.nan],  # the fourth: 3 and 5 years
-    })
+    funds = pd.DataFrame(
+        {
+            "category": ["c"] * 5,
+            "mrar_3y": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "mrar_5y": [5.0, 4.0, 3.0, 2.0, np.nan],  # the last fund: 3 years only
+            "mrar_10y": [1.0, 3.0, 2.0, np.nan, np.nan],  # the fourth: 3 and 5 years
+        }
+    )
     pct = meth.criterion_percentiles(m, funds)
     score = meth.rule_score(weighted, funds)["rule_score"]
     assert score[4] == pytest.approx(round(pct.at[4, "mrar_3y"], 1))

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fundgrpo.data import navmetrics
-from fundgrpo.data import synthetic
+from fundgrpo.data import navmetrics, synthetic
 from fundgrpo.params import SyntheticParams
 
 SMALL = SyntheticParams(n_funds=60, n_months=72)
@@ -104,6 +103,7 @@ def test_longer_horizon_keeps_history_and_regime_shifts() -> None:
     before = shocked[shocked["month"] <= base["month"].max()].reset_index(drop=True)
     pd.testing.assert_frame_equal(base, before)
     after = (shocked["month"] > base["month"].max()).to_numpy()
+
     # the same draws, scaled: deviations from the benchmark are 3x (plus the fee change)
     def active(frame: pd.DataFrame) -> np.ndarray:
         return (frame["return"] - frame["benchmark_return"]).to_numpy()[after]
@@ -138,8 +138,8 @@ def test_generate_small_universe() -> None:
 
 def test_the_published_rule_only_approximates_the_analysts() -> None:
     """The experts also weigh manager tenure, which the methodology shows but does not score."""
-    from fundgrpo.methodology import compiler as meth
     from fundgrpo.data import navmetrics
+    from fundgrpo.methodology import compiler as meth
     from tests.support import REPO
 
     params = dataclasses.replace(SMALL, n_funds=200, analyst_noise=0.0)

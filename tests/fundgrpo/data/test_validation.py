@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from fundgrpo import profiles
-from fundgrpo.params import ValidateParams, load_params
 from fundgrpo.data.validation import run, validate_frame
+from fundgrpo.params import ValidateParams
 
 REPO = Path(__file__).resolve().parents[2]
 PARAMS = ValidateParams(null_budget={"return_5y": 0.3, "return_10y": 0.6}, min_labelled_share=0.5)
@@ -126,11 +126,17 @@ def _stage(tmp_path: Path, df: pd.DataFrame) -> subprocess.CompletedProcess:
     df.to_parquet(tmp_path / "canonical.parquet", index=False)
     params = {
         "ingest": {"out": "canonical.parquet"},
-        "validate": {**{k: v for k, v in vars(PARAMS).items() if k in ("null_budget", "min_labelled_share")}, "report_dir": "report", "out": "validated.parquet"},
+        "validate": {
+            **{k: v for k, v in vars(PARAMS).items() if k in ("null_budget", "min_labelled_share")},
+            "report_dir": "report",
+            "out": "validated.parquet",
+        },
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "stages.validate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "stages.validate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_main_fails_and_keeps_previous_output(tmp_path: Path) -> None:

@@ -22,10 +22,19 @@ def universe(n_funds: int = 150, seed: int = 0) -> pd.DataFrame:
         cat = ["a", "b", "c"][f % 3]
         ret, vol = rng.normal(6, 4), rng.uniform(5, 25)
         for s in range(1 + f % 2):
-            rows.append({"share_class_id": f"S{f}-{s}", "fund_id": f"F{f}", "category": cat,
-                         "return_3y": ret - 0.3 * s, "volatility_3y": vol, "ongoing_cost": rng.uniform(0.2, 1.5),
-                         "QuantitativeRating": rng.integers(1, 6), "MorningstarRiskM255": rng.integers(1, 6),
-                         "SustainabilityRank": rng.integers(1, 6)})
+            rows.append(
+                {
+                    "share_class_id": f"S{f}-{s}",
+                    "fund_id": f"F{f}",
+                    "category": cat,
+                    "return_3y": ret - 0.3 * s,
+                    "volatility_3y": vol,
+                    "ongoing_cost": rng.uniform(0.2, 1.5),
+                    "QuantitativeRating": rng.integers(1, 6),
+                    "MorningstarRiskM255": rng.integers(1, 6),
+                    "SustainabilityRank": rng.integers(1, 6),
+                }
+            )
     df = pd.DataFrame(rows)
     df.loc[df.index % 7 == 0, "ongoing_cost"] = np.nan  # NaN is handled, not dropped
     latent = df["return_3y"] - 0.2 * df["volatility_3y"]
@@ -41,8 +50,15 @@ def test_features_never_hold_leaking_columns_or_labels():
     leaked = set(X.columns) & (set(baselines.LEAKING) | {"expert_grade", "expert_score"})
     assert not leaked
     assert not any(c.startswith(tuple(baselines.LEAKING)) or c.startswith("expert") for c in X.columns)
-    assert set(X.columns) == {"return_3y", "volatility_3y", "ongoing_cost", "return_3y_pct", "volatility_3y_pct",
-                              "ongoing_cost_pct", "category"}
+    assert set(X.columns) == {
+        "return_3y",
+        "volatility_3y",
+        "ongoing_cost",
+        "return_3y_pct",
+        "volatility_3y_pct",
+        "ongoing_cost_pct",
+        "category",
+    }
     for bad in (["QuantitativeRating"], ["expert_score"], ["return_3y", "MorningstarRiskM255"]):
         with pytest.raises(ValueError, match="labels or leaking"):
             baselines.features(df, bad)

@@ -73,9 +73,7 @@ def test_rule_scorer_orders_funds_and_renormalises_missing_metrics():
             "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
         }
     )
-    funds = pd.DataFrame(
-        {"category": ["a"] * 3, "return_3y": [1.0, 2.0, 3.0], "return_5y": [1.0, np.nan, 3.0]}
-    )
+    funds = pd.DataFrame({"category": ["a"] * 3, "return_3y": [1.0, 2.0, 3.0], "return_5y": [1.0, np.nan, 3.0]})
     s = meth.rule_score(m, funds)
     assert s["rule_score"].tolist() == [0.0, 50.0, 100.0]  # middle fund: 3y only, percentile 50
     assert s["rule_grade"].tolist() == [1, 2, 2]
@@ -110,7 +108,10 @@ def test_context_metrics_are_shown_not_scored():
     assert [c.metric for c in m.context] == ["ongoing_cost"]
     assert meth.from_rubric(meth.rubric(m)) == m  # survives compiling
     funds = pd.DataFrame({"category": ["a"] * 3, "sharpe_3y": [0.1, 0.2, 0.3], "ongoing_cost": [2.0, 1.0, 0.5]})
-    assert meth.rule_score(m, funds)["rule_grade"].tolist() == meth.rule_score(meth.parse({**raw, "context": []}), funds)["rule_grade"].tolist()
+    assert (
+        meth.rule_score(m, funds)["rule_grade"].tolist()
+        == meth.rule_score(meth.parse({**raw, "context": []}), funds)["rule_grade"].tolist()
+    )
     pct = meth.criterion_percentiles(m, funds, with_context=True)
     assert pct["ongoing_cost"].tolist() == [0.0, 50.0, 100.0]  # lower cost is better
     with pytest.raises(meth.MethodologyError, match="already a criterion"):

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from fundgrpo.methodology import prompts
 
-RUBRIC = {"name": "펀드 품질 등급", "language": "ko", "grades": [1, 2, 3, 4, 5],
-          "criteria": [{"id": "s", "label": "샤프지수", "weight": 0.6}, {"id": "c", "label": "총보수", "weight": 0.4}]}
+RUBRIC = {
+    "name": "펀드 품질 등급",
+    "language": "ko",
+    "grades": [1, 2, 3, 4, 5],
+    "criteria": [{"id": "s", "label": "샤프지수", "weight": 0.6}, {"id": "c", "label": "총보수", "weight": 0.4}],
+}
 EVIDENCE = {"s": {"value": 0.8, "median": 0.5, "pct": 81.4}, "c": {"value": 1.2, "median": 0.9, "pct": float("nan")}}
 
 
 def test_compact_korean_prompt_states_every_percentile_and_weight():
-    system, user = prompts.build_messages(RUBRIC, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE, "compact")
+    system, user = prompts.build_messages(
+        RUBRIC, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE, "compact"
+    )
     assert system["content"] == "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요."
     assert user["content"].splitlines() == [
         "펀드 품질 등급. 유형: Korea Equity (비교 펀드 12개).",
@@ -19,5 +25,7 @@ def test_compact_korean_prompt_states_every_percentile_and_weight():
         "총보수 자료 없음 (40%)",
         'JSON: {"reasoning": "...", "score": 0-100, "grade": 1-5}',
     ]
-    full = prompts.build_messages(RUBRIC, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE)[1]["content"]
+    full = prompts.build_messages(
+        RUBRIC, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE
+    )[1]["content"]
     assert "백분위 81" in full and len(user["content"]) < len(full)

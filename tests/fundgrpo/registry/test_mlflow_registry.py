@@ -23,7 +23,9 @@ def client(tmp_path):
 
 
 def version(client, tmp_path, registration: str) -> str:
-    return client.create_model_version("m", source=str(tmp_path), tags={mlflow_registry.REGISTRATION: registration}).version
+    return client.create_model_version(
+        "m", source=str(tmp_path), tags={mlflow_registry.REGISTRATION: registration}
+    ).version
 
 
 def test_finish_pending_removes_unaliased_versions_and_completes_aliased_ones(client, tmp_path):
@@ -49,9 +51,13 @@ def test_discard_pending_never_deletes_a_version_holding_an_alias(client, tmp_pa
 def test_a_lock_whose_holder_process_is_gone_is_taken_over_at_once(client):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    client.create_registered_model("m.promotion-lock", tags={"holder": f"{socket.gethostname()}:{dead.pid}", "since": str(time.time())})
+    client.create_registered_model(
+        "m.promotion-lock", tags={"holder": f"{socket.gethostname()}:{dead.pid}", "since": str(time.time())}
+    )
     said = []
-    with mlflow_registry.promotion_lock(client, "m", timeout_s=5.0, log=said.append):  # not stale by age: by its dead holder
+    with mlflow_registry.promotion_lock(
+        client, "m", timeout_s=5.0, log=said.append
+    ):  # not stale by age: by its dead holder
         pass
     assert said and "its holder is gone" in said[0]
     assert not [m for m in client.search_registered_models() if m.name.endswith(".promotion-lock")]

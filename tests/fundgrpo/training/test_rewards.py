@@ -14,7 +14,12 @@ def setup(request, repo_root):
 
 
 def answer(grade, score, reasoning):
-    return [{"role": "assistant", "content": json.dumps({"grade": grade, "score": score, "reasoning": reasoning}, ensure_ascii=False)}]
+    return [
+        {
+            "role": "assistant",
+            "content": json.dumps({"grade": grade, "score": score, "reasoning": reasoning}, ensure_ascii=False),
+        }
+    ]
 
 
 MALFORMED = [
@@ -33,7 +38,11 @@ MALFORMED = [
 
 def test_malformed_completions_get_zero_not_errors(setup):
     _, rewards = setup
-    cols = {"expert_grade": [3] * len(MALFORMED), "expert_score": [50.0] * len(MALFORMED), "evidence": ["{}"] * len(MALFORMED)}
+    cols = {
+        "expert_grade": [3] * len(MALFORMED),
+        "expert_score": [50.0] * len(MALFORMED),
+        "evidence": ["{}"] * len(MALFORMED),
+    }
     for name, fn in rewards.items():
         assert fn(MALFORMED, **cols) == [0.0] * len(MALFORMED), name
 
@@ -98,7 +107,11 @@ def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
         assert all(x == 0.0 for x in got[:-2]), (name, got)  # all but the NUL-reasoning answer are malformed
     # bad columns cost only their own item: a label that is no grade, evidence that is not JSON
     good = answer(3, 50, "Sharpe ratio top 10%")
-    odd = dict(expert_grade=[3, "three", 3], expert_score=[50.0, 50.0, "x"], evidence=['{"sharpe_3y": 80}', "{", '{"sharpe_3y": 80}'])
+    odd = dict(
+        expert_grade=[3, "three", 3],
+        expert_score=[50.0, 50.0, "x"],
+        evidence=['{"sharpe_3y": 80}', "{", '{"sharpe_3y": 80}'],
+    )
     for name, fn in rewards.items():
         got = fn([good] * 3, **odd)
         assert len(got) == 3 and got[0] == fn([good], **{k: v[:1] for k, v in odd.items()})[0], name
