@@ -17,7 +17,7 @@ export DVC_NO_ANALYTICS=1
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 
-.PHONY: setup run test bench
+.PHONY: setup run test lint bench
 setup: $(VENV)/.installed
 
 # torch first, pinned: on CPU machines it takes the CPU build; left to the resolver it
@@ -34,8 +34,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt pretrained-models.txt
 run: setup
 	dvc repro
 
-test: setup
+# lint first: it takes seconds, the tests minutes
+test: setup lint
 	pytest -q
+
+lint: setup
+	ruff check .
+	ruff format --check .
 
 bench: setup
 	bash benchmarks/run.sh

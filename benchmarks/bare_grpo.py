@@ -1,75 +1,64 @@
-"""A bare TRL GRPO script, as a user would write it by hand: the yardstick for the `train`
+"""A bare TRL GRPO script, as a user would write it by hand: the yardstick for the `grpo`
 stage's overhead (benchmarks/grpo_overhead.py). Same model, data, rewards and GRPO settings
-as `python -m stages.grpo` in the same folder; no params loader, checkpoint management,
-curves, plots or metrics files.
+as `python -m stages.grpo` in the same folder: the settings come from the library
+(`grpo_trainer.grpo_config`, `shared.lora_config` with `lora.top_layers`, the rewards bound as
+the stage binds them); what it leaves out is the stage's wrapper: no checkpoint management or
+resume, no greedy evaluations or kept-start choice, no curves, plots or metrics files.
 
     python benchmarks/bare_grpo.py OUT_DIR      # in a repo folder after `dvc repro sft`
 """
 
-import sys
-from pathlib import Path
+from __future__ import annotations
 
-from datasets import Dataset
-from peft import LoraConfig
-from transformers import AutoTokenizer
-from trl import GRPOConfig, GRPOTrainer
+import argparse
+import dataclasses
+from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
-from fundgrpo.training.rewards import make_rewards
+from fundgrpo.training import modelling, rewards
+from fundgrpo.training.grpo_trainer import grpo_config, reward_names
+from fundgrpo.training.judge import make_judge_reward
+from fundgrpo.training.shared import lora_config
 
-out = Path(sys.argv[1])
-g = load_params("params.yaml").grpo  # the typed values the stage reads, defaults included
-rubric, schema = load_compiled(Path("data/schema"))
-rewards = make_rewards(rubric, schema, g.score_tolerance, tuple(g.reasoning_chars), g.grade_step_penalty)
-names = ["json", "grade", "score", "evidence", "length"]
-rows = io.read_jsonl("data/prepared/train.jsonl")
-dataset = Dataset.from_list([{k: r[k] for k in ("prompt", "expert_grade", "expert_score", "evidence")} for r in rows])
-tokenizer = AutoTokenizer.from_pretrained("models/sft", padding_side="left")
-config = GRPOConfig(
-    output_dir=str(out / "checkpoints"),
-    max_steps=g.max_steps,
-    learning_rate=g.learning_rate,
-    warmup_steps=g.warmup_steps,
-    lr_scheduler_type=g.lr_scheduler_type,
-    gradient_accumulation_steps=g.gradient_accumulation_steps,
-    per_device_train_batch_size=g.per_device_train_batch_size,
-    num_generations=g.num_generations,
-    max_completion_length=g.max_completion_length,
-    temperature=g.temperature,
-    beta=g.beta,
-    loss_type=g.loss_type,
-    epsilon=g.epsilon,
-    epsilon_high=g.epsilon_high,
-    scale_rewards=g.scale_rewards,
-    reward_weights=[getattr(g.reward_weights, n) for n in names],
-    logging_steps=g.logging_steps,
-    save_strategy="no",
-    report_to="none",
-    seed=g.seed,
-    bf16=False,
-    use_cpu=True,
-    gradient_checkpointing=False,
-    model_init_kwargs={"dtype": "float32"},
-)
-lora = g.lora
-peft = (
-    LoraConfig(
-        r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules="all-linear", task_type="CAUSAL_LM"
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path, help="where the merged policy goes (TRL's scratch under OUT/checkpoints)")
+    args = ap.parse_args()
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    p = load_params("params.yaml")  # the typed values the stage reads, defaults included
+    # bare: no evaluations and no checkpoints, whatever params.yaml says (grpo_overhead.py sets both
+    # to 0 for the stage too)
+    g = dataclasses.replace(p.grpo, eval_steps=0, save_steps=0)
+    rubric, schema = load_compiled(Path(p.methodology.out_dir))
+    funcs = rewards.bind(rubric, schema, g)
+    if g.judge.enabled:
+        funcs["judge"] = make_judge_reward(g.judge)
+    columns = ("prompt", "expert_grade", "expert_score", "evidence")
+    rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
+    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
+    source = modelling.resolve(p.sft.out_dir)
+    tokenizer = AutoTokenizer.from_pretrained(source, padding_side="left")
+    peft = lora_config(g.lora, source)
+    trainer = GRPOTrainer(
+        model=source,
+        reward_funcs=[funcs[name] for name in reward_names(g)],
+        args=grpo_config(g, p.model, args.out / "checkpoints"),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft,
     )
-    if lora.enabled
-    else None
-)
-trainer = GRPOTrainer(
-    model="models/sft",
-    reward_funcs=[rewards[n] for n in names],
-    args=config,
-    train_dataset=dataset,
-    processing_class=tokenizer,
-    peft_config=peft,
-)
-trainer.train()
-model = trainer.model.merge_and_unload() if peft else trainer.model
-model.save_pretrained(out)
-tokenizer.save_pretrained(out)
+    trainer.train()
+    model = trainer.model.merge_and_unload() if peft else trainer.model
+    model.save_pretrained(args.out)
+    tokenizer.save_pretrained(args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""The `train` stage's overhead over a bare TRL script (benchmarks/bare_grpo.py): same model,
+"""The `grpo` stage's overhead over a bare TRL script (benchmarks/bare_grpo.py): same model,
 data, rewards and GRPO settings, timed as whole processes, alternately, in one run.
 
     python benchmarks/grpo_overhead.py RUN_DIR --steps 5 --pairs 2    # RUN_DIR: a kept benchmarks/pipeline.py copy

@@ -88,7 +88,7 @@ def main() -> None:
     subprocess.run(["dvc", "repro"], cwd=root, env=env, check=True, capture_output=True)
     noop = time.perf_counter() - t1
 
-    # kept beside the run for benchmarks/pretrained.py (which collects a kept run's figures)
+    # kept beside the run for benchmarks/pretrained_report.py (which collects a kept run's figures)
     (root / "bench.json").write_text(
         json.dumps(
             {
@@ -114,13 +114,13 @@ def main() -> None:
         print(f"\npeak RSS of one process: {rss / 1024:.0f} MB")
     print(f"GRPO: {train['steps']} steps, {train['seconds_per_step']} s/step")
     print(
-        "\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE | cites evidence |\n|---|---|---|---|---|---|---|---|"
+        "\n| evaluator | valid JSON | exact | within one | QWK | Spearman | score MAE | cites evidence |\n"
+        "|---|---|---|---|---|---|---|---|"
     )
     for name, m in backtest["models"].items():
         cites = f"{m['evidence']:.3f}" if "evidence" in m else "-"
-        print(
-            f"| {name} | {m['valid_json']:.3f} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} | {m['score_mae']:.1f} | {cites} |"
-        )
+        scores = " | ".join(f"{m[k]:.3f}" for k in ("valid_json", "exact", "within_one", "qwk", "spearman"))
+        print(f"| {name} | {scores} | {m['score_mae']:.1f} | {cites} |")
     print(f"\n({backtest['n_funds']} test share classes; nproc={os.cpu_count()}; cpu {cpu()})")
     if not args.keep:
         shutil.rmtree(root.parent, ignore_errors=True)

@@ -5,6 +5,7 @@ Kept free of Prefect so each piece can be tested (and reused) on its own.
 
 from __future__ import annotations
 
+import io as _io
 import os
 import re
 import subprocess
@@ -12,6 +13,11 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
+
+import yaml
+from filelock import FileLock, Timeout
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from fundgrpo import io
 from fundgrpo.cli import OFFLINE
@@ -125,8 +131,6 @@ def _value(text: str):
     >>> _value("0.04"), _value("3e-4"), _value("true"), _value("[1, 2]"), _value("abc")
     (0.04, 0.0003, True, [1, 2], 'abc')
     """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
 
     try:
         return YAML(typ="safe", pure=True).load(text)
@@ -168,10 +172,6 @@ def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     The result must still load as `Params` (an unknown key is an error naming it);
     the file is replaced atomically. Returns the changes as "key=value" lines.
     """
-    import io as _io
-
-    import yaml
-    from ruamel.yaml import YAML
 
     rt = YAML()  # round trip: comments and order survive
     rt.preserve_quotes = True
@@ -209,7 +209,6 @@ def workspace_lock(root: Path, timeout_s: float = -1, log: Callable[[str], None]
     Two training runs queue instead of colliding: DVC's own lock would fail the second
     at once, and the registry's alias move must happen one run at a time.
     """
-    from filelock import FileLock, Timeout
 
     path = root / LOCK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

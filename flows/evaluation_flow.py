@@ -49,7 +49,7 @@ def evaluation(root: str = ".", funds: str | None = None, model: str | None = No
     workspace = Path(root).resolve()
     params = load_params(workspace / "params.yaml")
     month = month or datetime.now(timezone.utc).strftime("%Y-%m")
-    out = f"reports/evaluations/{month}/evaluations.parquet"
+    out = str(Path(params.evaluate.out_dir) / month / "evaluations.parquet")
     return run_evaluate(str(workspace), funds or params.ingest.out, out, model)
 
 

@@ -28,8 +28,18 @@ from pathlib import Path
 from typing import Any, Callable
 from uuid import UUID
 
-JOURNAL_DIR = "reports/flow-runs"  # reports/ is git-ignored
+from fundgrpo.params import FlowsParams, ParamsError, load_params
+
 FINAL = {"COMPLETED": "Completed", "FAILED": "Failed"}
+
+
+def folder(root: Path | str) -> Path:
+    """Where the workspace's flow runs keep their journals (`flows.journal_dir` in its params.yaml)."""
+    try:
+        journal_dir = load_params(Path(root) / "params.yaml").flows.journal_dir
+    except ParamsError:  # the run still gets its journal; the flow reports the bad params itself
+        journal_dir = FlowsParams().journal_dir
+    return Path(root) / journal_dir
 
 
 class Journal(logging.Handler):
@@ -38,7 +48,7 @@ class Journal(logging.Handler):
     def __init__(self, root: Path, flow_run_id: UUID | str):
         super().__init__(level=logging.INFO)
         self.flow_run_id = str(flow_run_id)
-        self.path = Path(root) / JOURNAL_DIR / f"{self.flow_run_id}.jsonl"
+        self.path = folder(root) / f"{self.flow_run_id}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, row: dict[str, Any]) -> None:
@@ -93,9 +103,9 @@ def reconcile(root: Path, log: Callable[[str], None] = print) -> list[str]:
     from prefect.states import State, StateType
 
     changed = []
-    folder = Path(root) / JOURNAL_DIR
+    journals = folder(root)
     with get_client(sync_client=True) as client:
-        for path in sorted(folder.glob("*.jsonl")) if folder.exists() else []:
+        for path in sorted(journals.glob("*.jsonl")) if journals.exists() else []:
             rows = read(path)
             final = next((r for r in rows if r["kind"] == "flow"), None)
             if final is None or any(r["kind"] == "reconciled" for r in rows):
@@ -104,7 +114,7 @@ def reconcile(root: Path, log: Callable[[str], None] = print) -> list[str]:
                 run = client.read_flow_run(UUID(path.stem))
             except ObjectNotFound:  # another server's run: nothing to correct here
                 continue
-            note = f"reconciled from {JOURNAL_DIR}/{path.name}: the Prefect server was unreachable when the run reported it"
+            note = f"reconciled from {path}: the Prefect server was unreachable when the run reported it"
             fixes, known = [], set()
             for t in (r for r in rows if r["kind"] == "task"):
                 try:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import errno  # noqa: F401  (the doctest below)
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import Callable
+
+import yaml
 
 from fundgrpo import threads
 from fundgrpo.io import DISK_FULL
@@ -43,9 +46,6 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not {"-h", "--help"} & set(argv):
         return
-    import importlib
-
-    import yaml
 
     print(f"python -m stages.{name}\n\n{(importlib.import_module(f'stages.{name}').__doc__ or '').strip()}\n")
     root = Path(".") if Path("dvc.yaml").exists() else Path(__file__).resolve().parents[1]
@@ -64,7 +64,8 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
         if items:
             print(f"{label}: {', '.join(map(str, items))}")
     print(
-        "\nParameters come from params.yaml (apply a profile with `python -m fundgrpo.profiles apply NAME`); run the DAG with `dvc repro`."
+        "\nParameters come from params.yaml (apply a profile with `python -m fundgrpo.profiles apply NAME`); "
+        "run the DAG with `dvc repro`."
     )
     sys.exit(0)
 
@@ -98,8 +99,10 @@ def disk_full_message(e: OSError) -> str:
     """What a full disk looks like to the user: which file, and that nothing good was replaced
     (every output is written to a temporary sibling and moved into place only when complete).
 
-    >>> disk_full_message(OSError(errno.ENOSPC, "No space left on device", "data/x.parquet"))
-    'disk full while writing data/x.parquet (No space left on device); free space there and rerun: the outputs of the last good run are unchanged'
+    >>> e = OSError(errno.ENOSPC, "No space left on device", "data/x.parquet")
+    >>> print(disk_full_message(e))  # doctest: +NORMALIZE_WHITESPACE
+    disk full while writing data/x.parquet (No space left on device); free space there and rerun:
+    the outputs of the last good run are unchanged
     """
     where = f" while writing {e.filename}" if e.filename else ""
     return (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -89,7 +90,6 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 def peak_rss_mb() -> int:
     """Peak resident memory of this process so far, in MB (what a stage reports of itself)."""
-    import resource
 
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 

@@ -9,6 +9,8 @@ not be silently ignored); enumerated settings are checked at load.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -98,6 +100,9 @@ class IngestParams:
     fund_id_strip: tuple[str, ...] = ()
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
     drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
+    # Drop rows that repeat an earlier row cell for cell (a doubled export), counted in ingest's
+    # line. Off: they are kept and named in a note, and their repeated share_class_id is refused.
+    drop_duplicate_rows: bool = False
     returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
     # Accepted monitoring batches (canonical Parquet, written by flows/monitoring_flow.py) laid over
     # the source; the newest snapshot of a share class wins. Absent or empty: the source alone.
@@ -110,6 +115,13 @@ class IngestParams:
         _choice("ingest.decimal", self.decimal, (".", ","))
         if self.share_class_id_from and self.share_class_id_generate:
             raise ParamsError("ingest: set share_class_id_from or share_class_id_generate, not both")
+        for i, pattern in enumerate(self.fund_id_strip):
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ParamsError(
+                    f"ingest.fund_id_strip[{i}]: {pattern!r} is not a valid regular expression: {err}"
+                ) from None
 
 
 @dataclass(frozen=True)
@@ -153,6 +165,7 @@ class PrepareParams:
     # starts from the published rule and learns where the analysts' judgement departs from it.
     show_rule: bool = True
     out_dir: str = "data/prepared"
+    metrics: str = "metrics/prepare.json"
 
     def __post_init__(self) -> None:
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
@@ -226,16 +239,27 @@ class SftParams:
     enabled: bool = True
     epochs: float = 10.0
     learning_rate: float = 1e-3
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: int = 5
+    logging_steps: int = 10
     batch_size: int = 16
     max_length: int = 512
     seed: int = 0
     bf16: bool = False
     lora: LoraParams = field(default_factory=LoraParams)
     out_dir: str = "models/sft"
+    metrics: str = "metrics/sft.json"
+
+
+# The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and
+# the plots show them; each has a weight below, and `judge` follows when grpo.judge is enabled.
+RULE_REWARDS = ("json", "grade", "score", "evidence", "length")
 
 
 @dataclass(frozen=True)
 class RewardWeights:
+    """One weight per reward: the fields are RULE_REWARDS, then judge."""
+
     json: float = 1.0
     grade: float = 2.0
     score: float = 0.25
@@ -299,6 +323,10 @@ class GrpoParams:
     lora: LoraParams = field(default_factory=LoraParams)
     judge: JudgeParams = field(default_factory=JudgeParams)
     out_dir: str = "models/policy"
+    metrics: str = "metrics/grpo.json"
+    reward_curves: str = "plots/grpo_rewards.json"  # training rewards by step (`dvc plots`)
+    eval_curves: str = "plots/eval_rewards.json"  # validation reward and greedy agreement by evaluation
+    report_dir: str = "reports/grpo"  # the reward curves as a PNG (and the judge's log)
 
 
 @dataclass(frozen=True)
@@ -355,6 +383,8 @@ class RegisterParams:
     # is not a fair gate, and the champion would come from an experiment not in git.
     promote: bool = True
     decision: str = "metrics/register.json"
+    # folders logged with each MLflow run, beside the compiled methodology
+    artifacts: tuple[str, ...] = ("metrics", "reports")
 
 
 @dataclass(frozen=True)
@@ -387,6 +417,20 @@ class MonitorParams:
 
 
 @dataclass(frozen=True)
+class EvaluateParams:
+    """Batch evaluations of new funds (`python -m fundgrpo.serving.batch`, flows/evaluation_flow.py)."""
+
+    out_dir: str = "reports/evaluations"  # the flow writes <out_dir>/<YYYY-MM>/evaluations.parquet
+
+
+@dataclass(frozen=True)
+class FlowsParams:
+    """The Prefect flows (flows/)."""
+
+    journal_dir: str = "reports/flow-runs"  # each run's own record, reconciled with the server (flows/journal.py)
+
+
+@dataclass(frozen=True)
 class Params:
     synthetic: SyntheticParams = field(default_factory=SyntheticParams)
     ingest: IngestParams = field(default_factory=IngestParams)
@@ -400,6 +444,8 @@ class Params:
     backtest: BacktestParams = field(default_factory=BacktestParams)
     register: RegisterParams = field(default_factory=RegisterParams)
     monitor: MonitorParams = field(default_factory=MonitorParams)
+    evaluate: EvaluateParams = field(default_factory=EvaluateParams)
+    flows: FlowsParams = field(default_factory=FlowsParams)
 
 
 # ---------------------------------------------------------------------- loading
@@ -528,8 +574,6 @@ HEADER = """\
 
 def _comments(cls: type) -> dict[str, tuple[list[str], str]]:
     """Field name -> (comment lines just above it, its trailing comment), from the class source."""
-    import inspect
-    import re
 
     out: dict[str, tuple[list[str], str]] = {}
     above: list[str] = []

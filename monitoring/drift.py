@@ -81,7 +81,8 @@ def feature_columns(reference: pd.DataFrame, current: pd.DataFrame, params: Moni
         missing = [c for c in params.features if c not in reference or c not in current]
         if unknown or missing:
             raise DriftError(
-                f"monitor.features: {unknown + missing} are not canonical columns present in both the batch and the reference"
+                f"monitor.features: {unknown + missing} are not canonical columns "
+                "present in both the batch and the reference"
             )
         return list(params.features)
     columns = [
@@ -171,7 +172,10 @@ def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorPa
     drifted = [c for c in columns if flags.get(c)]
     verdict = share >= params.drift_share
     verb = "drift" if verdict else "no drift"
-    reason = f"{verb}: {len(drifted)} of {len(columns)} fund features drifted (share {share:.2f}, threshold {params.drift_share:g})"
+    reason = (
+        f"{verb}: {len(drifted)} of {len(columns)} fund features drifted "
+        f"(share {share:.2f}, threshold {params.drift_share:g})"
+    )
     return DataDrift(verdict, reason, share, drifted, scores, rows, **pinned)
 
 
@@ -226,11 +230,17 @@ def prediction_drift(
     result = _run_report([metric], ref, cur, definition, out, "prediction_drift")
     scores, flags = _column_results(result)
     shifted = bool(flags.get("grade"))
-    reason = f"champion's grade distribution {params.prediction_method} {scores['grade']:.3f} (threshold {params.prediction_threshold:g})"
+    reason = (
+        f"champion's grade distribution {params.prediction_method} {scores['grade']:.3f} "
+        f"(threshold {params.prediction_threshold:g})"
+    )
     migrated = False
     if params.migration_threshold > 0 and migration is not None and len(pairs or []) >= params.min_rows:
         migrated = migration >= params.migration_threshold
-        reason += f"; rating migration {migration:.2f} of {len(pairs or [])} share classes graded in both (threshold {params.migration_threshold:g})"
+        reason += (
+            f"; rating migration {migration:.2f} of {len(pairs or [])} share classes graded in both "
+            f"(threshold {params.migration_threshold:g})"
+        )
     verdict = shifted or migrated
     return PredictionDrift(
         verdict, f"{'drift' if verdict else 'no drift'}: {reason}", scores["grade"], distribution, **moved, **pinned

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     path = write(table, (args.out or Path(params.monitor.incoming_dir)) / name)
     labelled = int(table["expert_grade"].notna().sum())
     print(
-        f"simulate: {len(table)} share classes as of {table['as_of'].iloc[0]}, regime {args.regime}, {labelled} rated -> {path} (synthetic)"
+        f"simulate: {len(table)} share classes as of {table['as_of'].iloc[0]}, regime {args.regime}, "
+        f"{labelled} rated -> {path} (synthetic)"
     )
     return 0
 

@@ -13,37 +13,12 @@ A failed run leaves the last good `models/base/` in place (atomic output).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.params import ModelParams, load_params
-from fundgrpo.training import modelling, pretrained
-
-
-def corpus(rows: list[dict]) -> list[str]:
-    """Texts the tokenizer learns from: prompts and reference answers (training split only)."""
-    texts = []
-    for r in rows:
-        texts.extend(m["content"] for m in r["prompt"])
-        texts.append(r["reference"])
-    return texts
-
-
-def run(params: ModelParams, train_rows: list[dict], out_dir: Path) -> dict:
-    """Write the base model (or its pointer) into `out_dir`; return a description."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if params.pretrained and pretrained.parse(params.pretrained) is not None:
-        return pretrained.convert(params.pretrained, out_dir, params.chat_template, params.dtype)
-    if params.pretrained:
-        (out_dir / modelling.POINTER).write_text(json.dumps({"name_or_path": params.pretrained}) + "\n")
-        return {"pretrained": params.pretrained}
-    tokenizer = modelling.build_tokenizer(corpus(train_rows), params.arch.vocab_size)
-    model = modelling.build_model(params.arch, tokenizer)
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    return {"parameters": sum(p.numel() for p in model.parameters()), "vocab": len(tokenizer)}
+from fundgrpo.params import load_params
+from fundgrpo.training.modelling import build_base
 
 
 def main() -> None:
@@ -51,7 +26,7 @@ def main() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
         with io.atomic_path(p.model.out_dir) as tmp:
-            info = run(p.model, rows, tmp)
+            info = build_base(p.model, rows, tmp)
         print(f"model: {info}")
 
     run_stage("model", body)

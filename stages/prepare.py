@@ -29,7 +29,7 @@ def main() -> None:
             out.mkdir()
             for name, rows in datasets.items():
                 io.write_jsonl(rows, out / f"{name}.jsonl")
-        io.write_json(summary, "metrics/prepare.json")
+        io.write_json(summary, p.prepare.metrics)
         print("prepare: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
 
     run_stage("prepare", body)

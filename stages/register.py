@@ -1,208 +1,33 @@
 """Stage `register`: log the run to MLflow, register the model, apply the promotion gate.
 
-Tracking store: `register.tracking_uri` (sqlite + local artifacts by default), or
-MLFLOW_TRACKING_URI from the environment (a server with a database). The model is
-registered only after everything else is logged, so a failure leaves nothing
-half-registered; the `champion` alias moves only when the gate says so.
+The stage reads params.yaml and calls `fundgrpo.registry.registration`; the logic, and its documentation, live there.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.cli import StageError, run_stage
-from fundgrpo.evaluation.backtesting import evaluate_model
+from fundgrpo.cli import run_stage
 from fundgrpo.methodology.compiler import load_compiled
-from fundgrpo.params import Params, load_params, to_dict
+from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.training import modelling
-
-
-def log_model(policy_dir: Path, max_new_tokens: int):
-    """Log the Hugging Face model with MLflow's transformers flavour; returns ModelInfo.
-
-    Components are passed as objects (MLflow 3.17 cannot log a transformers 5 checkpoint
-    by path) and requirements are pinned here (MLflow's inference wants torchvision).
-    """
-    from importlib.metadata import version
-
-    import mlflow
-
-    model, tokenizer = modelling.load(policy_dir)
-    return mlflow.transformers.log_model(
-        transformers_model={"model": model, "tokenizer": tokenizer},
-        name="model",
-        task="text-generation",
-        model_config={"max_new_tokens": max_new_tokens},
-        pip_requirements=[f"{p}=={version(p)}" for p in ("torch", "transformers", "accelerate")],
-    )
-
-
-def dvc_experiment() -> dict[str, str]:
-    """MLflow tags naming the DVC experiment this run belongs to (empty outside `dvc exp run`).
-
-    DVC sets DVC_EXP_NAME and DVC_EXP_BASELINE_REV for every stage of an experiment,
-    queued or in the workspace; the name also becomes the MLflow run name.
-    """
-    tags = {"dvc.exp_name": os.environ.get("DVC_EXP_NAME"), "dvc.baseline_rev": os.environ.get("DVC_EXP_BASELINE_REV")}
-    return {k: v for k, v in tags.items() if v}
-
-
-def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict):
-    """(metrics, name) of the current champion on this backtest, or None when there is none.
-
-    If the champion was measured on another test set, it is re-evaluated on this one.
-    """
-    version = mlflow_registry.champion_version(client, params.register.model_name)
-    if version is None:
-        return None
-    name = f"champion v{version.version}"
-    if version.tags.get("test_fingerprint") == backtest["test_fingerprint"]:
-        run = client.get_run(version.run_id)
-        prefix = "backtest.grpo."
-        return {k[len(prefix) :]: v for k, v in run.data.metrics.items() if k.startswith(prefix)}, name
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = mlflow_registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
-        metrics, _ = evaluate_model(
-            folder, rows, rubric, schema, params.backtest.max_new_tokens, params.backtest.batch_size, desc=name
-        )
-    return metrics, f"{name} (re-evaluated on this test set)"
-
-
-def run(
-    params: Params,
-    backtest: dict,
-    train: dict,
-    curves: list[dict],
-    rows: list[dict],
-    rubric: dict,
-    schema: dict,
-    artifacts: list[Path],
-) -> dict:
-    """Log, register, gate. Returns the decision record."""
-    import mlflow
-    from mlflow import MlflowClient
-
-    experiment_id = mlflow_registry.setup(params.register)
-    client = MlflowClient()
-    name = params.register.model_name
-    exp = dvc_experiment()
-    with mlflow.start_run(experiment_id=experiment_id, run_name=exp.get("dvc.exp_name")) as active:
-        if exp:
-            mlflow.set_tags(exp)
-        mlflow.log_params(mlflow_registry.flatten(to_dict(params)))
-        mlflow.log_metrics(
-            {f"backtest.{model}.{k}": v for model, m in backtest["models"].items() for k, v in m.items()}
-        )
-        mlflow.log_metrics({f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))})
-        for row in curves:
-            mlflow.log_metrics(
-                {f"curve.{k}": v for k, v in row.items() if k != "step" and v is not None}, step=int(row["step"])
-            )
-        for path in artifacts:
-            if path.is_dir():
-                mlflow.log_artifacts(str(path), artifact_path=path.name)
-            elif path.exists():
-                mlflow.log_artifact(str(path))
-        mlflow.set_tags(
-            {"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"}
-        )
-        info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens)
-        # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
-        with mlflow_registry.promotion_lock(client, name):
-            mlflow_registry.finish_pending(client, name)
-            version, decision, gate_passed = gate_and_register(
-                client, params, backtest, rows, rubric, schema, info, active.info.run_id
-            )
-    return {
-        "model_name": name,
-        "version": int(version.version),
-        "alias": mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER,
-        "promoted": decision.promote,
-        "gate_passed": gate_passed,
-        "reason": decision.reason,
-        "metric": params.register.gate.metric,
-        "candidate": decision.candidate,
-        "baseline": decision.baseline,
-        "baseline_name": decision.baseline_name,
-        "run_id": active.info.run_id,
-    }
-
-
-def gate_and_register(
-    client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict, info, run_id: str
-):
-    """Compare with the champion (or, without one, the rule scorer), register the version last
-    (everything before it succeeded, so it is complete), move its alias; (version, decision, gate passed)."""
-    import mlflow
-
-    name = params.register.model_name
-    baseline = champion_baseline(client, params, backtest, rows, rubric, schema)
-    if baseline is None:
-        baseline = (backtest["models"]["rule"], "rule scorer")
-    decision = mlflow_registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
-    gate_passed = decision.promote
-    if gate_passed and not params.register.promote:
-        decision = replace(
-            decision, promote=False, reason=f"{decision.reason}; not promoted: register.promote is false"
-        )
-    mlflow.set_tags(
-        {"gate.promote": str(decision.promote), "gate.passed": str(gate_passed), "gate.reason": decision.reason}
-    )
-    tags = {
-        "test_fingerprint": backtest["test_fingerprint"],
-        "gate.reason": decision.reason,
-        "run_id": run_id,
-        mlflow_registry.REGISTRATION: "pending",
-    }
-    version = mlflow.register_model(info.model_uri, name, tags=tags)  # the version and its tags in one request
-    try:
-        client.set_registered_model_alias(
-            name, mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER, version.version
-        )
-    except Exception:
-        mlflow_registry.discard_pending(client, name, version.version)
-        raise
-    try:  # the alias is set: the registration happened; a lost tag is finished by the next one
-        client.set_model_version_tag(name, version.version, mlflow_registry.REGISTRATION, "complete")
-    except Exception as err:  # noqa: BLE001
-        print(
-            f"register: {name} v{version.version} stays tagged {mlflow_registry.REGISTRATION}=pending ({str(err)[:200]}); "
-            "the next registration marks it complete"
-        )
-    return version, decision, gate_passed
-
-
-def unreachable(uri: str) -> StageError | None:
-    """After a failed registration: a clear error when the tracking server no longer answers."""
-    try:
-        mlflow_registry.check_tracking(uri)
-    except mlflow_registry.MlflowUnavailable as err:
-        return StageError(
-            f"{err}. It stopped answering during registration (after the MLflow client's retries): "
-            "no alias moved and metrics/register.json is unchanged; rerun `dvc repro register` once it "
-            "answers (an unfinished version is removed then)"
-        )
-    return None
+from fundgrpo.registry.registration import register, unreachable
 
 
 def main() -> None:
     def body() -> None:
         p = load_params()
         backtest = json.loads(Path(p.backtest.metrics).read_text())
-        train = json.loads(Path("metrics/grpo.json").read_text())
-        curves = json.loads(Path("plots/grpo_rewards.json").read_text())
+        train = json.loads(Path(p.grpo.metrics).read_text())
+        curves = json.loads(Path(p.grpo.reward_curves).read_text())
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)
-        artifacts = [Path("metrics"), Path("reports"), schema_dir]
+        artifacts = [*map(Path, p.register.artifacts), schema_dir]
         try:
-            decision = run(p, backtest, train, curves, rows, rubric, schema, artifacts)
+            decision = register(p, backtest, train, curves, rows, rubric, schema, artifacts)
         except Exception as err:
             raise unreachable(mlflow_registry.tracking_uri(p.register)) or err
         io.write_json(decision, p.register.decision)

@@ -37,7 +37,8 @@ def main() -> None:
         io.write_parquet(df, p.validate.out)
         print(
             f"validate: {c['rows']} rows, {c['funds']} funds, {c['categories']} categories, "
-            f"{c['unlabelled_rows']} unlabelled, {c['rows_missing_any_history']} missing {'/'.join(c['rows_missing_history']) or 'no'} history"
+            f"{c['unlabelled_rows']} unlabelled, {c['rows_missing_any_history']} missing "
+            f"{'/'.join(c['rows_missing_history']) or 'no'} history"
             + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "")
             + "; "
             f"{result.summary['expectations']['evaluated']} expectations passed; report {result.report}"

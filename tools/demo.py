@@ -129,22 +129,27 @@ def page(r: dict) -> str:
     minutes = "" if r["train"]["seconds"] is None else f" `dvc repro` took {r['train']['seconds'] / 60:.1f} min."
     out += [
         "",
-        f"Gate: **v{d['version']} {'promoted to' if d['promoted'] else 'kept as'} `{d['alias']}`**: {d['reason']}.{minutes}",
+        f"Gate: **v{d['version']} {'promoted to' if d['promoted'] else 'kept as'} `{d['alias']}`**: "
+        f"{d['reason']}.{minutes}",
         "",
     ]
     for n, b in enumerate(r["batches"], start=2):
         s = b["summary"]
         data, pred = s.get("data_drift") or {}, s.get("prediction_drift") or {}
+        migrated = pred.get("migration") is not None and pred["migration"] >= pred.get("migration_threshold", 1)
         out += [
             f"## {n}. A {b['label']}, 6 months on (`--regime {b['regime']}`)",
             "",
             "| check | figure | threshold | drift |",
             "|---|---|---|---|",
-            f"| data drift: share of fund features drifted | {_g(data.get('share'), 2)} | {data.get('drift_share')} | {'yes' if data.get('verdict') else 'no'} |",
-            f"| champion v{s.get('champion_version')}'s grade distribution ({pred.get('method')}) | {_g(pred.get('score'))} | {pred.get('threshold')} | "
+            f"| data drift: share of fund features drifted | {_g(data.get('share'), 2)} | "
+            f"{data.get('drift_share')} | {'yes' if data.get('verdict') else 'no'} |",
+            f"| champion v{s.get('champion_version')}'s grade distribution ({pred.get('method')}) | "
+            f"{_g(pred.get('score'))} | {pred.get('threshold')} | "
             f"{'yes' if (pred.get('score') or 0) >= pred.get('threshold', 1) else 'no'} |",
-            f"| champion v{s.get('champion_version')}'s rating migration ({pred.get('paired')} share classes graded in both) | {_g(pred.get('migration'), 3)} | "
-            f"{pred.get('migration_threshold')} | {'yes' if pred.get('migration') is not None and pred['migration'] >= pred.get('migration_threshold', 1) else 'no'} |",
+            f"| champion v{s.get('champion_version')}'s rating migration "
+            f"({pred.get('paired')} share classes graded in both) | {_g(pred.get('migration'), 3)} | "
+            f"{pred.get('migration_threshold')} | {'yes' if migrated else 'no'} |",
             "",
             f"Verdict: **{s['verdict']}**. Relearning: {s['retrain']['status']}.",
         ]
@@ -152,9 +157,11 @@ def page(r: dict) -> str:
         if decision:
             test = s["retrain"].get("on_test_set", {})
             out += [
-                f"The candidate trained with the batch, v{decision['version']}, on the expert test funds (the same funds, now with the "
-                f"batch's figures): QWK {_g(decision['candidate'], 4)}; {decision['baseline_name']} {_g(decision['baseline'], 4)}; "
-                f"rule scorer {_g(test.get('rule', {}).get('qwk'), 4)}. Gate: **{'promoted' if decision['promoted'] else 'refused'}**: {decision['reason']}."
+                f"The candidate trained with the batch, v{decision['version']}, on the expert test funds "
+                "(the same funds, now with the batch's figures): "
+                f"QWK {_g(decision['candidate'], 4)}; {decision['baseline_name']} {_g(decision['baseline'], 4)}; "
+                f"rule scorer {_g(test.get('rule', {}).get('qwk'), 4)}. "
+                f"Gate: **{'promoted' if decision['promoted'] else 'refused'}**: {decision['reason']}."
             ]
         out += [f"The monitoring flow took {b['seconds'] / 60:.1f} min.", ""]
     reg = r["registry"]

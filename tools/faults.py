@@ -27,7 +27,8 @@ SUMMARY = REPO / "benchmarks" / "results" / "faults.json"
 def summarise(rows: list[dict]) -> dict:
     """Faults tried and survived (every test of the fault passed), and tests run and passed.
 
-    >>> summarise([{"fault": "a", "outcome": "passed"}, {"fault": "a", "outcome": "failed"}, {"fault": "b", "outcome": "passed"}])
+    >>> summarise([{"fault": "a", "outcome": "passed"}, {"fault": "a", "outcome": "failed"},
+    ...            {"fault": "b", "outcome": "passed"}])
     {'faults': 2, 'survived': 1, 'tests': 3, 'passed': 2}
     """
     faults = list(dict.fromkeys(r["fault"] for r in rows))
@@ -59,7 +60,8 @@ def main() -> int:
         "is half-registered, `champion` does not move by a failed or worse run, and the recorded state is true.",
         "A fault is *survived* when every test of it passed.",
         "",
-        f"**{summary['survived']} of {summary['faults']} faults survived** ({summary['passed']} of {summary['tests']} tests passed).",
+        f"**{summary['survived']} of {summary['faults']} faults survived** "
+        f"({summary['passed']} of {summary['tests']} tests passed).",
         "",
         "| fault | survived | test | what it checks | s |",
         "|---|---|---|---|---|",
@@ -72,7 +74,8 @@ def main() -> int:
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     SUMMARY.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(
-        f"{summary['survived']} of {summary['faults']} faults survived ({summary['passed']}/{summary['tests']} tests) -> {OUT.relative_to(REPO)}"
+        f"{summary['survived']} of {summary['faults']} faults survived "
+        f"({summary['passed']}/{summary['tests']} tests) -> {OUT.relative_to(REPO)}"
     )
     return done.returncode
 

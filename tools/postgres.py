@@ -15,6 +15,8 @@ environment, never from this script.
 from __future__ import annotations
 
 import argparse
+import os
+import pwd
 import socket
 import sys
 from pathlib import Path
@@ -54,8 +56,6 @@ def start(pgdata: Path, port: int, databases: list[str]) -> list[str]:
 
 
 def stop(pgdata: Path) -> None:
-    import os
-    import pwd
 
     from pgserver._commands import pg_ctl
 

@@ -4,7 +4,7 @@
     python tools/readme.py --check   # exit 1 when README.md is not what the files give
 
 `metrics/` is the committed `dvc repro` of the embedded default; `benchmarks/results/pretrained/`
-holds the pretrained runs collected by `benchmarks/pretrained.py` (details: benchmarks/pretrained.md).
+holds the pretrained runs collected by `benchmarks/pretrained_report.py` (details: benchmarks/pretrained.md).
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def default_table(root: Path) -> list[str]:
         m = backtest["models"].get(key)
         if m:
             out.append(
-                f"| {label} | {_f(m.get('valid_json'))} | {_f(m['exact'])} | {_f(m['within_one'])} | {_f(m['qwk'])} | {_f(m['spearman'])} |"
+                f"| {label} | {_f(m.get('valid_json'))} | {_f(m['exact'])} | {_f(m['within_one'])} | "
+                f"{_f(m['qwk'])} | {_f(m['spearman'])} |"
             )
     return out
 
@@ -63,10 +64,16 @@ def demo_line(root: Path) -> list[str]:
     for b in r["batches"]:
         s = b["summary"]
         pred = s.get("prediction_drift") or {}
-        step = f"{b['label']}: {s['verdict']} (feature drift share {_f(s['data_drift']['share'])}, champion's rating migration {_f(pred.get('migration'))})"
+        step = (
+            f"{b['label']}: {s['verdict']} (feature drift share {_f(s['data_drift']['share'])}, "
+            f"champion's rating migration {_f(pred.get('migration'))})"
+        )
         decision = s["retrain"].get("decision")
         if decision:
-            step += f", relearned v{decision['version']} {'promoted' if decision['promoted'] else 'refused'} ({decision['reason']})"
+            step += (
+                f", relearned v{decision['version']} {'promoted' if decision['promoted'] else 'refused'} "
+                f"({decision['reason']})"
+            )
         parts.append(step)
     return [
         "",
@@ -103,7 +110,8 @@ def pretrained_table(root: Path) -> list[str]:
         cell = lambda k: f"{_f(m[k]['exact'])} / {_f(m[k]['qwk'])}" if k in m else "–"  # noqa: E731
         model = s["params"]["model"]["pretrained"].split("/")[-1].removesuffix(".gguf")
         out.append(
-            f"| {label} | {model} | {cell('sft')} | {cell('grpo')} | {s['train'].get('kept', 'last')} | {cell('rule')} | {cell('gbm')} |"
+            f"| {label} | {model} | {cell('sft')} | {cell('grpo')} | {s['train'].get('kept', 'last')} | "
+            f"{cell('rule')} | {cell('gbm')} |"
         )
     return out
 
@@ -114,7 +122,8 @@ def trust_table(root: Path) -> list[str]:
         return []
     out = [
         "",
-        "Trust (`python tools/robustness.py`, `python tools/faults.py`; every output of the last good run byte-compared after each case):",
+        "Trust (`python tools/robustness.py`, `python tools/faults.py`; "
+        "every output of the last good run byte-compared after each case):",
         "",
         "| suite | tried | clear errors | survived | outputs lost |",
         "|---|---|---|---|---|",
@@ -122,13 +131,15 @@ def trust_table(root: Path) -> list[str]:
     if bad.exists():
         total = next(r for r in json.loads(bad.read_text(encoding="utf-8")) if r["area"] == "all")
         out.append(
-            f"| [bad input](benchmarks/robustness.md) | {total['cases']} cases | {total['clear']} | – | {total['lost']} |"
+            f"| [bad input](benchmarks/robustness.md) | {total['cases']} cases | {total['clear']} | – | "
+            f"{total['lost']} |"
         )
     if faults.exists():
         f = json.loads(faults.read_text(encoding="utf-8"))
         lost = 0 if f["passed"] == f["tests"] else f"{f['tests'] - f['passed']} tests failed"
         out.append(
-            f"| [faults](benchmarks/faults.md) | {f['faults']} faults ({f['tests']} tests) | – | {f['survived']} | {lost} |"
+            f"| [faults](benchmarks/faults.md) | {f['faults']} faults ({f['tests']} tests) | – | "
+            f"{f['survived']} | {lost} |"
         )
     return out
 

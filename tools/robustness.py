@@ -77,15 +77,14 @@ def main() -> int:
     ]
     for r in rows:
         message = r["message"].replace("|", "\\|")
-        lines.append(
-            f"| {r['case']} | `{r['entry']}` | {r['exit']} | {'yes' if r['clear'] else 'NO'} | {'n/a (accepted, doubt named)' if r['unchanged'] is None else 'yes' if r['unchanged'] else 'NO'} | {message} |"
-        )
+        kept = "n/a (accepted, doubt named)" if r["unchanged"] is None else "yes" if r["unchanged"] else "NO"
+        clear = "yes" if r["clear"] else "NO"
+        lines.append(f"| {r['case']} | `{r['entry']}` | {r['exit']} | {clear} | {kept} | {message} |")
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     SUMMARY.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     counts = Counter(r["clear"] for r in rows)
-    print(
-        f"{len(rows)} cases: {counts[True]} clear, {sum(r['unchanged'] is False for r in rows)} lost an output -> {OUT.relative_to(REPO)}"
-    )
+    lost = sum(r["unchanged"] is False for r in rows)
+    print(f"{len(rows)} cases: {counts[True]} clear, {lost} lost an output -> {OUT.relative_to(REPO)}")
     return done.returncode
 
 

@@ -19,6 +19,10 @@ import sys
 from functools import cache
 from pathlib import Path
 
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedSeq
+
 REPO = Path(__file__).resolve().parents[1]
 DVC_FILES = ("dvc.yaml", "synthetic/dvc.yaml")
 COMMAND = re.compile(r"^python -m ([\w.]+)")
@@ -88,7 +92,6 @@ def closure(module: str) -> frozenset[Path]:
 
 def stage_commands() -> dict[tuple[str, str], tuple[str, Path]]:
     """(dvc file, stage) -> (the module its command runs, the folder its paths are relative to)."""
-    import yaml
 
     out = {}
     for dvc_file in DVC_FILES:
@@ -127,7 +130,6 @@ def missing_sections(module: str, params: list) -> list[str]:
 def differences() -> list[str]:
     """One line per .py file a stage's deps miss or list without importing it, and per params
     section it reads but does not list."""
-    import yaml
 
     problems = []
     for (dvc_file, stage), (module, wdir) in stage_commands().items():
@@ -145,8 +147,6 @@ def differences() -> list[str]:
 
 def write() -> None:
     """Rewrite each stage's .py deps as its closure (comments and the other deps kept)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedSeq
 
     yaml = YAML()
     yaml.preserve_quotes = True

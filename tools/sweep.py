@@ -89,7 +89,8 @@ def main() -> None:
 
     register = load_params(root / "params.yaml").register
     print(
-        f"MLflow: members log into {mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)} (MLFLOW_TRACKING_URI wins over params.yaml)"
+        f"MLflow: members log into {mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)} "
+        "(MLFLOW_TRACKING_URI wins over params.yaml)"
     )
     names: list[str] = []
     for c in commands:
@@ -116,7 +117,8 @@ def main() -> None:
     table = sweeps.compare(root, names)
     print(sweeps.write(table, root / args.out))
     print(
-        f"\nwritten: {args.out / 'comparison.md'}, comparison.csv; `dvc exp show --only-changed`; MLflow UI: select the runs, Compare"
+        f"\nwritten: {args.out / 'comparison.md'}, comparison.csv; `dvc exp show --only-changed`; "
+        "MLflow UI: select the runs, Compare"
     )
     sys.exit(1 if failed else 0)
 

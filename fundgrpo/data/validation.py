@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fundgrpo import io
@@ -142,6 +144,9 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> Validatio
         results = [r.to_json_dict() for vr in outcome.run_results.values() for r in vr.results]
         results.sort(key=lambda r: order.get(r["expectation_config"].get("id"), len(order)))
         checks = [_check(r) for r in results]
+        for c in checks:  # GX knows no row numbers: where the repeated ids are, and what drops them
+            if not c["success"] and c["expectation"] == "expect_column_values_to_be_unique" and c["column"] in df:
+                c["message"] += f"; {repeated_rows(df, c['column'])}"
         failures = [c["message"] for c in checks if not c["success"]]
         summary = {
             "success": bool(outcome.success),
@@ -192,6 +197,55 @@ def counts(df: pd.DataFrame) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------- messages
+
+
+def repeated_rows(df: pd.DataFrame, column: str) -> str:
+    """Where `column`'s values repeat, by 1-based table row (a table source's data rows, in
+    order), and which rows are equal in every column (exact duplicates, which
+    `ingest.drop_duplicate_rows` drops when the source repeats them cell for cell).
+
+    >>> print(repeated_rows(pd.DataFrame({"id": ["a", "b", "a", "a"], "v": [1, 2, 1, 3]}), "id"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    repeated at table rows (1-based): 'a' rows 1, 3, 4; 1 row(s) equal an earlier row in every column
+    (row 3 = row 1): if the source repeats them cell for cell, set ingest.drop_duplicate_rows: true to drop them
+    """
+    values = df[column].reset_index(drop=True)
+    repeated = values[values.duplicated(keep=False) & values.notna()]
+    groups = list(repeated.groupby(repeated, sort=False).indices.items())
+    listed = "; ".join(
+        f"{key!r} rows {', '.join(str(repeated.index[i] + 1) for i in positions[:5])}"
+        + (", ..." if len(positions) > 5 else "")
+        for key, positions in groups[:3]
+    )
+    text = f"repeated at table rows (1-based): {listed}" + ("; ..." if len(groups) > 3 else "")
+    try:
+        exact = np.flatnonzero(df.duplicated(keep="first").to_numpy())
+        keys = pd.util.hash_pandas_object(df, index=False).tolist()
+    except TypeError:  # unhashable cells: no exact-duplicate check
+        return text
+    if len(exact):
+        first: dict[int, int] = {}
+        for position, key in enumerate(keys):
+            first.setdefault(key, position)
+        pairs = ", ".join(f"row {p + 1} = row {first[keys[p]] + 1}" for p in exact[:3])
+        text += (
+            f"; {len(exact)} row(s) equal an earlier row in every column ({pairs}): if the source repeats "
+            "them cell for cell, set ingest.drop_duplicate_rows: true to drop them"
+        )
+    return text
+    if len(exact):
+        frame = df.reset_index(drop=True)
+        firsts = []
+        for position in exact[:3]:
+            same = frame.iloc[:position].eq(frame.iloc[position]) | (
+                frame.iloc[:position].isna() & frame.iloc[position].isna()
+            )
+            firsts.append(f"row {position + 1} = row {int(np.flatnonzero(same.all(axis=1).to_numpy())[0]) + 1}")
+        text += (
+            f"; {len(exact)} row(s) equal an earlier row in every column ({', '.join(firsts)}): if the source repeats "
+            "them cell for cell, set ingest.drop_duplicate_rows: true to drop them"
+        )
+    return text
 
 
 def _check(r: dict) -> dict[str, Any]:
@@ -248,6 +302,13 @@ def _detail(kind: str, kwargs: dict, res: dict, exc: dict) -> str:
     text = f"{n} unexpected values ({pct:.1f} % of non-null), e.g. {examples}"
     if kind == "expect_column_values_to_be_between":
         text += f"; plausible range [{kwargs.get('min_value')}, {kwargs.get('max_value')}]"
+        allowed = round(1.0 - kwargs.get("mostly", 1.0), 6)
+        needed = max(math.ceil(pct * 10 - 1e-9) / 1000, 0.001)  # the observed share, rounded up to 0.1 %
+        text += (
+            f"; if such values are genuine, validate.range_budget (the share of non-null values allowed outside the "
+            f"range, now {allowed:g} for {kwargs.get('column')}) relaxes it: "
+            f"range_budget: {{{kwargs.get('column')}: {needed:g}}}"
+        )
     elif kind == "expect_column_values_to_be_in_set":
         text += f"; allowed {kwargs.get('value_set')}"
     elif kind == "expect_column_values_to_be_in_type_list":
@@ -287,6 +348,13 @@ def summary_html(summary: dict, data_docs: bool = False) -> str:
     nulls = "".join(f"<tr><td>{e(k)}</td><td>{v}</td><td>{100 * v / n:.1f} %</td></tr>" for k, v in c["nulls"].items())
     cats = "".join(f"<tr><td>{e(k)}</td><td>{v}</td></tr>" for k, v in c["rows_per_category"].items())
     table = lambda head, body: f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table>"  # noqa: E731
+    notes = (
+        "<h2>Notes from ingest (not errors: doubts it could not decide)</h2><ul>"
+        + "".join(f"<li>{e(note)}</li>" for note in summary["ingest_notes"])
+        + "</ul>"
+        if summary.get("ingest_notes")
+        else ""
+    )
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Fund table validation</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
@@ -295,7 +363,7 @@ tr.bad td{{background:#fdd}}tr.ok td:first-child{{color:#080}}.status{{font-size
 <body><h1>Fund table validation</h1>
 <p class="status">{e(status)}</p>
 {'<p>Full Great Expectations data docs: <a href="index.html">index.html</a></p>' if data_docs else ""}
-{"<h2>Notes from ingest (not errors: doubts it could not decide)</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in summary.get("ingest_notes", [])) + "</ul>" if summary.get("ingest_notes") else ""}
+{notes}
 <h2>Counts</h2>{table(["", "n"], "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in count_rows))}
 <h2>Expectations</h2>{table(["", "expectation", "column", "arguments", "observed", "failure"], checks)}
 <h2>Nulls per column</h2>{table(["column", "nulls", "share"], nulls)}

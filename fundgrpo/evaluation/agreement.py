@@ -40,7 +40,8 @@ def one_metric(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str) -> 
     times, and scikit-learn's and SciPy's checks made that the slow part (110 s a page).
 
     >>> y, p = np.array([1, 2, 3, 4, 5, 3]), np.array([1, 2, 4, 4, 3, 3])
-    >>> all(abs(one_metric(y, p, [1, 2, 3, 4, 5], m) - v) < 1e-12 for m, v in grade_metrics(y, p, [1, 2, 3, 4, 5]).items())
+    >>> all(abs(one_metric(y, p, [1, 2, 3, 4, 5], m) - v) < 1e-12
+    ...     for m, v in grade_metrics(y, p, [1, 2, 3, 4, 5]).items())
     True
     """
     if metric == "exact":

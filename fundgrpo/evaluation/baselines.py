@@ -29,12 +29,14 @@ the inner split: they are near-copies, and a random split would reward memorisin
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
 from fundgrpo.data import canonical
+from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology.peers import percentile_within
 from fundgrpo.params import BaselineParams
 from fundgrpo.threads import small_data
@@ -45,6 +47,10 @@ EXCLUDED = frozenset(LEAKING) | frozenset(canonical.LABELS)
 MIN_TUNING_FUNDS = 10  # fewer training funds: no inner split, the first grid setting as it is
 MAX_CATEGORIES = 250  # HistGradientBoosting bins a categorical feature into at most 255 values
 OBJECTIVES = ("classifier", "regressor")
+
+
+class BaselineError(ValueError):
+    """The baseline cannot be fitted on these inputs; the message says what to rerun."""
 
 
 def input_metrics(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = None) -> list[str]:
@@ -237,3 +243,64 @@ def fit_predict_gbm(
         X_train, train_funds["expert_grade"][labelled], train_funds["fund_id"][labelled], X.iloc[n:], params
     )
     return grades
+
+
+def evaluate_split(
+    params: BaselineParams,
+    funds: pd.DataFrame,
+    train_ids: list[str],
+    test_ids: list[str],
+    grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
+) -> tuple[dict, list[dict]]:
+    """(metrics, per-fund test predictions) for a GBM fitted on `train_ids`, predicting `test_ids`.
+
+    `funds` is the whole validated universe: peer percentiles are taken over all of it.
+    """
+    start = time.perf_counter()
+    funds = funds.reset_index(drop=True)
+    ids = funds["share_class_id"].astype(str)
+    row_of = pd.Series(range(len(funds)), index=ids)
+    for name, wanted in (("train", train_ids), ("test", test_ids)):
+        missing = sorted(set(map(str, wanted)) - set(ids))
+        if missing:
+            raise BaselineError(
+                f"baseline: {len(missing)} {name} share class(es) are not in the validated table "
+                f"(e.g. {missing[:3]}); rerun prepare"
+            )
+    if not len(train_ids) or not len(test_ids):
+        raise BaselineError(f"baseline: empty split ({len(train_ids)} train, {len(test_ids)} test share classes)")
+    train_rows = row_of.loc[[str(i) for i in train_ids]].to_numpy()
+    test_rows = row_of.loc[[str(i) for i in test_ids]].to_numpy()
+    train = funds.iloc[train_rows]
+    unlabelled = int(train["expert_grade"].isna().sum())
+    if unlabelled:  # prepare writes only labelled rows; a mismatch means stale inputs
+        raise BaselineError(f"baseline: {unlabelled} train share class(es) have no expert grade; rerun prepare")
+
+    X = features(funds, params.features or None, category=params.category)
+    predicted, chosen = fit_predict(
+        X.iloc[train_rows], train["expert_grade"], train["fund_id"], X.iloc[test_rows], params, list(grades)
+    )
+    test = funds.iloc[test_rows]
+    expert = test["expert_grade"].astype(int).tolist()
+    scores = grade_metrics(expert, predicted.tolist(), list(grades))
+    metrics = {
+        "model": f"HistGradientBoosting{params.objective.capitalize()}",
+        "n_train": int(len(train_rows)),
+        "n_train_funds": int(train["fund_id"].nunique()),
+        "n_test": int(len(test_rows)),
+        "features": [c for c in X.columns],
+        "chosen": chosen,
+        **{k: round(v, 4) for k, v in scores.items()},
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    predictions = [
+        {
+            "share_class_id": str(r["share_class_id"]),
+            "fund_id": str(r["fund_id"]),
+            "category": str(r["category"]),
+            "expert_grade": int(r["expert_grade"]),
+            "grade": int(g),
+        }
+        for (_, r), g in zip(test.iterrows(), predicted)
+    ]
+    return metrics, predictions

@@ -15,6 +15,7 @@ by length of history.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,9 +113,19 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         return float(value)
 
     def need(d: dict, key: str, ctx: str) -> Any:
+        if not isinstance(d, dict):
+            raise MethodologyError(f"{where}: {ctx} must be a mapping (key: value, ...), got {d!r}")
         if key not in d:
             raise MethodologyError(f"{where}: {ctx} is missing '{key}'")
         return d[key]
+
+    def entries(key: str, required: bool) -> list:
+        value = need(raw, key, "the file") if required else raw.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise MethodologyError(f"{where}: {key} must be a list (one '- ...' entry each), got {value!r}")
+        return value
 
     language = raw.get("language", "en")
     if language not in LANGUAGES:
@@ -124,7 +135,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         raise MethodologyError(f"{where}: scoring must be one of {SCORING}, got {scoring!r}")
 
     criteria = []
-    for i, c in enumerate(need(raw, "criteria", "the file") or []):
+    for i, c in enumerate(entries("criteria", required=True)):
         ctx = f"criterion {i + 1}"
         metric = need(c, "metric", ctx)
         if metric in canonical.LABELS:
@@ -137,8 +148,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         weight = need(c, "weight", ctx)
         if not isinstance(weight, (int, float)) or weight <= 0:
             raise MethodologyError(f"{where}: {ctx} ({metric}) weight must be a positive number, got {weight!r}")
-        label = c.get("label", {})
-        label = {language: label} if isinstance(label, str) else dict(label)
+        label = _label(c.get("label"), language, f"{where}: {ctx} ({metric})")
         criteria.append(
             Criterion(
                 id=str(c.get("id", metric)),
@@ -159,28 +169,27 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         raise MethodologyError(f"{where}: criterion weights must sum to 1, they sum to {total:.4g} ({detail})")
 
     context = []
-    for i, c in enumerate(raw.get("context") or []):
+    for i, c in enumerate(entries("context", required=False)):
         ctx = f"context metric {i + 1}"
         metric = need(c, "metric", ctx)
         if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
             raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
         if metric in {c.metric for c in criteria}:
             raise MethodologyError(f"{where}: {ctx} ({metric}) is already a criterion")
-        label = c.get("label", {})
-        label = {language: label} if isinstance(label, str) else dict(label)
+        label = _label(c.get("label"), language, f"{where}: {ctx} ({metric})")
         context.append(Criterion(str(c.get("id", metric)), metric, 0.0, bool(c.get("higher_is_better", True)), label))
     shown = ids + [c.id for c in context]
     if len(set(shown)) != len(shown):
         raise MethodologyError(f"{where}: criterion and context ids repeat: {shown}")
 
     bands = []
-    for i, b in enumerate(need(raw, "grades", "the file") or []):
+    for i, b in enumerate(entries("grades", required=True)):
         ctx = f"grade band {i + 1}"
-        label = b.get("label", {})
-        label = {"en": label} if isinstance(label, str) else dict(label)
+        grade = need(b, "grade", ctx)
+        label = _label(b.get("label"), "en", f"{where}: {ctx} (grade {grade})")
         bands.append(
             Band(
-                int(number(need(b, "grade", ctx), f"{ctx} grade")),
+                int(number(grade, f"{ctx} grade")),
                 number(need(b, "min", ctx), f"{ctx} min"),
                 number(need(b, "max", ctx), f"{ctx} max"),
                 label,
@@ -207,6 +216,32 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         reasoning_max_chars=high,
         cite_top=int(output.get("cite_top", 3)),
         context=tuple(context),
+    )
+
+
+def _label(value: Any, language: str, where: str) -> dict[str, str]:
+    """A label: text (in `language`) or a mapping of language to text; anything else is named.
+
+    >>> _label("poor", "en", "m.yaml: grade band 1"), _label({"en": "poor", "ko": "부진"}, "en", "x")
+    ({'en': 'poor'}, {'en': 'poor', 'ko': '부진'})
+    >>> _label(["poor", "부진"], "en", "m.yaml: grade band 1 (grade 1)")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    fundgrpo.methodology.compiler.MethodologyError: m.yaml: grade band 1 (grade 1): label must be text or a mapping
+    of language to text, e.g. label: {en: poor, ko: 매우 부진}; got a list: ['poor', '부진']
+    """
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return {language: value}
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items()
+    ):
+        return {k: str(v) for k, v in value.items()}
+    kind = {list: "a list", dict: "a mapping with values that are not text"}.get(type(value), type(value).__name__)
+    raise MethodologyError(
+        f"{where}: label must be text or a mapping of language to text, e.g. label: {{en: poor, ko: 매우 부진}}; "
+        f"got {kind}: {value!r}"
     )
 
 
@@ -282,9 +317,15 @@ def rubric(m: Methodology) -> dict[str, Any]:
     }
 
 
+def compile_file(path: str | Path) -> dict[str, dict]:
+    """{"output_schema", "rubric"} of the methodology file at `path` (stage `methodology`);
+    raises MethodologyError naming the problem."""
+    m = load(path)
+    return {"output_schema": output_schema(m), "rubric": rubric(m)}
+
+
 def load_compiled(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(rubric, output_schema) as the `methodology` stage wrote them into `out_dir`."""
-    import json
 
     folder = Path(out_dir)
     rubric_ = json.loads((folder / "rubric.json").read_text(encoding="utf-8"))

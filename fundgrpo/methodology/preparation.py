@@ -52,7 +52,8 @@ def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
     empty = [name for name in SPLITS if not (split == name).any()]
     if empty:
         raise StageError(
-            f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; add funds or change the shares"
+            f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; "
+            "add funds or change the shares"
         )
     return split
 
@@ -140,8 +141,10 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
     if unknown:
         rows = [i + 1 for i in funds.index[funds["expert_grade"].isin(unknown)][:3]]
         raise StageError(
-            f"prepare: expert_grade {', '.join(map(str, unknown))} (data rows {', '.join(map(str, rows))}, ...) is not a grade "
-            f"of the methodology, whose grades are {rubric['grades']}; the methodology's bands must cover every grade the analysts give"
+            f"prepare: expert_grade {', '.join(map(str, unknown))} "
+            f"(data rows {', '.join(map(str, rows))}, ...) is not a grade "
+            f"of the methodology, whose grades are {rubric['grades']}; "
+            "the methodology's bands must cover every grade the analysts give"
         )
     records = build_records(funds, rubric, params)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)

@@ -18,7 +18,9 @@ from fundgrpo.params import ANSWER_STYLES, PROMPT_STYLES
 TEXT = {
     "en": {
         "system": "You are a fund analyst. You rate funds by the house methodology and answer only with JSON.",
-        "task": 'Rate this fund by "{name}". Answer with JSON: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
+        "task": (
+            'Rate this fund by "{name}". Answer with JSON: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.'
+        ),
         "fund": "Fund: {fund} | Category: {category} ({peers} peers)",
         "line": "- {label} ({tag}): {value} | peer median {median} | percentile {pct}",
         "weight": "weight {weight}%",
@@ -40,7 +42,10 @@ TEXT = {
     },
     "ko": {
         "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
-        "task": '"{name}" 방법론으로 이 펀드를 평가하세요. JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.',
+        "task": (
+            '"{name}" 방법론으로 이 펀드를 평가하세요. '
+            'JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "..."}}.'
+        ),
         "fund": "펀드: {fund} | 유형: {category} (비교 펀드 {peers}개)",
         "line": "- {label} ({tag}): {value} | 유형 중앙값 {median} | 백분위 {pct}",
         "weight": "가중치 {weight}%",
@@ -103,7 +108,8 @@ def build_messages(
     - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
     >>> r["context"] = [{"id": "c", "label": "Ongoing cost"}]
     >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}})
+    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0},
+    ...                     "c": {"value": 1.1, "median": 0.9, "pct": 30.0}})
     >>> print(m[1]["content"].splitlines()[-1])
     - Ongoing cost (context): 1.10 | peer median 0.90 | percentile 30
     >>> print(build_messages(r, {"name": "F", "category": "C", "peers": 9},
@@ -115,7 +121,8 @@ def build_messages(
     Ongoing cost n/a (context)
     JSON: {"reasoning": "...", "score": 0-100, "grade": 1-3}
     >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}, "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
+    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0},
+    ...                 "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
     ...                rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
     """

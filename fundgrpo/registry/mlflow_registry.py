@@ -9,6 +9,8 @@ gets the `challenger` alias; `champion` never moves on a failed or worse run.
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -183,7 +185,6 @@ def promotion_lock(
     atomically (a second create fails), on SQLite and on a tracking server's database alike.
     A lock older than `stale_s` (its holder died) is taken over, saying so.
     """
-    import socket
 
     from mlflow.exceptions import MlflowException
 
@@ -195,7 +196,9 @@ def promotion_lock(
             client.create_registered_model(
                 lock,
                 tags={"holder": me, "since": f"{time.time():.3f}"},
-                description="held while a candidate passes the promotion gate; see fundgrpo/registry/mlflow_registry.py",
+                description=(
+                    "held while a candidate passes the promotion gate; see fundgrpo/registry/mlflow_registry.py"
+                ),
             )
             break
         except MlflowException as err:
@@ -208,7 +211,8 @@ def promotion_lock(
         holder, since = held.tags.get("holder", "?"), float(held.tags.get("since", "0") or 0)
         if time.time() - since > stale_s or not holder_alive(holder):
             log(
-                f"taking over the promotion lock {lock!r} of {holder}, held {time.time() - since:.0f} s (its holder is gone)"
+                f"taking over the promotion lock {lock!r} of {holder}, "
+                f"held {time.time() - since:.0f} s (its holder is gone)"
             )
             client.delete_registered_model(lock)
             continue
@@ -225,7 +229,8 @@ def promotion_lock(
             client.delete_registered_model(lock)
         except MlflowException as err:  # the registry went away: say so, and let the first error through
             log(
-                f"could not release the promotion lock {lock!r} ({str(err)[:200]}); the next registration takes it over "
+                f"could not release the promotion lock {lock!r} ({str(err)[:200]}); "
+                "the next registration takes it over "
                 f"at once on this host, after {stale_s:g} s elsewhere"
             )
 
@@ -237,7 +242,6 @@ def holder_alive(holder: str) -> bool:
     >>> holder_alive(f"{socket.gethostname()}:{os.getpid()}"), holder_alive("elsewhere:1")
     (True, True)
     """
-    import socket
 
     host, _, pid = holder.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
@@ -326,7 +330,6 @@ def load_components(model_uri: str, dst: Path) -> Path:
     The transformers flavour keeps weights in `model/` and the tokenizer in
     `components/tokenizer/`; the tokenizer files are copied beside the weights.
     """
-    import shutil
 
     import mlflow
 

@@ -3,7 +3,9 @@
     python -m fundgrpo.serving.batch FUNDS [--model URI_OR_FOLDER] [--out evaluations.parquet]
 
 FUNDS is canonical Parquet (what `ingest` writes) or any export the `ingest` settings in
-params.yaml read (the same column map, markers and ids). The model is
+params.yaml read (the same column map, markers and ids); a mapped metric the file lacks (an export
+without 10-year returns) is scored as missing for every fund, as a fund without that history is
+in training, and named in a warning and in each row's `missing_criteria`. The model is
 `models:/fund-evaluator@champion` by default (the registry of `register.tracking_uri`), or a
 local folder such as `models/policy`. Peer context comes from the reference universe the model
 was trained with (`validate.out`, the validated table), so even a single fund is placed among
@@ -20,13 +22,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import offline
 from fundgrpo.data import ingestion
+from fundgrpo.data.canonical import BY_NAME
 from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology.compiler import load_compiled
@@ -47,6 +53,7 @@ OUTPUT_COLUMNS = (
     "valid",
     "rule_grade",
     "rule_score",
+    "missing_criteria",
     "gbm_grade",
     "expert_grade",
     "seen_in_training",
@@ -58,24 +65,120 @@ class EvaluateError(ValueError):
     """The funds, the model or the output cannot be used; the message says which and why."""
 
 
+# Canonical kinds whose mapped source column a file of new funds may lack: scored as missing.
+MAY_BE_ABSENT = ("number", "grade")
+
+
 def read_funds(path: Path, params: Params) -> pd.DataFrame:
-    """Canonical Parquet as it is; anything else through the ingest settings."""
-    from dataclasses import replace
+    """Canonical Parquet as it is; anything else through the ingest settings (`ingestion.to_canonical`).
+
+    A metric (or the expert grade) that `ingest.column_map` maps to a column the file lacks is
+    not an error here: its canonical column is left empty (NaN), so the criteria it feeds are
+    scored as missing, as for a fund without that history in training. `attrs["absent"]` names
+    them (canonical name -> source column); `attrs["source"]` is the file.
+    """
 
     if path.suffix.lower() in (".parquet", ".pq"):
         table = pd.read_parquet(path)
         missing = [c for c in ("share_class_id", "category") if c not in table]
         if not missing:
-            return table.assign(fund_id=table["fund_id"] if "fund_id" in table else table["share_class_id"])
+            table = table.assign(fund_id=table["fund_id"] if "fund_id" in table else table["share_class_id"])
+            table.attrs = {"source": str(path)}
+            return table
     settings = replace(params.ingest, source="table", path=str(path.resolve()), batches_dir="")
-    return ingestion.run(settings, Path("."))
+    raw = ingestion.read_source(path, settings.encoding, settings.delimiter)
+    absent = {
+        name: source
+        for name, source in settings.column_map.items()
+        if source not in raw.columns and name in BY_NAME and BY_NAME[name].kind in MAY_BE_ABSENT
+    }
+    if absent:
+        settings = replace(
+            settings,
+            column_map={k: v for k, v in settings.column_map.items() if k not in absent},
+            scale={k: v for k, v in settings.scale.items() if k not in absent},
+        )
+    table = ingestion.to_canonical(raw, settings, str(path))
+    for name in absent:
+        if name not in table:  # a same-named column in the file was taken instead
+            table[name] = pd.array([pd.NA] * len(table), dtype="Int64") if name == "expert_grade" else np.nan
+    table = ingestion.derive(table)
+    table.attrs.update(source=str(path), absent=absent)
+    return table
+
+
+def absent_warning(funds: pd.DataFrame, rubric: dict) -> str | None:
+    """One line naming the mapped columns the fund file lacks and the criteria scored as missing.
+
+    >>> funds = pd.DataFrame({"mrar_10y": [np.nan]})
+    >>> funds.attrs = {"source": "f.csv", "absent": {"return_10y": "GBRReturnM120"}}
+    >>> print(absent_warning(funds, {"criteria": [{"id": "mrar10", "metric": "mrar_10y"}]}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    f.csv has no column 'GBRReturnM120' (ingest.column_map.return_10y): return_10y is missing for every fund,
+    and criteria mrar_10y are scored as missing (see missing_criteria)
+    """
+    absent = funds.attrs.get("absent") or {}
+    if not absent:
+        return None
+    columns = ", ".join(f"{source!r} (ingest.column_map.{name})" for name, source in absent.items())
+    empty = [c["metric"] for c in rubric["criteria"] if c["metric"] not in funds or funds[c["metric"]].isna().all()]
+    return (
+        f"{funds.attrs.get('source', 'the fund file')} has no column {columns}: {', '.join(absent)} is missing for "
+        f"every fund, and criteria {', '.join(empty) or '(none)'} are scored as missing (see missing_criteria)"
+    )
+
+
+def missing_criteria(funds: pd.DataFrame, rubric: dict) -> list[str]:
+    """Per fund, the criterion metrics it lacks (left out of the rule score, as in training), comma-separated.
+
+    >>> missing_criteria(pd.DataFrame({"a": [1.0, np.nan]}), {"criteria": [{"metric": "a"}, {"metric": "b"}]})
+    ['b', 'a, b']
+    """
+    metrics = [c["metric"] for c in rubric["criteria"]]
+    present = {m: funds[m].notna().to_numpy() if m in funds else np.zeros(len(funds), dtype=bool) for m in metrics}
+    return [", ".join(m for m in metrics if not present[m][i]) for i in range(len(funds))]
+
+
+def repeated_ids(funds: pd.DataFrame) -> str | None:
+    """Which share_class_ids repeat and where (1-based data rows of the fund file), with the fix.
+
+    >>> funds = pd.DataFrame({"share_class_id": ["a", "b", "a"], "category": ["x", "y", "x"]})
+    >>> print(repeated_ids(funds))  # doctest: +NORMALIZE_WHITESPACE
+    the fund file: share_class_id repeats: 'a' (data rows 1, 3; counted from 1 after the header); data row(s) 3
+    repeat an earlier row in every column: set ingest.drop_duplicate_rows: true (params.yaml) to drop exact
+    duplicate rows, or remove them
+    """
+    ids = funds["share_class_id"].astype(str).reset_index(drop=True)
+    repeated = ids[ids.duplicated(keep=False)]
+    if repeated.empty:
+        return None
+    groups = list(repeated.groupby(repeated, sort=False).indices.items())
+    listed = "; ".join(
+        f"{key!r} (data rows {', '.join(str(repeated.index[i] + 1) for i in positions[:5])}"
+        + ("; counted from 1 after the header)" if n == 0 else ")")
+        for n, (key, positions) in enumerate(groups[:3])
+    )
+    dropped = (funds.attrs.get("duplicates_dropped") or {}).get("rows")
+    counted = f" (counted after {dropped} exact duplicate row(s) were dropped)" if dropped else ""
+    try:
+        exact = np.flatnonzero(funds.reset_index(drop=True).duplicated(keep="first").to_numpy())
+    except TypeError:
+        exact = []
+    fix = (
+        f"; data row(s) {', '.join(str(i + 1) for i in exact[:5])} repeat an earlier row in every column: set "
+        "ingest.drop_duplicate_rows: true (params.yaml) to drop exact duplicate rows, or remove them"
+        if len(exact)
+        else "; give each share class its own id (or build one: ingest.share_class_id_from)"
+    )
+    return f"{funds.attrs.get('source', 'the fund file')}: share_class_id repeats: {listed}{counted}{fix}"
 
 
 def with_reference(funds: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """The reference universe with the new rows laid over it (a share class in both: the new row).
 
     >>> ref = pd.DataFrame({"share_class_id": ["a", "b"], "category": ["x", "x"], "v": [1, 2]})
-    >>> with_reference(pd.DataFrame({"share_class_id": ["b", "c"], "category": ["x", "y"], "v": [9, 3]}), ref)["v"].tolist()
+    >>> new = pd.DataFrame({"share_class_id": ["b", "c"], "category": ["x", "y"], "v": [9, 3]})
+    >>> with_reference(new, ref)["v"].tolist()
     [1, 9, 3]
     """
     kept = reference[~reference["share_class_id"].astype(str).isin(funds["share_class_id"].astype(str))]
@@ -152,9 +255,9 @@ def evaluate(
 
     if funds.empty:
         raise EvaluateError("the fund file has no rows")
-    duplicated = funds["share_class_id"][funds["share_class_id"].duplicated()].astype(str).tolist()
-    if duplicated:
-        raise EvaluateError(f"share_class_id repeats: {duplicated[:3]}")
+    repeated = repeated_ids(funds)
+    if repeated:
+        raise EvaluateError(repeated)
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
     records = prompt_records(universe, rubric, params.prepare, only=new_ids)
@@ -162,11 +265,12 @@ def evaluate(
     mine = [by_id[i] for i in new_ids]
     predictions = grade(folder, mine, rubric, schema, params.backtest, desc="evaluate")
     gbm = gbm_grades(universe, reference, new_ids, params, rubric["grades"])
+    lacking = missing_criteria(funds, rubric)
     seen = set(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
     )
     rows = []
-    for (_, fund), record, p, g in zip(funds.iterrows(), mine, predictions, gbm):
+    for (_, fund), record, p, g, lacks in zip(funds.iterrows(), mine, predictions, gbm, lacking):
         expert = fund.get("expert_grade")
         rows.append(
             {
@@ -180,6 +284,7 @@ def evaluate(
                 "valid": p["valid"],
                 "rule_grade": record["rule_grade"],
                 "rule_score": round(record["rule_score"], 2),
+                "missing_criteria": lacks,
                 "gbm_grade": g,
                 "expert_grade": None if pd.isna(expert) else int(expert),
                 "seen_in_training": record["share_class_id"] in seen,
@@ -220,8 +325,6 @@ def write(evaluations: pd.DataFrame, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import tempfile
-
     parser = argparse.ArgumentParser(
         prog="python -m fundgrpo.serving.batch",
         description=__doc__,
@@ -229,11 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("funds", type=Path, help="canonical Parquet, or an export the ingest settings read")
     parser.add_argument("--model", default=None, help="models:/NAME@ALIAS or a folder (default: the champion)")
-    parser.add_argument("--out", type=Path, default=Path("reports/evaluations/evaluations.parquet"))
+    parser.add_argument("--out", type=Path, default=None, help="default: <evaluate.out_dir>/evaluations.parquet")
     parser.add_argument("--reference", type=Path, default=None, help="the reference universe (default: validate.out)")
     args = parser.parse_args(argv)
     offline()
     params = load_params()
+    args.out = args.out or Path(params.evaluate.out_dir) / "evaluations.parquet"
     try:
         if args.out.suffix.lower() not in (".parquet", ".pq", ".csv", ".jsonl"):
             raise EvaluateError(f"--out {args.out}: use .parquet, .csv or .jsonl")
@@ -244,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         funds = read_funds(args.funds, params)
         rubric, schema = load_compiled(Path(params.methodology.out_dir))
+        warning = absent_warning(funds, rubric)
+        if warning:
+            print(f"evaluate: warning: {warning}", file=sys.stderr)
         with tempfile.TemporaryDirectory() as scratch:
             folder, name = resolve_model(
                 args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch)
@@ -257,9 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evaluate failed: {err}", file=sys.stderr)
         return 1
     metrics = agreement(evaluations, rubric["grades"])
-    print(
-        f"evaluate: {len(evaluations)} share classes, {int(evaluations['valid'].sum())} valid answers, model {name} -> {args.out}"
-    )
+    valid = int(evaluations["valid"].sum())
+    print(f"evaluate: {len(evaluations)} share classes, {valid} valid answers, model {name} -> {args.out}")
     if metrics:
         args.out.with_name(args.out.name + ".metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         for who in ("model", "rule", "gbm"):

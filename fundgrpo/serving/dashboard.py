@@ -17,6 +17,7 @@ import argparse
 import html
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +87,13 @@ LABELS = {
         "title": "fund-grpo: 펀드 평가",
     },
 }
-STYLE = """body{font-family:system-ui,'Noto Sans KR','Nanum Gothic','Apple SD Gothic Neo','Malgun Gothic',sans-serif;margin:1.5rem;color:#222}nav a{margin-right:1rem}
-table{border-collapse:collapse;margin:.8rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f3f3f3}.off{background:#fde8e8}.cm td{text-align:center;min-width:2.5rem}"""
+STYLE = (
+    "body{font-family:system-ui,'Noto Sans KR','Nanum Gothic','Apple SD Gothic Neo','Malgun Gothic',sans-serif;"
+    "margin:1.5rem;color:#222}nav a{margin-right:1rem}\n"
+    "table{border-collapse:collapse;margin:.8rem 0}"
+    "td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}\n"
+    "th{background:#f3f3f3}.off{background:#fde8e8}.cm td{text-align:center;min-width:2.5rem}"
+)
 EVALUATORS = {"grpo": "GRPO", "sft": "SFT", "base": "base", "rule": "rule", "gbm": "GBM"}
 
 
@@ -163,7 +168,8 @@ def page(data: Data, title: str, body: str) -> str:
     t = LABELS[data.language()]
     nav = "".join(f'<a href="/{p}">{_e(t[p])}</a>' for p in ("funds", "backtest", "models", "drift"))
     return (
-        f'<!doctype html><html lang="{data.language()}"><head><meta charset="utf-8"><title>{_e(title)} · {_e(t["title"])}</title>'
+        f'<!doctype html><html lang="{data.language()}"><head><meta charset="utf-8">'
+        f"<title>{_e(title)} · {_e(t['title'])}</title>"
         f"<style>{STYLE}</style></head><body><nav>{nav}</nav><h1>{_e(title)}</h1>{body}</body></html>"
     )
 
@@ -181,8 +187,10 @@ def funds_page(data: Data, category: str = "", disagree: bool = False) -> str:
         f'<option value="{_e(c)}"{" selected" if c == category else ""}>{_e(c)}</option>' for c in categories
     )
     form = (
-        f'<form method="get">{_e(t["category"])} <select name="category"><option value="">{_e(t["all"])}</option>{options}</select> '
-        f'<label><input type="checkbox" name="disagree" value="1"{" checked" if disagree else ""}> {_e(t["disagree"])}</label> '
+        f'<form method="get">{_e(t["category"])} '
+        f'<select name="category"><option value="">{_e(t["all"])}</option>{options}</select> '
+        f'<label><input type="checkbox" name="disagree" value="1"{" checked" if disagree else ""}> '
+        f"{_e(t['disagree'])}</label> "
         f'<button type="submit">{_e(t["filter"])}</button></form>'
     )
     if not rows:
@@ -233,7 +241,8 @@ def backtest_page(data: Data) -> str:
         for name, m in result["models"].items()
     )
     matrices = "".join(
-        f"<h2>{_e(EVALUATORS.get(n, n))}</h2><p>{_e(t['expert'])} ↓, {_e(t['predicted'])} →</p>{confusion_table(data.confusion(n))}"
+        f"<h2>{_e(EVALUATORS.get(n, n))}</h2><p>{_e(t['expert'])} ↓, {_e(t['predicted'])} →</p>"
+        f"{confusion_table(data.confusion(n))}"
         for n in result["models"]
         if data.confusion(n)
     )
@@ -245,7 +254,6 @@ def backtest_page(data: Data) -> str:
 
 
 def models_page(data: Data) -> str:
-    from datetime import datetime, timezone
 
     t = LABELS[data.language()]
     versions = data.versions()
@@ -254,7 +262,8 @@ def models_page(data: Data) -> str:
     head = "".join(f"<th>{_e(t[k])}</th>" for k in ("version", "aliases", "created", "gate", "reason"))
     rows = "".join(
         f"<tr><td>{v['version']}</td><td>{_e(', '.join(v['aliases']))}</td>"
-        f"<td>{datetime.fromtimestamp(v['created'] / 1000, timezone.utc):%Y-%m-%d %H:%M}</td><td>{_e(v['passed'])}</td><td>{_e(v['reason'])}</td></tr>"
+        f"<td>{datetime.fromtimestamp(v['created'] / 1000, timezone.utc):%Y-%m-%d %H:%M}</td>"
+        f"<td>{_e(v['passed'])}</td><td>{_e(v['reason'])}</td></tr>"
         for v in versions
     )
     return page(data, t["models"], f"<table><tr>{head}</tr>{rows}</table>")
@@ -267,8 +276,10 @@ def drift_page(data: Data) -> str:
         return page(data, t["drift"], f"<p>{_e(t['none'])}</p>")
     head = "".join(f"<th>{_e(t[k])}</th>" for k in ("date", "batch", "verdict", "reason", "retrain", "report"))
     body = "".join(
-        f"<tr><td>{_e(r.get('date'))}</td><td>{_e(r.get('batch'))}</td><td>{_e(r.get('verdict'))}</td><td>{_e(r.get('reason'))}</td>"
-        f'<td>{_e((r.get("retrain") or {}).get("status"))}</td><td><a href="/reports/{_e(r["folder"])}/drift.html">drift.html</a></td></tr>'
+        f"<tr><td>{_e(r.get('date'))}</td><td>{_e(r.get('batch'))}</td>"
+        f"<td>{_e(r.get('verdict'))}</td><td>{_e(r.get('reason'))}</td>"
+        f"<td>{_e((r.get('retrain') or {}).get('status'))}</td>"
+        f'<td><a href="/reports/{_e(r["folder"])}/drift.html">drift.html</a></td></tr>'
         for r in rows
     )
     return page(data, t["drift"], f"<table><tr>{head}</tr>{body}</table>")

@@ -7,15 +7,17 @@ Every GRPO setting lives in params.yaml (`grpo:`); see TRL's GRPOConfig for each
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import time
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.params import GrpoParams, ModelParams, to_dict
+from fundgrpo.params import RULE_REWARDS, GrpoParams, ModelParams, to_dict
 from fundgrpo.training import modelling
+from fundgrpo.training import rewards as rule_rewards
 from fundgrpo.training.judge import make_judge_reward
-from fundgrpo.training.rewards import make_rewards
 from fundgrpo.training.shared import (
     GREEDY_METRICS,
     curves,
@@ -26,7 +28,6 @@ from fundgrpo.training.shared import (
     use_cpu,
 )
 
-REWARD_ORDER = ("json", "grade", "score", "evidence", "length")
 BEST_METRICS = ("reward", *GREEDY_METRICS)
 
 
@@ -39,7 +40,7 @@ def best_metric_key(params: GrpoParams) -> str:
 
 def reward_names(params: GrpoParams) -> list[str]:
     """The rewards in use, in order: the five rule rewards, plus the judge when enabled."""
-    return list(REWARD_ORDER) + (["judge"] if params.judge.enabled else [])
+    return list(RULE_REWARDS) + (["judge"] if params.judge.enabled else [])
 
 
 def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: Path, resuming: bool = False):
@@ -114,9 +115,7 @@ def run(
     source = modelling.resolve(start_dir)
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
-    rewards = make_rewards(
-        rubric, schema, params.score_tolerance, tuple(params.reasoning_chars), params.grade_step_penalty
-    )
+    rewards = rule_rewards.bind(rubric, schema, params)
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
@@ -169,7 +168,8 @@ def run(
         "steps": trainer.state.global_step,
         "seconds": round(seconds, 1),
         "seconds_per_step": round(seconds / max(1, trainer.state.global_step), 3),
-        # of `seconds`, the evaluations: TRL's sampled one (`eval_runtime`) and the greedy answers to every validation prompt
+        # of `seconds`, the evaluations: TRL's sampled one (`eval_runtime`) and the greedy answers
+        # to every validation prompt
         "sampled_eval_seconds": round(sum(r.get("eval_runtime", 0.0) for r in trainer.state.log_history), 1),
         "greedy_eval_seconds": round(sum(r.get("greedy_eval_seconds", 0.0) for r in trainer.state.log_history), 1),
         # Compute spent, for scaling fits: device-seconds of the training loop.
@@ -226,8 +226,6 @@ def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Pat
     A fingerprint of the GRPO params and the start model is kept beside the checkpoints, so
     an interrupted run resumes only into the same run, never into a changed one.
     """
-    import hashlib
-    import shutil
 
     key = {k: v for k, v in to_dict(params).items() if k not in ("resume", "out_dir", "checkpoint_dir")}
     start = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(start_dir).iterdir() if f.is_file())

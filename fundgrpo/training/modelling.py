@@ -8,11 +8,15 @@ loads it with `from_pretrained(path)`, the same call that loads
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from tqdm.auto import tqdm
+
 from fundgrpo.params import ModelArchParams, ModelParams
+from fundgrpo.training import pretrained
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHATML = (
@@ -123,7 +127,6 @@ def answer_fingerprint(path: str | Path) -> str | None:
     >>> answer_fingerprint(a) == answer_fingerprint(b), answer_fingerprint(tempfile.mkdtemp())
     (False, None)
     """
-    import hashlib
 
     folder = Path(path)
     weights = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
@@ -183,7 +186,6 @@ def generate(
 ) -> list[str]:
     """Greedy answers for chat conversations, in batches, with a progress bar."""
     import torch
-    from tqdm.auto import tqdm
 
     texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
     out: list[str] = []
@@ -203,3 +205,27 @@ def generate(
         new = ids[:, batch["input_ids"].shape[1] :]
         out.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
     return out
+
+
+def corpus(rows: list[dict]) -> list[str]:
+    """Texts the tokenizer learns from: prompts and reference answers (training split only)."""
+    texts = []
+    for r in rows:
+        texts.extend(m["content"] for m in r["prompt"])
+        texts.append(r["reference"])
+    return texts
+
+
+def build_base(params: ModelParams, train_rows: list[dict], out_dir: Path) -> dict:
+    """Write the base model (or its pointer) into `out_dir`; return a description."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if params.pretrained and pretrained.parse(params.pretrained) is not None:
+        return pretrained.convert(params.pretrained, out_dir, params.chat_template, params.dtype)
+    if params.pretrained:
+        (out_dir / POINTER).write_text(json.dumps({"name_or_path": params.pretrained}) + "\n")
+        return {"pretrained": params.pretrained}
+    tokenizer = build_tokenizer(corpus(train_rows), params.arch.vocab_size)
+    model = build_model(params.arch, tokenizer)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return {"parameters": sum(p.numel() for p in model.parameters()), "vocab": len(tokenizer)}

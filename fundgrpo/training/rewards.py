@@ -1,15 +1,17 @@
 """Reward functions for GRPO, TRL style: `(completions, **columns) -> list[float | None]`.
 
-Each is pure: it reads the completion and the dataset columns TRL passes in
-(`expert_grade`, `expert_score`, `evidence`) and nothing else. Rewards that need
-the methodology are made by `make_rewards(rubric, ...)`, which closes over it.
-A malformed completion gets 0, never an exception; a sample with no label gets
-None, which TRL leaves out of the mean.
+Each is a pure module-level function: it reads the completion and the dataset columns TRL
+passes in (`expert_grade`, `expert_score`, `evidence`) and nothing else. What a reward needs
+from the methodology or the settings (the output schema, the rubric, `grpo.score_tolerance` ...)
+comes as keyword arguments, which `bind` fills from `params.yaml`; the rewards, in the order
+of `fundgrpo.params.RULE_REWARDS`, are `REWARDS`. A malformed completion gets 0, never an
+exception; a sample with no label gets None, which TRL leaves out of the mean.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import math
@@ -18,7 +20,9 @@ from typing import Any, Callable
 
 import jsonschema
 
+from fundgrpo.methodology import compiler
 from fundgrpo.methodology.prompts import BOTTOM_WORDS, TOP_WORDS
+from fundgrpo.params import RULE_REWARDS, GrpoParams
 
 RewardFn = Callable[..., list]
 
@@ -108,129 +112,181 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def make_rewards(
-    rubric: dict[str, Any],
-    schema: dict[str, Any],
-    score_tolerance: float = 25.0,
-    reasoning_chars: tuple[int, int] = (20, 200),
-    grade_step_penalty: float = 0.5,
-) -> dict[str, RewardFn]:
-    """The reward functions, by name, for one methodology.
+def example_methodology() -> tuple[dict, dict]:
+    """(rubric, output schema) of a one-criterion methodology with two grades, for the examples below."""
+    m = compiler.parse(
+        {
+            "criteria": [{"metric": "sharpe_3y", "weight": 1, "label": "Sharpe ratio"}],
+            "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
+        }
+    )
+    return compiler.rubric(m), compiler.output_schema(m)
 
-    >>> from fundgrpo.methodology.compiler import parse, output_schema, rubric as rb
-    >>> m = parse({"criteria": [{"metric": "sharpe_3y", "weight": 1, "label": "Sharpe ratio"}],
-    ...            "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]})
-    >>> r = make_rewards(rb(m), output_schema(m), reasoning_chars=(5, 40))
-    >>> good = '{"grade": 2, "score": 80, "reasoning": "Sharpe ratio top 20%"}'
-    >>> cols = dict(expert_grade=[2, 1], expert_score=[80.0, 20.0], evidence=['{"sharpe_3y": 85}'] * 2)
-    >>> r["json"]([good, "not json"], **cols)
-    [1.0, 0.0]
-    >>> r["grade"]([good, good], **cols)
-    [1.0, 0.5]
-    >>> r["score"]([good, good], **cols)
-    [1.0, 0.0]
-    >>> r["evidence"]([good, '{"grade": 2, "score": 80, "reasoning": "Sharpe ratio bottom 20%"}'], **cols)
-    [1.0, 0.0]
-    >>> r["length"]([good, "x"], **cols)
+
+def answers(completions: list, schema: dict) -> list[dict | None]:
+    """Each completion's answer if it is one JSON object that fits the schema, else None."""
+    return [valid_answer(completion_text(c), schema) for c in completions]
+
+
+def json_reward(completions: list, *, schema: dict, **columns: Any) -> list[float]:
+    """1 if the completion is exactly one JSON object that fits the schema, else 0.
+
+    >>> _, schema = example_methodology()
+    >>> json_reward(['{"grade": 2, "score": 80, "reasoning": "ok"}', "not json"], schema=schema)
     [1.0, 0.0]
     """
-    grades = rubric["grades"]
+    return [0.0 if a is None else 1.0 for a in answers(completions, schema)]
+
+
+def grade_reward(
+    completions: list, expert_grade: list, *, schema: dict, grade_step_penalty: float, **columns: Any
+) -> list[float | None]:
+    """Ordinal agreement: 1 exact, minus `grade_step_penalty` per grade off, floored at 0; None unlabelled.
+
+    >>> _, schema = example_methodology()
+    >>> good = '{"grade": 2, "score": 80, "reasoning": "ok"}'
+    >>> grade_reward([good, good, good], expert_grade=[2, 1, None], schema=schema, grade_step_penalty=0.5)
+    [1.0, 0.5, None]
+    """
+    out: list[float | None] = []
+    for a, g in zip(answers(completions, schema), expert_grade):
+        if _missing(g):
+            out.append(None)
+        elif a is None:
+            out.append(0.0)
+        else:
+            out.append(max(0.0, 1.0 - grade_step_penalty * abs(int(a["grade"]) - int(g))))
+    return out
+
+
+def score_reward(
+    completions: list,
+    expert_grade: list,
+    expert_score: list | None = None,
+    *,
+    schema: dict,
+    rubric: dict,
+    score_tolerance: float,
+    **columns: Any,
+) -> list[float | None]:
+    """1 at the expert's score, falling linearly to 0 at `score_tolerance` points away.
+
+    Without an expert score the target is the midpoint of the expert grade's band.
+
+    >>> rubric, schema = example_methodology()
+    >>> good = '{"grade": 2, "score": 80, "reasoning": "ok"}'
+    >>> score_reward([good, good], [2, 1], [80.0, 20.0], schema=schema, rubric=rubric, score_tolerance=25)
+    [1.0, 0.0]
+    >>> score_reward([good], [2], schema=schema, rubric=rubric, score_tolerance=25)  # band midpoint 75
+    [0.8]
+    """
+    midpoint = {b["grade"]: (b["min"] + b["max"]) / 2 for b in rubric["bands"]}
+    scores = expert_score if expert_score is not None else [None] * len(completions)
+    out: list[float | None] = []
+    for a, g, s in zip(answers(completions, schema), expert_grade, scores):
+        if _missing(g) and _missing(s):
+            out.append(None)
+            continue
+        target = midpoint[int(g)] if _missing(s) else float(s)
+        out.append(0.0 if a is None else max(0.0, 1.0 - abs(float(a["score"]) - target) / score_tolerance))
+    return out
+
+
+def evidence_reward(completions: list, evidence: list, *, schema: dict, rubric: dict, **columns: Any) -> list[float]:
+    """Does the reasoning cite the weightiest criteria, and place the fund on the right side?
+
+    For each criterion label found in the reasoning: full credit if the words after it
+    say top/bottom on the side the percentile is on, half credit with no side, none
+    for the wrong side; weighted by the criterion weights and normalised by the
+    weight of the `cite_top` criteria that a reference reasoning cites.
+
+    >>> rubric, schema = example_methodology()
+    >>> says = lambda side: f'{{"grade": 2, "score": 80, "reasoning": "Sharpe ratio {side} 20%"}}'
+    >>> evidence_reward([says("top"), says("bottom")], ['{"sharpe_3y": 85}'] * 2, schema=schema, rubric=rubric)
+    [1.0, 0.0]
+    """
     labels = {c["id"]: c["label"] for c in rubric["criteria"]}
     weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
-    top_word = TOP_WORDS[rubric["language"]]
-    bottom_word = BOTTOM_WORDS[rubric["language"]]
+    top_word, bottom_word = TOP_WORDS[rubric["language"]], BOTTOM_WORDS[rubric["language"]]
+    out = []
+    for a, ev in zip(answers(completions, schema), evidence):
+        if a is None:
+            out.append(0.0)
+            continue
+        pct = json.loads(ev) if isinstance(ev, str) else ev
+        reasoning = a["reasoning"]
+        got = 0.0
+        for cid, label in labels.items():
+            at = reasoning.find(label)
+            if at < 0 or _missing(pct.get(cid)):
+                continue
+            clause = re.split(r"[;,.\n]", reasoning[at + len(label) :], maxsplit=1)[0]
+            says_top, says_bottom = top_word in clause, bottom_word in clause
+            if says_top == says_bottom:  # neither, or both
+                credit = 0.5
+            else:
+                credit = 1.0 if says_top == (pct[cid] >= 50) else 0.0
+            got += credit * weights[cid]
+        possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
+        need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
+        out.append(min(1.0, got / need))
+    return out
+
+
+def length_reward(completions: list, *, schema: dict, reasoning_chars: tuple[int, int], **columns: Any) -> list[float]:
+    """1 when the reasoning's length is within the band, falling to 0 at 0 or twice the maximum.
+
+    >>> _, schema = example_methodology()
+    >>> answer = lambda text: f'{{"grade": 2, "score": 80, "reasoning": "{text}"}}'
+    >>> length_reward([answer("x" * 10), answer("x"), answer("x" * 60)], schema=schema, reasoning_chars=(5, 40))
+    [1.0, 0.2, 0.5]
+    """
     low_chars, high_chars = reasoning_chars
-    midpoint = {b["grade"]: (b["min"] + b["max"]) / 2 for b in rubric["bands"]}
+    out = []
+    for a in answers(completions, schema):
+        if a is None:
+            out.append(0.0)
+            continue
+        n = len(a["reasoning"])
+        if n < low_chars:
+            out.append(n / low_chars)
+        elif n <= high_chars:
+            out.append(1.0)
+        else:
+            out.append(max(0.0, 1.0 - (n - high_chars) / high_chars))
+    return out
 
-    def answers(completions: list) -> list[dict | None]:
-        return [valid_answer(completion_text(c), schema) for c in completions]
 
-    def json_reward(completions: list, **kwargs: Any) -> list[float]:
-        """1 if the completion is exactly one JSON object that fits the schema, else 0."""
-        return [0.0 if a is None else 1.0 for a in answers(completions)]
+# The rule rewards by name, in the order of params.RULE_REWARDS (the one list of names; each
+# `<name>_reward` above). TRL logs each as rewards/<function name>.
+REWARDS: dict[str, RewardFn] = {name: globals()[f"{name}_reward"] for name in RULE_REWARDS}
 
-    def grade_reward(completions: list, expert_grade: list, **kwargs: Any) -> list[float | None]:
-        """Ordinal agreement: 1 exact, minus `grade_step_penalty` per grade off, floored at 0."""
-        out: list[float | None] = []
-        for a, g in zip(answers(completions), expert_grade):
-            if _missing(g):
-                out.append(None)
-            elif a is None:
-                out.append(0.0)
-            else:
-                out.append(max(0.0, 1.0 - grade_step_penalty * abs(int(a["grade"]) - int(g))))
-        return out
 
-    def score_reward(completions: list, expert_grade: list, expert_score: list | None = None, **kwargs: Any) -> list:
-        """1 at the expert's score, falling linearly to 0 at `score_tolerance` points away.
-
-        Without an expert score the target is the midpoint of the expert grade's band.
-        """
-        scores = expert_score if expert_score is not None else [None] * len(completions)
-        out: list[float | None] = []
-        for a, g, s in zip(answers(completions), expert_grade, scores):
-            if _missing(g) and _missing(s):
-                out.append(None)
-                continue
-            target = midpoint[int(g)] if _missing(s) else float(s)
-            out.append(0.0 if a is None else max(0.0, 1.0 - abs(float(a["score"]) - target) / score_tolerance))
-        return out
-
-    def evidence_reward(completions: list, evidence: list, **kwargs: Any) -> list[float]:
-        """Does the reasoning cite the weightiest criteria, and place the fund on the right side?
-
-        For each criterion label found in the reasoning: full credit if the words after it
-        say top/bottom on the side the percentile is on, half credit with no side, none
-        for the wrong side; weighted by the criterion weights and normalised by the
-        weight of the `cite_top` criteria that a reference reasoning cites.
-        """
-        out = []
-        for a, ev in zip(answers(completions), evidence):
-            if a is None:
-                out.append(0.0)
-                continue
-            pct = json.loads(ev) if isinstance(ev, str) else ev
-            reasoning = a["reasoning"]
-            got = 0.0
-            for cid, label in labels.items():
-                at = reasoning.find(label)
-                if at < 0 or _missing(pct.get(cid)):
-                    continue
-                clause = re.split(r"[;,.\n]", reasoning[at + len(label) :], maxsplit=1)[0]
-                says_top, says_bottom = top_word in clause, bottom_word in clause
-                if says_top == says_bottom:  # neither, or both
-                    credit = 0.5
-                else:
-                    credit = 1.0 if says_top == (pct[cid] >= 50) else 0.0
-                got += credit * weights[cid]
-            possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
-            need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
-            out.append(min(1.0, got / need))
-        return out
-
-    def length_reward(completions: list, **kwargs: Any) -> list[float]:
-        """1 when the reasoning's length is within the band, falling to 0 at 0 or twice the maximum."""
-        out = []
-        for a in answers(completions):
-            if a is None:
-                out.append(0.0)
-                continue
-            n = len(a["reasoning"])
-            if n < low_chars:
-                out.append(n / low_chars)
-            elif n <= high_chars:
-                out.append(1.0)
-            else:
-                out.append(max(0.0, 1.0 - (n - high_chars) / high_chars))
-        return out
-
-    funcs = {
-        "json": json_reward,
-        "grade": grade_reward,
-        "score": score_reward,
-        "evidence": evidence_reward,
-        "length": length_reward,
+def settings(rubric: dict, schema: dict, params: GrpoParams) -> dict[str, Any]:
+    """Every keyword a rule reward may take; `bind` hands each reward the ones it declares."""
+    return {
+        "schema": schema,
+        "rubric": rubric,
+        "score_tolerance": params.score_tolerance,
+        "grade_step_penalty": params.grade_step_penalty,
+        "reasoning_chars": tuple(params.reasoning_chars),
     }
-    for name, fn in funcs.items():
-        fn.__name__ = f"{name}_reward"  # TRL logs rewards/<__name__>
-    return {name: never_raises(fn) for name, fn in funcs.items()}
+
+
+def bind(rubric: dict, schema: dict, params: GrpoParams) -> dict[str, RewardFn]:
+    """The rule rewards with their settings filled in, ready for TRL (`__name__` kept; never raising).
+
+    >>> rubric, schema = example_methodology()
+    >>> rewards = bind(rubric, schema, GrpoParams())
+    >>> list(rewards), rewards["grade"].__name__
+    (['json', 'grade', 'score', 'evidence', 'length'], 'grade_reward')
+    >>> rewards["grade"](['{"grade": 2, "score": 80, "reasoning": "ok"}', "{"], expert_grade=[1, 1])
+    [0.0, 0.0]
+    """
+    given = settings(rubric, schema, params)
+    out = {}
+    for name, fn in REWARDS.items():
+        takes = inspect.signature(fn).parameters
+        bound = functools.partial(fn, **{k: v for k, v in given.items() if k in takes})
+        out[name] = never_raises(functools.update_wrapper(bound, fn))
+    return out

@@ -8,6 +8,8 @@ pointer to the base model and GRPO starts from it.
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from pathlib import Path
 
 from fundgrpo import io
@@ -29,11 +31,11 @@ def sft_config(params: SftParams, model_params: ModelParams, output_dir: Path):
         output_dir=str(output_dir),
         num_train_epochs=params.epochs,
         learning_rate=params.learning_rate,
-        lr_scheduler_type="cosine",
-        warmup_steps=5,
+        lr_scheduler_type=params.lr_scheduler_type,
+        warmup_steps=params.warmup_steps,
         per_device_train_batch_size=params.batch_size,
         max_length=params.max_length,
-        logging_steps=10,
+        logging_steps=params.logging_steps,
         save_strategy="no",
         report_to="none",
         seed=params.seed,
@@ -59,8 +61,6 @@ def run(
     before saving, so every later stage (and the MLflow model) loads one plain folder.
     `callbacks` (transformers `TrainerCallback`s) watch the run, e.g. a benchmark's per-epoch evaluation.
     """
-    import time
-
     started = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     source = modelling.resolve(base_dir)
@@ -84,6 +84,7 @@ def run(
     result = trainer.train()
     save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
     io.write_json(trainer.state.log_history, out_dir / "log_history.json")
+    shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)  # the trainer's scratch (save_strategy "no")
     return {
         "train_loss": round(result.training_loss, 4),
         "steps": result.global_step,

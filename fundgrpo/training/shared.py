@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from fundgrpo import io
 from fundgrpo.evaluation import backtesting
 from fundgrpo.params import LoraParams, ModelParams
 from fundgrpo.training import modelling
@@ -17,6 +19,19 @@ def is_main_process() -> bool:
     trains its share of each batch; only rank 0 writes the stage's outputs (the trainer itself
     saves checkpoints on rank 0 only)."""
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def train_into(out_dir: str | Path, train: Callable[[Path], dict]) -> dict | None:
+    """Run `train(folder)` for a stage's model output: on rank 0 into a temporary sibling of
+    `out_dir` that replaces it only when training finished (a failed run keeps the last good
+    model); on the other ranks of `accelerate launch` into a scratch folder, returning None
+    (they train alongside rank 0 and write nothing)."""
+    if not is_main_process():
+        with tempfile.TemporaryDirectory() as scratch:
+            train(Path(scratch))
+        return None
+    with io.atomic_path(out_dir) as tmp:
+        return train(tmp)
 
 
 def use_cpu() -> bool:
@@ -53,7 +68,8 @@ def lora_config(params: LoraParams, model_source: str | None = None):
         n = AutoConfig.from_pretrained(model_source).get_text_config().num_hidden_layers
         if params.top_layers > n:
             raise ValueError(
-                f"lora.top_layers is {params.top_layers} but {model_source} has {n} layers: set at most {n} (or 0 for every layer)"
+                f"lora.top_layers is {params.top_layers} but {model_source} has {n} layers: "
+                f"set at most {n} (or 0 for every layer)"
             )
         layers = list(range(n - params.top_layers, n))
     return LoraConfig(

@@ -13,10 +13,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from fundgrpo.params import Params, ParamsError, from_dict, load_params
@@ -105,10 +107,12 @@ def plan(params: dict, factors: dict[str, list[Any]], common: dict[str, Any]) ->
     [['exp', 'run', '--queue', '-S', 'grpo.loss_type=grpo', '-S', 'register.promote=false']]
     >>> [c[4:] for c in plan(p, {"grpo.loss_type": ["grpo"]}, {"grpo.max_steps": 2})]
     [['grpo.max_steps=2'], ['grpo.loss_type=grpo', '-S', 'grpo.max_steps=2']]
-    >>> plan(p, {"grpo.num_generations": [16]}, {})
+    >>> plan(p, {"grpo.num_generations": [16]}, {})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fundgrpo.params.ParamsError: grpo.num_generations=16 does not divide the 8 completions per step (per_device_train_batch_size x gradient_accumulation_steps); TRL refuses it. Pick a divisor, or sweep per_device_train_batch_size with it in a separate run
+    fundgrpo.params.ParamsError: grpo.num_generations=16 does not divide the 8 completions per step
+    (per_device_train_batch_size x gradient_accumulation_steps); TRL refuses it.
+    Pick a divisor, or sweep per_device_train_batch_size with it in a separate run
     """
     base = params
     for key, value in common.items():
@@ -166,7 +170,6 @@ def start_queue(root: Path, jobs: int) -> str:
     Its output goes to a file, not a pipe: the worker it leaves behind holds the output open
     until the queue is empty, and reading a pipe would wait for that.
     """
-    import tempfile
 
     with tempfile.TemporaryFile("w+") as out:
         code = subprocess.run(
@@ -251,7 +254,8 @@ def wait(
         if start:
             if queue_started:
                 print(
-                    f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: starting the queue again",
+                    f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: "
+                    "starting the queue again",
                     flush=True,
                 )
             print(start_queue(root, jobs), flush=True)
@@ -259,12 +263,14 @@ def wait(
         stalled_since = since
         if timeout is not None and now - started > timeout:
             logs = "".join(
-                f"\n--- dvc queue logs {n} (last 2000 characters):\n{dvc(['queue', 'logs', n], root, check=False).stdout[-2000:]}"
+                f"\n--- dvc queue logs {n} (last 2000 characters):\n"
+                f"{dvc(['queue', 'logs', n], root, check=False).stdout[-2000:]}"
                 for n, s in mine.items()
                 if s == "Running"
             )
             raise TimeoutError(
-                f"sweep not done after {timeout:.0f} s: {summary}\n{dvc(['queue', 'status'], root, check=False).stdout}{logs}\n"
+                f"sweep not done after {timeout:.0f} s: {summary}\n"
+                f"{dvc(['queue', 'status'], root, check=False).stdout}{logs}\n"
                 f"the queue is left as it is: `dvc queue status`, `dvc queue kill NAME`, `dvc queue stop`"
             )
         time.sleep(poll)
@@ -337,7 +343,6 @@ def mlflow_runs(tracking_uri: str, experiment: str):
     Through a client: `mlflow.set_tracking_uri` would also export MLFLOW_TRACKING_URI to every
     later subprocess of this process (MLflow 3 does), queue workers included.
     """
-    import pandas as pd
     from mlflow import MlflowClient
 
     if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///") :]).exists():
@@ -365,7 +370,6 @@ def compare(root: Path, names: list[str] | None = None, tracking_uri: str | None
     row's metrics/register.json (the baseline commit's run has no experiment name). MLflow
     fills metrics DVC lacks. `names`: only these experiments (the baseline rows are kept).
     """
-    import pandas as pd
 
     show = json.loads(dvc(["exp", "show", "--json"], root).stdout)
     rows = [r for r in dvc_rows(show) if names is None or r["state"] == "baseline" or r["exp"] in names]

@@ -8,7 +8,9 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def test_the_committed_page_is_what_the_collected_runs_generate():
-    report = runpy.run_path(str(BENCH / "pretrained.py"))["report"]
+    report = runpy.run_path(str(BENCH / "pretrained_report.py"))["report"]
     page = report() + "\n"
     assert "## morningstar" in page and "## synthetic" in page and "## synthetic-ko" in page
-    assert page == (BENCH / "pretrained.md").read_text(encoding="utf-8"), "run `python benchmarks/pretrained.py report`"
+    assert page == (BENCH / "pretrained.md").read_text(encoding="utf-8"), (
+        "run `python benchmarks/pretrained_report.py report`"
+    )

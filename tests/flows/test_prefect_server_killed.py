@@ -84,7 +84,8 @@ def server_record(url: str, flow_run_id: str) -> tuple[str, dict[str, str], list
         "    run = c.read_flow_run(sys.argv[1])\n"
         "    tasks = c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))\n"
         "    logs = c.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])), limit=200)\n"
-        "    print(json.dumps([run.state.type.value, {str(t.id): t.state.type.value for t in tasks}, [l.message for l in logs]]))\n"
+        "    print(json.dumps([run.state.type.value, {str(t.id): t.state.type.value for t in tasks}, "
+        "[l.message for l in logs]]))\n"
     )
     import json
 
@@ -102,14 +103,15 @@ def server_record(url: str, flow_run_id: str) -> tuple[str, dict[str, str], list
 
 @pytest.mark.fault("Prefect server stopped mid-run")
 def test_a_run_the_server_lost_is_recorded_true_after_restart_and_reconcile(trained, tmp_path):
-    """The server is killed while a training run waits for the workspace; the run finishes without it; after a restart and reconcile the run, its tasks and logs are true, and nothing is lost."""
+    """The server is killed while a training run waits for the workspace; the run finishes without it;
+    after a restart and reconcile the run, its tasks and logs are true, and nothing is lost."""
     root, _ = trained
     server = Server(tmp_path / "prefect-home")
     server.start()
     before, count = digest(root, *GUARDED), support.versions(root)
     client = support.mlflow_client(root)
     champion = [a for v in client.search_model_versions("name='fund-evaluator'") for a in v.aliases]
-    folder = root / journal.JOURNAL_DIR
+    folder = journal.folder(root)
     known = set(folder.glob("*.jsonl")) if folder.exists() else set()
     env = {**server.env, "PREFECT_CLIENT_MAX_RETRIES": "0", "PYTHONPATH": str(support.REPO)}
     try:

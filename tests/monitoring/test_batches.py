@@ -68,6 +68,17 @@ def test_load_keeps_as_of_and_applies_the_column_map(tmp_path):
         batches.load(write(tmp_path / "in" / "empty.csv", ""), params)
 
 
+def test_load_drops_exact_duplicates_before_carrying_as_of(tmp_path):
+    text = "Code,Peer,Ret1Y,as_of\nX1,Bonds,1.5,2025-06\nX1,Bonds,1.5,2025-06\nX2,Bonds,2.0,2025-07\n"
+    path = write(tmp_path / "in" / "batch-2025-07.csv", text)
+    mapping = {"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"}
+    table = batches.load(path, IngestParams(column_map=mapping, drop_duplicate_rows=True))
+    assert table[["share_class_id", "as_of"]].to_dict("records") == [
+        {"share_class_id": "X1", "as_of": "2025-06"},
+        {"share_class_id": "X2", "as_of": "2025-07"},
+    ]
+
+
 def test_incoming_quarantine_and_archive_move_never_delete(tmp_path):
     monitor = MonitorParams()
     a = write(tmp_path / monitor.incoming_dir / "batch-2025-06.csv", "x\n1\n")

@@ -428,11 +428,12 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
 
             def main() -> None:
                 from fundgrpo.methodology import compiler as meth
-                from fundgrpo.training.rewards import make_rewards
+                from fundgrpo.params import GrpoParams
+                from fundgrpo.training.rewards import bind
 
                 m = meth.load("methodology/default.yaml")
                 completion = list(HOSTILE.values())[int(arg)]
-                for name, fn in make_rewards(meth.rubric(m), meth.output_schema(m)).items():
+                for name, fn in bind(meth.rubric(m), meth.output_schema(m), GrpoParams()).items():
                     got = fn([completion], expert_grade=[3], expert_score=[50.0], evidence=['{"sharpe_3y": 80}'])
                     if got != [0.0]:
                         sys.exit(f"{name} reward gave {got}")

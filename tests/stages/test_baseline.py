@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from fundgrpo import io
-from fundgrpo.cli import StageError
+from fundgrpo.evaluation.backtesting import backtest
+from fundgrpo.evaluation.baselines import BaselineError, evaluate_split
 from fundgrpo.params import BacktestParams, BaselineParams
-from stages import backtest, baseline
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = BaselineParams(max_iter=40, learning_rate=(0.1,), max_leaf_nodes=(7,), min_samples_leaf=5)
@@ -58,7 +58,7 @@ def test_run_fits_on_train_and_predicts_every_test_share_class():
     df.loc[df.index[-2:], "expert_grade"] = None  # unlabelled rows stay in the peer universe
     df["expert_grade"] = df["expert_grade"].astype("Int64")
     train_ids, test_ids = split(df.iloc[:-2])
-    metrics, preds = baseline.run(FAST, df, train_ids, test_ids)
+    metrics, preds = evaluate_split(FAST, df, train_ids, test_ids)
     assert [p["share_class_id"] for p in preds] == test_ids
     assert metrics["n_train"] == len(train_ids) and metrics["n_test"] == len(test_ids)
     assert {"exact", "within_one", "qwk", "spearman", "chosen", "features"} <= set(metrics)
@@ -76,8 +76,8 @@ def test_run_fits_on_train_and_predicts_every_test_share_class():
 def test_stale_split_is_named():
     df = universe(20)
     train_ids, test_ids = split(df)
-    with pytest.raises(StageError, match="1 test share class"):
-        baseline.run(FAST, df, train_ids, test_ids + ["GONE"])
+    with pytest.raises(BaselineError, match="1 test share class"):
+        evaluate_split(FAST, df, train_ids, test_ids + ["GONE"])
 
 
 def test_backtest_reports_a_gbm_block_and_refuses_stale_predictions():
@@ -86,12 +86,12 @@ def test_backtest_reports_a_gbm_block_and_refuses_stale_predictions():
         for i, g in enumerate([1, 3, 5, 3])
     ]
     preds = [{"share_class_id": f"S{i}", "grade": g} for i, g in enumerate([1, 3, 4, 3])]
-    result = backtest.run(BacktestParams(), rows, RUBRIC, {}, {}, preds)
+    result = backtest(BacktestParams(), rows, RUBRIC, {}, {}, preds)
     assert set(result["models"]) == {"rule", "gbm"}
     assert result["models"]["gbm"]["exact"] == 0.75 and result["models"]["gbm"]["within_one"] == 1.0
-    assert set(backtest.run(BacktestParams(), rows, RUBRIC, {}, {})["models"]) == {"rule"}  # no baseline given
+    assert set(backtest(BacktestParams(), rows, RUBRIC, {}, {})["models"]) == {"rule"}  # no baseline given
     with pytest.raises(ValueError, match="no prediction for 1 test share class"):
-        backtest.run(BacktestParams(), rows, RUBRIC, {}, {}, preds[:3])
+        backtest(BacktestParams(), rows, RUBRIC, {}, {}, preds[:3])
 
 
 def test_main_writes_metrics_and_predictions(tmp_path):

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import yaml
 
-from fundgrpo.params import MethodologyParams
-from stages import methodology as schema
+from fundgrpo.methodology.compiler import compile_file
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_run_compiles_schema_and_rubric(repo_root):
-    out = schema.run(MethodologyParams(path=str(repo_root / "methodology/default_ko.yaml")))
+    out = compile_file(repo_root / "methodology/default_ko.yaml")
     assert out["output_schema"]["properties"]["grade"]["enum"] == [1, 2, 3, 4, 5]
     assert out["rubric"]["language"] == "ko"
     assert abs(sum(c["weight"] for c in out["rubric"]["criteria"]) - 1) < 1e-9

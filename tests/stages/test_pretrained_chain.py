@@ -84,8 +84,8 @@ def test_lora_sft_and_grpo_save_merged_folders_that_differ_from_the_base(smollm2
 def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_path, monkeypatch):
     from fundgrpo.evaluation.backtesting import evaluate_model
     from fundgrpo.registry import mlflow_registry
+    from fundgrpo.registry.registration import log_model
     from fundgrpo.training import modelling
-    from stages.register import log_model
 
     rubric, schema, data = setup
     root, _, _ = trained

@@ -89,11 +89,11 @@ def datasets(rubric):
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, datasets):
     from fundgrpo.training import sft_trainer
-    from stages import model as base
+    from fundgrpo.training.modelling import build_base
 
     root = tmp_path_factory.mktemp("chain")
     model_params = ModelParams(arch=TINY_ARCH)
-    base.run(model_params, datasets["train"], root / "base")
+    build_base(model_params, datasets["train"], root / "base")
     info = sft_trainer.run(
         SftParams(epochs=1, batch_size=8), model_params, root / "base", datasets["train"], root / "sft"
     )
@@ -128,9 +128,9 @@ def test_base_model_loads_by_path(chain):
 
 def test_base_with_a_pretrained_name_writes_a_pointer(tmp_path):
     from fundgrpo.training import modelling
-    from stages import model as base
+    from fundgrpo.training.modelling import build_base
 
-    base.run(ModelParams(pretrained="Qwen/Qwen3-0.6B"), [], tmp_path)
+    build_base(ModelParams(pretrained="Qwen/Qwen3-0.6B"), [], tmp_path)
     assert modelling.resolve(tmp_path) == "Qwen/Qwen3-0.6B"
 
 
@@ -141,7 +141,7 @@ def test_sft_trains(chain):
 
 
 def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
-    """What benchmarks/sft_epoch_curve.py relies on: its callback sees the model after every epoch."""
+    """What experiments/sft_epoch_curve/sft_epoch_curve.py relies on: its callback sees the model after every epoch."""
     from transformers import TrainerCallback
 
     from fundgrpo.training import sft_trainer
@@ -195,11 +195,11 @@ def test_grpo_trains_and_logs_reward_curves(policy):
 
 @pytest.fixture(scope="module")
 def backtest_result(policy, chain, datasets, rubric, schema):
-    from stages import backtest
+    from fundgrpo.evaluation.backtesting import backtest
 
     root, _ = chain
     models = {"grpo": policy[0], "base": root / "base"}
-    return backtest.run(BacktestParams(max_new_tokens=24, max_funds=6), datasets["test"], rubric, schema, models)
+    return backtest(BacktestParams(max_new_tokens=24, max_funds=6), datasets["test"], rubric, schema, models)
 
 
 def test_backtest_reports_every_evaluator(backtest_result):
@@ -219,11 +219,11 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     """GRPO that keeps its SFT start re-saves the SFT weights: the backtest reuses those answers."""
     import shutil
 
-    from stages import backtest
+    from fundgrpo.evaluation.backtesting import backtest
 
     kept = shutil.copytree(policy[0], tmp_path / "kept")
     (kept / "tokenizer.json").write_text((kept / "tokenizer.json").read_text() + " ")  # not part of the answers
-    result = backtest.run(
+    result = backtest(
         BacktestParams(max_new_tokens=24, max_funds=3),
         datasets["test"],
         rubric,
@@ -240,7 +240,7 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
 def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, datasets, rubric, schema, monkeypatch):
     from mlflow import MlflowClient
 
-    from stages import register
+    from fundgrpo.registry.registration import register
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     reg = RegisterParams(
@@ -264,19 +264,19 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
         return bt
 
     # 1. first model, worse than the rule scorer: challenger, no champion
-    d1 = register.run(params, candidate(0.2), train, [], rows, rubric, schema, [])
+    d1 = register(params, candidate(0.2), train, [], rows, rubric, schema, [])
     assert (d1["alias"], d1["promoted"], d1["baseline_name"]) == ("challenger", False, "rule scorer")
     client = MlflowClient(tracking_uri=reg.tracking_uri)
     assert "champion" not in client.get_registered_model(reg.model_name).aliases
 
     # 2. beats the rule scorer: champion
-    d2 = register.run(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [])
+    d2 = register(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [])
     assert (
         d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     )
 
     # 3. worse than the champion on the same test set: the champion stays
-    d3 = register.run(params, candidate(0.7), train, [], rows, rubric, schema, [])
+    d3 = register(params, candidate(0.7), train, [], rows, rubric, schema, [])
     assert not d3["promoted"] and d3["baseline_name"] == f"champion v{d2['version']}"
     assert int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     assert int(client.get_model_version_by_alias(reg.model_name, "challenger").version) == d3["version"]
@@ -284,7 +284,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     # 4. another test set: the champion is re-evaluated on this one, from the registry
     other = candidate(0.9)
     other["test_fingerprint"] = "different"
-    d4 = register.run(params, other, train, [], rows, rubric, schema, [])
+    d4 = register(params, other, train, [], rows, rubric, schema, [])
     assert "re-evaluated" in d4["baseline_name"]
 
     # 5. a sweep member (register.promote false, inside `dvc exp run`): the gate passes, the
@@ -293,7 +293,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     monkeypatch.setenv("DVC_EXP_BASELINE_REV", "abc123")
     champion = client.get_model_version_by_alias(reg.model_name, "champion").version
     best = dict(candidate(0.99), test_fingerprint="different")  # d4's test set: no re-evaluation if d4 is champion
-    d5 = register.run(replace(params, register=replace(reg, promote=False)), best, train, [], rows, rubric, schema, [])
+    d5 = register(replace(params, register=replace(reg, promote=False)), best, train, [], rows, rubric, schema, [])
     assert (
         d5["gate_passed"]
         and not d5["promoted"]
@@ -350,7 +350,10 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
     resumed = train.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt")
 
     assert resumed["resumed_from"].endswith("checkpoint-2")
-    curve = lambda s: [(r["step"], round(r["reward"], 5), round(r["completions/mean_length"], 3)) for r in s["curves"]]
+
+    def curve(s):
+        return [(r["step"], round(r["reward"], 5), round(r["completions/mean_length"], 3)) for r in s["curves"]]
+
     assert curve(resumed) == curve(full)
     a, b = load_file(tmp_path / "full" / "model.safetensors"), load_file(tmp_path / "resumed" / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ ACCESS = logging.getLogger("fundgrpo.serving.api.access")
 
 
 def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
-    from contextlib import asynccontextmanager
 
     settings = settings or ApiSettings.from_env()
     root = Path(root).resolve()

@@ -15,8 +15,9 @@ import pytest
 from fundgrpo import profiles
 from fundgrpo.data import navmetrics, synthetic
 from fundgrpo.data.canonical import COLUMNS
-from fundgrpo.data.ingestion import IngestError, run
+from fundgrpo.data.ingestion import IngestError, run, strip_patterns, summary
 from fundgrpo.params import IngestParams, ParamsError, ReturnsSourceParams, SyntheticParams
+from tests.support import REPO
 
 SCREENER_MAP = {
     "share_class_id": "SecId",
@@ -193,7 +194,11 @@ def test_utf16_with_byte_order_mark_tab_separated(tmp_path: Path) -> None:
 
 
 def test_cp949_korean(tmp_path: Path) -> None:
-    text = "종목코드,펀드명,유형,수익률\nK001,한빛 코리아 성장 주식 A,국내주식,12.5\nK002,미래로 배당 주식 C,국내주식,-3.1\n"
+    text = (
+        "종목코드,펀드명,유형,수익률\n"
+        "K001,한빛 코리아 성장 주식 A,국내주식,12.5\n"
+        "K002,미래로 배당 주식 C,국내주식,-3.1\n"
+    )
     path = write(tmp_path / "korea.csv", text, "cp949")
     params = IngestParams(
         source="table",
@@ -304,8 +309,7 @@ def test_morningstar_profile(morningstar_csv: Path, repo_root: Path) -> None:
 
 
 def _stage(module: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=str(repo))
+    env = dict(os.environ, PYTHONPATH=str(REPO))  # the repository root, not tests/
     return subprocess.run(
         [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )
@@ -371,7 +375,8 @@ def test_a_marker_not_configured_is_named_with_the_fix(tmp_path: Path) -> None:
     )
     with pytest.raises(
         IngestError,
-        match=r"column 'Ret1Y' \(return_1y\) has 2 non-numeric value\(s\): data row 2: '-', data row 3: '--' \(a marker for missing goes in ingest.na_values",
+        match=r"column 'Ret1Y' \(return_1y\) has 2 non-numeric value\(s\): data row 2: '-', data row 3: '--' "
+        r"\(a marker for missing goes in ingest.na_values",
     ):
         run(params, tmp_path)
 
@@ -379,7 +384,11 @@ def test_a_marker_not_configured_is_named_with_the_fix(tmp_path: Path) -> None:
 def test_ids_built_from_columns_generated_or_refused(tmp_path: Path) -> None:
     write(
         tmp_path / "i.csv",
-        "Scheme,Plan,Peer\nAlpha Fund - Direct Plan,Growth,x\nAlpha Fund - Regular Plan,Growth,x\nBeta Fund,Growth,x\nBeta Fund,Growth,x\n",
+        "Scheme,Plan,Peer\n"
+        "Alpha Fund - Direct Plan,Growth,x\n"
+        "Alpha Fund - Regular Plan,Growth,x\n"
+        "Beta Fund,Growth,x\n"
+        "Beta Fund,Growth,x\n",
     )
     base = IngestParams(
         source="table",
@@ -390,7 +399,8 @@ def test_ids_built_from_columns_generated_or_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(
         IngestError,
-        match=r"share_class_id_from \['Scheme', 'Plan'\] gives 1 id\(s\) to more than one row: 'Beta Fund \| Growth' \(data rows 3, 4\)",
+        match=r"share_class_id_from \['Scheme', 'Plan'\] gives 1 id\(s\) to more than one row: "
+        r"'Beta Fund \| Growth' \(data rows 3, 4\)",
     ):
         run(dataclasses.replace(base, share_class_id_from=("Scheme", "Plan")), tmp_path)
     table = run(dataclasses.replace(base, share_class_id_generate=True), tmp_path)
@@ -400,3 +410,245 @@ def test_ids_built_from_columns_generated_or_refused(tmp_path: Path) -> None:
         IngestError, match="required column 'share_class_id' is absent: map it in column_map or build it"
     ):
         run(base, tmp_path)
+
+
+# ------------------------------------------- bad input that used to end in a traceback or silence
+
+
+def test_an_unclosed_quote_names_the_line_where_it_opens(tmp_path: Path) -> None:
+    """A quote left open swallows the rest of the file into one cell: the line it opens on is named."""
+    lines = SCREENER_CSV.splitlines()
+    lines[2] = lines[2].replace("Alpha Fund B", '"Alpha Fund B')  # line 3, data row 2: never closed
+    write(tmp_path / "screener.csv", "\n".join(lines) + "\n")
+    with pytest.raises(IngestError) as err:
+        run(table_params(tmp_path / "screener.csv"), tmp_path)
+    message = str(err.value)
+    assert "screener.csv" in message and "unclosed quote" in message
+    assert "opening on line 3 (data row 2)" in message
+    assert "2 data row(s) were read from 5 lines" in message
+    # in a large file the swallowed cell passes the csv module's field limit (131072): named all the same
+    body = "".join(f"S{i},Fund {i},UK Equity,1.5,1000,3,U,0\n" for i in range(10, 5010))
+    write(tmp_path / "large.csv", "\n".join(lines[:3]) + "\n" + body)
+    with pytest.raises(IngestError, match=r"large\.csv: an unclosed quote: the quoted cell opening on line 3 "):
+        run(table_params(tmp_path / "large.csv"), tmp_path)
+
+
+def test_a_quote_closed_lines_later_names_the_lines_it_spans(tmp_path: Path) -> None:
+    """Two stray quotes merge the lines between them into one cell: refused when the field count
+    changes, named in a note (ingest's line, the validation report) when it happens to fit."""
+    lines = SCREENER_CSV.splitlines()
+    lines[2] = lines[2].replace("Alpha Fund B", '"Alpha Fund B')
+    lines[3] = lines[3] + '"'  # closed at the end of line 4: row 2 has 2 fields
+    write(tmp_path / "screener.csv", "\n".join(lines) + "\n")
+    with pytest.raises(IngestError, match=r"data row 2 has 2 \(lines 3-4: a quoted cell runs over line ends\)"):
+        run(table_params(tmp_path / "screener.csv"), tmp_path)
+    lines = SCREENER_CSV.splitlines()
+    lines[2] = lines[2].replace("Alpha Fund B", '"Alpha Fund B')
+    lines[3] = lines[3].replace("Beta Fund", 'Beta Fund"')  # closed in line 4's second cell: 8 fields again
+    write(tmp_path / "screener.csv", "\n".join(lines) + "\n")
+    table = run(table_params(tmp_path / "screener.csv"), tmp_path)
+    assert len(table) == 3
+    [note] = table.attrs["notes"]
+    assert "screener.csv: 1 data row(s) run over line ends (data row 2: lines 3-4)" in note and "stray" in note
+
+
+def test_a_file_of_blank_lines_is_named_as_such(tmp_path: Path) -> None:
+    write(tmp_path / "blank.csv", "\n  \n\r\n\n")
+    with pytest.raises(IngestError, match=r"blank\.csv: holds only blank lines \(4 line\(s\), 7 bytes\)"):
+        run(IngestParams(source="table", path="blank.csv"), tmp_path)
+    # blank lines before the header are skipped, as pandas does, not counted as a 0-field header
+    write(tmp_path / "lead.csv", "\n\nshare_class_id,category\nA,x\n")
+    assert run(IngestParams(source="table", path="lead.csv"), tmp_path)["share_class_id"].tolist() == ["A"]
+
+
+def test_an_invalid_fund_id_strip_regex_is_refused_when_params_load(tmp_path: Path) -> None:
+    with pytest.raises(ParamsError) as err:
+        IngestParams(fund_id_strip=(r"\s*-\s*direct", r"\s*-\s*(regular"))
+    message = str(err.value)
+    assert "ingest.fund_id_strip[1]" in message and r"'\\s*-\\s*(regular'" in message
+    assert "not a valid regular expression" in message and "missing )" in message
+
+
+def test_a_delimiter_that_does_not_fit_the_header_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path / "screener.csv", SCREENER_CSV)
+    with pytest.raises(IngestError) as err:
+        run(table_params(path, delimiter=";"), tmp_path)
+    message = str(err.value)
+    assert "screener.csv" in message
+    assert "ingest.delimiter is ';' but the header looks ','-separated" in message
+    assert "set ingest.delimiter: ','" in message
+    write(tmp_path / "tabs.csv", SCREENER_CSV.replace(",", "\t"))
+    with pytest.raises(IngestError, match="ingest.delimiter is ',' but the header looks tab-separated"):
+        run(table_params(tmp_path / "tabs.csv", delimiter=","), tmp_path)
+
+
+def test_a_source_the_process_may_not_read_is_named(tmp_path: Path) -> None:
+    """A real permission error: the file is mode 000; as root (which reads anything) the check runs
+    with the effective user switched to `nobody`."""
+    path = write(tmp_path / "screener.csv", SCREENER_CSV)
+    path.chmod(0)
+    params = table_params(path)
+    try:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            import pwd
+
+            try:
+                nobody = pwd.getpwnam("nobody").pw_uid
+            except KeyError:
+                pytest.skip("running as root and there is no user 'nobody' to drop to")
+            os.seteuid(nobody)
+            try:
+                with pytest.raises(IngestError) as err:
+                    run(params, tmp_path)
+            finally:
+                os.seteuid(0)
+        else:
+            if os.access(path, os.R_OK):
+                pytest.skip("this process reads files whatever their mode")
+            with pytest.raises(IngestError) as err:
+                run(params, tmp_path)
+    finally:
+        path.chmod(0o644)
+    message = str(err.value)
+    assert "screener.csv" in message and "permission denied" in message and "may not read" in message
+
+
+def test_only_the_configured_markers_mean_missing(tmp_path: Path) -> None:
+    """pandas' own markers (NA, N/A, null, #N/A, None) stay text; blanks and `na_values` are missing."""
+    text = "Code,Peer,Ret1Y,Note\nA,x,1.5,NA\nB,None,-,N/A\nC,x,,null\nD,#N/A,--,\n"
+    write(tmp_path / "m.csv", text)
+    column_map = {"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y", "name": "Note"}
+    params = IngestParams(source="table", path="m.csv", column_map=column_map, na_values=("-", "--"))
+    table = run(params, tmp_path)
+    assert table["name"].tolist() == ["NA", "N/A", "null", None]  # the blank cell is missing
+    assert table["category"].tolist() == ["x", "None", "x", "#N/A"]
+    assert table["return_1y"].isna().tolist() == [False, True, True, True]  # '-', blank, '--'
+    assert table.attrs["blanked"] == {"-": 1, "--": 1}
+    assert "ingest.na_values blanked 2 cell(s): '-' 1, '--' 1" in summary(table)
+    # not configured: 'N/A' in a numeric column is named, with the setting that would blank it
+    write(tmp_path / "n.csv", "Code,Peer,Ret1Y\nA,x,N/A\nB,x,\n")
+    bare = dataclasses.replace(params, path="n.csv", na_values=(), column_map=dict(column_map, name="Code"))
+    with pytest.raises(IngestError, match=r"data row 1: 'N/A' \(a marker for missing goes in ingest.na_values"):
+        run(bare, tmp_path)
+
+
+def test_did_you_mean_never_points_at_a_column_mapped_elsewhere(tmp_path: Path) -> None:
+    """An export without 10-year returns: 'GBRReturnM12' is return_1y's column, not a suggestion."""
+    write(tmp_path / "ms.csv", "SecId,CategoryName,GBRReturnM12,GBRReturnM36\nA,x,1,2\n")
+    column_map = {
+        "share_class_id": "SecId",
+        "category": "CategoryName",
+        "return_1y": "GBRReturnM12",
+        "return_3y": "GBRReturnM36",
+        "return_10y": "GBRReturnM120",
+    }
+    with pytest.raises(IngestError) as err:
+        run(IngestParams(source="table", path="ms.csv", column_map=column_map), tmp_path)
+    message = str(err.value)
+    assert "column_map.return_10y: source column 'GBRReturnM120' not found" in message
+    assert "did you mean" not in message
+    # an unmapped close match is still offered
+    write(tmp_path / "ms2.csv", "SecId,CategoryName,GBRReturnM12,GBRReturnM36,GBRReturnM120x\nA,x,1,2,3\n")
+    with pytest.raises(IngestError, match="did you mean 'GBRReturnM120x'"):
+        run(IngestParams(source="table", path="ms2.csv", column_map=column_map), tmp_path)
+
+
+def test_exact_duplicate_rows_are_named_or_dropped(tmp_path: Path) -> None:
+    lines = SCREENER_CSV.splitlines()
+    write(tmp_path / "screener.csv", "\n".join([*lines, lines[2], lines[4]]) + "\n")  # rows 2 and 4 again
+    kept = run(table_params(tmp_path / "screener.csv"), tmp_path)
+    assert len(kept) == 6
+    [note] = kept.attrs["notes"]
+    assert "2 exact duplicate row(s), kept: data row 5 repeats data row 2, data row 6 repeats data row 4" in note
+    assert "ingest.drop_duplicate_rows: true" in note
+    dropped = run(table_params(tmp_path / "screener.csv", drop_duplicate_rows=True), tmp_path)
+    assert dropped["share_class_id"].tolist() == ["S1", "S2", "S3", "S4"] and "notes" not in dropped.attrs
+    assert "2 exact duplicate row(s) dropped (data rows 5, 6; ingest.drop_duplicate_rows)" in summary(dropped)
+    # ids built from columns: the repeat is refused naming the rows, and the setting that drops it
+    built = table_params(
+        tmp_path / "screener.csv",
+        column_map={k: v for k, v in SCREENER_MAP.items() if k != "share_class_id"},
+        share_class_id_from=("Fund Name",),
+    )
+    with pytest.raises(IngestError) as err:
+        run(built, tmp_path)
+    message = str(err.value)
+    assert "'Alpha Fund B' (data rows 2, 5)" in message and "ingest.drop_duplicate_rows: true" in message
+    assert run(dataclasses.replace(built, drop_duplicate_rows=True), tmp_path)["share_class_id"].is_unique
+
+
+def readme_fund_id_strip() -> tuple[str, ...]:
+    """`ingest.fund_id_strip` of the README's "Bring your own data" example."""
+    import re
+
+    import yaml
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Bring your own data") :]
+    block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1)
+    return tuple(yaml.safe_load(block)["ingest"]["fund_id_strip"])
+
+
+def test_the_readme_fund_id_strip_takes_common_plan_suffixes_off(tmp_path: Path) -> None:
+    patterns = readme_fund_id_strip()
+    IngestParams(fund_id_strip=patterns)  # valid
+    names = [
+        "Axis Bluechip Fund - Direct Plan - Growth",
+        "Axis Bluechip Fund - Regular Plan - Growth",
+        "Axis Bluechip Fund – Direct Plan – Growth",  # en dash
+        "Axis Bluechip Fund -Dir Growth",
+        "Axis Bluechip Fund-Dir-G",
+        "Axis Bluechip Fund - Reg - IDCW",
+    ]
+    stripped = strip_patterns(pd.Series(names), patterns).tolist()
+    assert stripped == ["Axis Bluechip Fund"] * len(names)
+    # a name without a plan suffix, or with "Regular"/"Direct" inside it, keeps its words
+    others = pd.Series(["Kotak Mid-Cap Fund", "Axis Regular Saver Fund - Direct Plan", "HDFC Directional Fund"])
+    assert strip_patterns(others, patterns).tolist() == [
+        "Kotak Mid-Cap Fund",
+        "Axis Regular Saver Fund",
+        "HDFC Directional Fund",
+    ]
+
+    # one fund id for the plans, and the count of names it changed in ingest's line
+    rows = "\n".join(f"{name},P{i},x" for i, name in enumerate([*names, "Kotak Mid-Cap Fund"]))
+    write(tmp_path / "plans.csv", f"Scheme,Code,Peer\n{rows}\n")
+    params = IngestParams(
+        source="table",
+        path="plans.csv",
+        column_map={"share_class_id": "Code", "name": "Scheme", "category": "Peer"},
+        fund_id_from=("Scheme",),
+        fund_id_strip=patterns,
+    )
+    table = run(params, tmp_path)
+    assert table["fund_id"].nunique() == 2
+    assert table.attrs["fund_id_stripped"] == {"changed": 6, "of": 7}
+    assert "ingest.fund_id_strip changed 6 of 7 name(s)" in summary(table)
+
+
+def test_main_counts_what_the_settings_changed_and_refuses_a_bad_regex(tmp_path: Path) -> None:
+    """The stage's line counts blanked markers, dropped duplicates and stripped names; a bad
+    fund_id_strip regex fails at load naming the setting, and the last good output stays."""
+    lines = SCREENER_CSV.replace("-2.25", "n/a").splitlines()
+    write(tmp_path / "screener.csv", "\n".join([*lines, lines[1]]) + "\n")
+    mapping = "\n".join(f"    {k}: {v}" for k, v in SCREENER_MAP.items())
+    params = (
+        "ingest:\n  source: table\n  path: screener.csv\n  out: canonical/funds.parquet\n"
+        f"  na_values: [n/a]\n  drop_duplicate_rows: true\n  fund_id_from: [Fund Name]\n"
+        f"  fund_id_strip: ['\\s+[AB]$']\n  column_map:\n{mapping}\n"
+    )
+    write(tmp_path / "params.yaml", params)
+    good = _stage("stages.ingest", tmp_path)
+    assert good.returncode == 0, good.stderr
+    assert "4 rows, 3 funds, 2 categories, 3 labelled rows" in good.stdout  # Alpha A and B: one fund
+    assert "1 exact duplicate row(s) dropped (data row 5; ingest.drop_duplicate_rows)" in good.stdout
+    assert "ingest.na_values blanked 1 cell(s): 'n/a' 1" in good.stdout
+    assert "ingest.fund_id_strip changed 2 of 4 name(s)" in good.stdout
+    out = tmp_path / "canonical/funds.parquet"
+    before = out.read_bytes()
+
+    write(tmp_path / "params.yaml", params.replace("'\\s+[AB]$'", "'\\s+[AB$'"))
+    bad = _stage("stages.ingest", tmp_path)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("ingest failed: ingest.fund_id_strip[0]: '\\\\s+[AB$' is not a valid regular")
+    assert out.read_bytes() == before

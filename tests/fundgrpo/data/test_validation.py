@@ -17,8 +17,8 @@ import yaml
 from fundgrpo import profiles
 from fundgrpo.data.validation import run, validate_frame
 from fundgrpo.params import ValidateParams
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PARAMS = ValidateParams(null_budget={"return_5y": 0.3, "return_10y": 0.6}, min_labelled_share=0.5)
 
 
@@ -162,7 +162,6 @@ def test_main_writes_validated_table_on_success(tmp_path: Path) -> None:
 
 
 def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
-    profile = REPO / "profiles" / "morningstar.yaml"
     from fundgrpo.data.ingestion import run as ingest_run
 
     params = profiles.load("morningstar", REPO / "params.yaml", REPO / "profiles")
@@ -178,9 +177,33 @@ def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
 def test_a_history_column_the_source_lacks_is_named_not_counted_as_missing(tmp_path: Path) -> None:
     """An export without 10-year returns: its rows are not 'missing 10y history' one by one."""
     df = frame().drop(columns=["return_10y"])
-    result = run(df, PARAMS, tmp_path / "report")
+    run(df, PARAMS, tmp_path / "report")
     counts = json.loads((tmp_path / "report" / "summary.json").read_text())["counts"]
     assert counts["rows_missing_history"] == {"return_5y": 3}
     assert counts["rows_missing_any_history"] == 3 and counts["history_columns_absent"] == ["return_10y"]
     page = (tmp_path / "report" / "summary.html").read_text()
     assert "return_10y: not in the source" in page and "rows missing return_10y" not in page
+
+
+def test_a_range_failure_names_the_setting_that_relaxes_it(tmp_path: Path) -> None:
+    df = frame()
+    df.loc[[4, 7], "ongoing_cost"] = -0.01  # fee rebates: genuine, outside [0, ...]
+    result = run(df, PARAMS, tmp_path / "r")
+    [msg] = failures_about(result, "ongoing_cost")
+    assert "2 unexpected values (6.7 % of non-null)" in msg
+    assert "validate.range_budget" in msg and "now 0 for ongoing_cost" in msg
+    assert "range_budget: {ongoing_cost: 0.067}" in msg
+    relaxed = dataclasses.replace(PARAMS, range_budget={"ongoing_cost": 0.067})
+    assert run(df, relaxed, tmp_path / "r2").success
+
+
+def test_repeated_ids_name_their_rows_and_exact_duplicates_the_setting(tmp_path: Path) -> None:
+    df = frame()
+    doubled = pd.concat([df, df.iloc[[2]]], ignore_index=True)  # row 3 again, as row 31
+    doubled.loc[5, "share_class_id"] = "S000"  # a different share class with a repeated id
+    result = run(doubled, PARAMS, tmp_path / "r")
+    [msg] = failures_about(result, "share_class_id")
+    assert msg.startswith("expect_column_values_to_be_unique(share_class_id): 4 unexpected values")
+    assert "repeated at table rows (1-based): 'S000' rows 1, 6; 'S002' rows 3, 31" in msg
+    assert "1 row(s) equal an earlier row in every column (row 31 = row 3)" in msg
+    assert "ingest.drop_duplicate_rows: true" in msg

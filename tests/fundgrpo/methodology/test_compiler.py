@@ -116,3 +116,35 @@ def test_context_metrics_are_shown_not_scored():
     assert pct["ongoing_cost"].tolist() == [0.0, 50.0, 100.0]  # lower cost is better
     with pytest.raises(meth.MethodologyError, match="already a criterion"):
         meth.parse({**raw, "context": [{"metric": "sharpe_3y"}]})
+
+
+def test_a_grade_label_list_is_named_with_the_format(repo_root, tmp_path):
+    """`label: [poor, 매우 부진]` instead of `label: {en: poor, ko: 매우 부진}`: the band and the format
+    are named, not a bare "dictionary update sequence" ValueError."""
+    text = (repo_root / "methodology/default.yaml").read_text(encoding="utf-8")
+    listed = text.replace("label: {en: poor, ko: 매우 부진}", "label: [poor, 매우 부진]")
+    assert listed != text
+    path = tmp_path / "house.yaml"
+    path.write_text(listed, encoding="utf-8")
+    with pytest.raises(meth.MethodologyError) as err:
+        meth.load(path)
+    message = str(err.value)
+    assert str(path) in message and "grade band 1 (grade 1): label must be text or a mapping" in message
+    assert "e.g. label: {en: poor, ko: 매우 부진}" in message and "got a list: ['poor', '매우 부진']" in message
+
+    crit = text.replace("label: {en: Sharpe ratio, ko: 샤프지수}", "label: [Sharpe ratio, 샤프지수]")
+    path.write_text(crit, encoding="utf-8")
+    with pytest.raises(meth.MethodologyError, match=r"criterion 1 \(sharpe_3y\): label must be text or a mapping"):
+        meth.load(path)
+
+
+def test_grades_and_bands_of_the_wrong_shape_are_named(raw):
+    bands = copy.deepcopy(raw)
+    bands["grades"] = {1: "poor", 2: "good"}
+    with pytest.raises(meth.MethodologyError, match=r"grades must be a list \(one '- \.\.\.' entry each\)"):
+        meth.parse(bands, where="m.yaml")
+    raw["grades"][2] = 3
+    with pytest.raises(
+        meth.MethodologyError, match=r"m.yaml: grade band 3 must be a mapping \(key: value, \.\.\.\), got 3"
+    ):
+        meth.parse(raw, where="m.yaml")

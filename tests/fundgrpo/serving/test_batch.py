@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from fundgrpo import profiles
 from fundgrpo.data import synthetic
@@ -123,3 +124,68 @@ def test_bad_model_and_output_are_named(trained, tmp_path):
         and "no version carries the alias 'nobody'" in unset.stderr
         and "models:/fund-evaluator/1" in unset.stderr
     )
+
+
+# ---------------------------------------------- the fund file itself (no model needed)
+
+
+def morningstar_params():
+    return profiles.load("morningstar", REPO / "params.yaml", REPO / "profiles")
+
+
+def export_without_10y(path: Path) -> Path:
+    """A Morningstar-style export of three unrated share classes that lacks GBRReturnM120 (10-year returns)."""
+    ingest = morningstar_params().ingest
+    columns = [c for c in ingest.column_map.values() if c != "GBRReturnM120"]
+    text = {"SecId": "N{i}", "Name": "New Fund {i}", "CategoryName": "UK Equity", "StarRatingM255": ""}
+    lines = [
+        ",".join(text.get(c, f"{1 + i * 0.5 + k * 0.1:.2f}").format(i=i) for k, c in enumerate(columns))
+        for i in range(3)
+    ]
+    path.write_text(",".join(columns) + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_mapped_metric_the_file_lacks_is_scored_as_missing(tmp_path):
+    """An export without 10-year returns is evaluated: return_10y (and mrar_10y, derived from it)
+    are missing for every fund, as for a young fund in training, and named in a warning and per fund."""
+    from fundgrpo.methodology import compiler
+    from fundgrpo.serving.batch import absent_warning, missing_criteria, read_funds
+
+    funds = read_funds(export_without_10y(tmp_path / "new.csv"), morningstar_params())
+    assert funds["share_class_id"].tolist() == ["N0", "N1", "N2"]
+    assert funds["return_10y"].isna().all() and funds["mrar_10y"].isna().all()
+    assert funds["mrar_3y"].notna().all() and funds["mrar_5y"].notna().all()
+    assert funds.attrs["absent"] == {"return_10y": "GBRReturnM120"}
+
+    methodology = compiler.load(REPO / "methodology/morningstar.yaml")
+    rubric = compiler.rubric(methodology)
+    warning = absent_warning(funds, rubric)
+    assert "new.csv has no column 'GBRReturnM120' (ingest.column_map.return_10y)" in warning
+    assert "criteria mrar_10y are scored as missing" in warning
+    assert missing_criteria(funds, rubric) == ["mrar_10y"] * 3
+    # scored as missing: the same scores as without the criterion's column (weights renormalised)
+    scored = compiler.rule_score(methodology, funds)
+    assert scored.equals(compiler.rule_score(methodology, funds.drop(columns=["mrar_10y"])))
+
+
+def test_repeated_share_class_ids_in_the_fund_file_name_rows_and_the_fix(tmp_path):
+    from dataclasses import replace
+
+    from fundgrpo.serving.batch import EvaluateError, evaluate, read_funds
+
+    path = export_without_10y(tmp_path / "twice.csv")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([*lines, lines[2]]) + "\n", encoding="utf-8")  # N1 again, as data row 4
+    params = morningstar_params()
+    funds = read_funds(path, params)
+    with pytest.raises(EvaluateError) as err:  # refused before any model or reference is touched
+        evaluate(funds, pd.DataFrame(), tmp_path / "no-model", {}, {}, params, "none")
+    message = str(err.value)
+    assert "twice.csv: share_class_id repeats: 'N1' (data rows 2, 4; counted from 1 after the header)" in message
+    assert (
+        "data row(s) 4 repeat an earlier row in every column" in message
+        and "ingest.drop_duplicate_rows: true" in message
+    )
+    dropped = read_funds(path, replace(params, ingest=replace(params.ingest, drop_duplicate_rows=True)))
+    assert dropped["share_class_id"].tolist() == ["N0", "N1", "N2"]

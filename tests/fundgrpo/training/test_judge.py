@@ -123,7 +123,8 @@ def test_parse_rejects_out_of_range():
 
 @pytest.mark.fault("judge endpoint slow")
 def test_a_slow_endpoint_times_out_retries_and_excludes_the_sample(tmp_path):
-    """An endpoint that answers after the timeout: each try is cut at timeout_s, the sample is excluded (None), nothing raises."""
+    """An endpoint that answers after the timeout: each try is cut at timeout_s, the sample is excluded (None),
+    nothing raises."""
     import time
 
     calls: list[float] = []

@@ -1,16 +1,20 @@
+import dataclasses
 import json
+from dataclasses import replace
 
 import pytest
+import yaml
 
 from fundgrpo.methodology import compiler as meth
-from fundgrpo.training.rewards import make_rewards
+from fundgrpo.params import RULE_REWARDS, GrpoParams, RewardWeights
+from fundgrpo.training.rewards import REWARDS, bind, example_methodology, json_reward
 
 
 @pytest.fixture(params=["default.yaml", "default_ko.yaml"])
 def setup(request, repo_root):
     m = meth.load(repo_root / "methodology" / request.param)
     r = meth.rubric(m)
-    return r, make_rewards(r, meth.output_schema(m), reasoning_chars=(10, 80))
+    return r, bind(r, meth.output_schema(m), replace(GrpoParams(), reasoning_chars=(10, 80), grade_step_penalty=0.5))
 
 
 def answer(grade, score, reasoning):
@@ -115,3 +119,19 @@ def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
     for name, fn in rewards.items():
         got = fn([good] * 3, **odd)
         assert len(got) == 3 and got[0] == fn([good], **{k: v[:1] for k, v in odd.items()})[0], name
+
+
+def test_reward_names_have_one_home(repo_root):
+    """params.RULE_REWARDS orders the registry, the weights and dvc.yaml's reward plot."""
+    assert tuple(REWARDS) == RULE_REWARDS
+    assert [f.name for f in dataclasses.fields(RewardWeights)] == [*RULE_REWARDS, "judge"]
+    assert all(fn.__name__ == f"{name}_reward" for name, fn in REWARDS.items())
+    plots = yaml.safe_load((repo_root / "dvc.yaml").read_text(encoding="utf-8"))["plots"]
+    curves = next(p for p in plots if "GRPO reward curves" in p)["GRPO reward curves"]["y"]["plots/grpo_rewards.json"]
+    assert curves == ["reward", *(f"{n}_reward" for n in RULE_REWARDS)]
+
+
+def test_each_reward_imports_and_runs_on_its_own():
+    """Module-level: a reward is called with its settings as keywords, no factory needed."""
+    _, schema = example_methodology()
+    assert json_reward(['{"grade": 1, "score": 10, "reasoning": "fine"}'], schema=schema) == [1.0]

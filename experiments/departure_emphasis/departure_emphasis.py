@@ -7,13 +7,14 @@ the rule's grade repeated `--repeat` times, answers the test funds greedily, and
 fund, with a collected run's SFT, GRPO, rule scorer and gradient boosting.
 
 Run in a checkout with a profile applied and `prepare` and `model` done, e.g. a copy made by
-`benchmarks/pipeline.py` (its stages up to `model`):
+`benchmarks/pipeline.py` (its stages up to `model`; the copy holds experiments/ too):
 
-    python benchmarks/departure_emphasis.py OUT --repeat 2 \
+    python experiments/departure_emphasis/departure_emphasis.py OUT --repeat 2 \\
         --against benchmarks/results/pretrained/morningstar/top-layers/per_fund.jsonl
 
 OUT/model is the trained SFT (reused when present), OUT/per_fund.jsonl its grades beside the other
-run's, OUT/result.json the metrics, paired bootstrap intervals and departure counts.
+run's, OUT/result.json the metrics, paired bootstrap intervals and departure counts (the two recorded
+runs' result.json files are in results/ beside this script, and its README.md says what they showed).
 CPU minutes: not a test.
 """
 

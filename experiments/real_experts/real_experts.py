@@ -1,7 +1,7 @@
 """Agreement with Morningstar's stars on the real export: the rule scorer and the GBM baseline.
 
-    .venv/bin/python benchmarks/real_experts.py            # prints the tables, writes benchmarks/real_experts.md
-    .venv/bin/python benchmarks/real_experts.py --no-write
+    .venv/bin/python experiments/real_experts/real_experts.py            # prints the tables, writes real_experts.md
+    .venv/bin/python experiments/real_experts/real_experts.py --no-write
 
 Reads the export where profiles/morningstar.yaml points (../shared/data/, never copied
 into the repo), through the same code as the pipeline: ingest with the profile's mapping
@@ -28,10 +28,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 
-from fundgrpo import profiles
+from fundgrpo import profiles  # noqa: E402
 from fundgrpo.data import ingestion as ingest  # noqa: E402
 from fundgrpo.evaluation import baselines  # noqa: E402
 from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
@@ -40,7 +41,7 @@ from fundgrpo.methodology.preparation import split_of  # noqa: E402
 from fundgrpo.params import PrepareParams  # noqa: E402
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
-COMMAND = ".venv/bin/python benchmarks/real_experts.py"
+COMMAND = ".venv/bin/python experiments/real_experts/real_experts.py"
 
 
 def load(csv: str | None):
@@ -125,7 +126,7 @@ def main() -> None:
     ap.add_argument("--csv", default=None, help="the export (default: the profile's ingest.path)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--test-share", type=float, default=0.2)
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "real_experts.md"))
+    ap.add_argument("--out", default=str(HERE / "real_experts.md"))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
 
@@ -222,6 +223,10 @@ def main() -> None:
     if args.no_write:
         return
     chosen_lines = "\n".join(f"- {specs[n]['label']}: " + "; ".join(str(c) for c in chosen_by[n]) for n in specs)
+    pipeline_head = (
+        f"## The pipeline's own test split (`prepare`: seed {p.prepare.seed}, "
+        f"{p.prepare.train_share:g} / {p.prepare.validation_share:g} / rest)"
+    )
     doc = f"""# Real expert ratings: Morningstar stars
 
 Measured with
@@ -257,7 +262,7 @@ unless said otherwise.
 Settings the inner split chose, per seed:
 {chosen_lines}
 
-## The pipeline's own test split (`prepare`: seed {p.prepare.seed}, {p.prepare.train_share:g} / {p.prepare.validation_share:g} / rest)
+{pipeline_head}
 
 What `metrics/backtest.json` reports after `python -m fundgrpo.profiles apply morningstar && dvc repro`
 (rule and "gbm" blocks; the GBM trained on the train split only, as `stages/baseline.py` does).

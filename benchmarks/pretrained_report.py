@@ -2,19 +2,21 @@
 
     # 1. a run: a fresh copy of the repo with profiles applied, `dvc repro`, kept
     python benchmarks/pipeline.py --profile smollm2 --keep                    # prints "running in DIR"
-    # (optional) the sampling-headroom check on its SFT start, before GRPO
-    (cd DIR && python benchmarks/sampling_headroom.py models/sft 8 --splits test --max-funds 96 --out headroom.json)
+    # (optional) the sampling-headroom check on its SFT start, before GRPO (DIR holds experiments/ too)
+    (cd DIR && python experiments/sampling_headroom/sampling_headroom.py models/sft 8 \\
+        --splits test --max-funds 96 --out headroom.json)
     # 2. its figures into benchmarks/results/pretrained/<dataset>/<variant>/ (small JSON, committed)
-    python benchmarks/pretrained.py collect DIR --dataset synthetic --variant sft-grpo
+    python benchmarks/pretrained_report.py collect DIR --dataset synthetic --variant sft-grpo
     # 3. the page, from every collected run
-    python benchmarks/pretrained.py report
+    python benchmarks/pretrained_report.py report
 
 Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo-from-instruct`
 (`sft.enabled: false`: GRPO straight from the instruct model), `reasoning-first` (answers state the
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
 methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
-3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top 15 layers only), `two-epochs` (that and
-`profiles/sft-2epochs.yaml`: two SFT epochs), `top-layers-again` (the top-layers profile run a second time), `bf16` (that with
+3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top
+15 layers only), `two-epochs` (that and `profiles/sft-2epochs.yaml`: two SFT epochs),
+`top-layers-again` (the top-layers profile run a second time), `bf16` (that with
 `profiles/cpu-bf16.yaml`: bfloat16 steps). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
 """
@@ -66,7 +68,8 @@ SFT_GRPO_VARIANTS = {
     TWO_EPOCHS: (
         "LoRA on the top {top} layers, {epochs:g} SFT epochs",
         "**{epochs:g} SFT epochs, LoRA on the top {top} layers** "
-        "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: the top-layers run above trained {epochs:g} times as long",
+        "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: "
+        "the top-layers run above trained {epochs:g} times as long",
         TOP_LAYERS,
     ),
     TOP_LAYERS_AGAIN: (
@@ -78,7 +81,8 @@ SFT_GRPO_VARIANTS = {
     BF16: (
         "LoRA on the top {top} layers, bfloat16 steps",
         "**bfloat16 steps on a CPU with AVX-512 BF16** (`profiles/lora-top15.yaml` + "
-        "`profiles/cpu-bf16.yaml`: SFT and GRPO under bfloat16 autocast (the trainers' `bf16`); the weights and the backtest's answers stay float32",
+        "`profiles/cpu-bf16.yaml`: SFT and GRPO under bfloat16 autocast (the trainers' `bf16`); "
+        "the weights and the backtest's answers stay float32",
         TOP_LAYERS,
     ),
 }
@@ -142,7 +146,8 @@ def _row(label: str, m: dict, trained, answering, evidence=True) -> str:
     """One evaluator's table row: its backtest metrics, training and answering minutes."""
     cites = _fmt(m.get("evidence")) if evidence else "–"
     return (
-        f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} | {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
+        f"| {label} | {_fmt(m['valid_json'])} | {_fmt(m['exact'])} | {_fmt(m['within_one'])} "
+        f"| {_fmt(m['qwk'])} | {_fmt(m['spearman'])} "
         f"| {cites} | {_minutes(trained)} | {_minutes(answering)} |"
     )
 
@@ -168,15 +173,20 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     p = s["params"]
     out += [
         f"Model `{p['model']['pretrained']}`, prompts `{p['prepare'].get('prompt_style', 'full')}` "
-        f"({s['prepare'].get('prompt_tokens_mean', '?')} tokens on average, answers {s['prepare'].get('answer_tokens_mean', '?')}), "
+        f"({s['prepare'].get('prompt_tokens_mean', '?')} tokens on average, "
+        f"answers {s['prepare'].get('answer_tokens_mean', '?')}), "
         f"methodology `{p['methodology']['path']}`, its own score and grade in the prompt (`show_rule`): "
         f"{'yes' if p['prepare'].get('show_rule') else 'no'}; {bt['n_funds']} test share classes of "
-        f"{len({r['fund_id'] for r in per_fund})} funds, the same for every row (test fingerprint `{bt['test_fingerprint']}`). "
-        f"SFT: {p['sft']['epochs']} epoch(s), {s['sft'].get('steps')} steps of {p['sft']['batch_size']}, LoRA r {p['sft']['lora']['r']}; "
+        f"{len({r['fund_id'] for r in per_fund})} funds, the same for every row "
+        f"(test fingerprint `{bt['test_fingerprint']}`). "
+        f"SFT: {p['sft']['epochs']} epoch(s), {s['sft'].get('steps')} steps of {p['sft']['batch_size']}, "
+        f"LoRA r {p['sft']['lora']['r']}; "
         f"GRPO: {s['train']['steps']} steps of {p['grpo']['per_device_train_batch_size']} completions "
-        f"({p['grpo']['num_generations']} per prompt), lr {p['grpo']['learning_rate']}, kept: {s['train'].get('kept')}.",
+        f"({p['grpo']['num_generations']} per prompt), lr {p['grpo']['learning_rate']}, "
+        f"kept: {s['train'].get('kept')}.",
         "",
-        "| evaluator | valid JSON | exact | within one | QWK | Spearman | cites evidence | training min | answering the test funds min |",
+        "| evaluator | valid JSON | exact | within one | QWK | Spearman | cites evidence | training min "
+        "| answering the test funds min |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     train_seconds = {"base": None, "sft": s["sft"].get("seconds"), "grpo": s["train"].get("seconds")}
@@ -231,7 +241,8 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         out += [
             "",
             f"**GRPO − SFT** is zero by construction: no GRPO evaluation beat the SFT start on greedy validation "
-            f"{s['train'].get('best_metric')} ({s['train'].get('start_value')} at the start, best {s['train'].get('best_value')}), "
+            f"{s['train'].get('best_metric')} ({s['train'].get('start_value')} at the start, "
+            f"best {s['train'].get('best_value')}), "
             'so the stage kept the start (`"kept": "start"` in `metrics/grpo.json`).',
         ]
     else:
@@ -250,8 +261,10 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         rs = rf["summary"]["train"]
         out += [
             "",
-            f"**Reasoning-first** (`profiles/reasoning-first.yaml`, answers {rf['summary']['prepare'].get('answer_tokens_mean', '?')} tokens): "
-            f"GRPO kept {rs.get('kept')} (greedy validation {rs.get('best_metric')} {rs.get('start_value')} at the start, best {rs.get('best_value')}). "
+            "**Reasoning-first** (`profiles/reasoning-first.yaml`, "
+            f"answers {rf['summary']['prepare'].get('answer_tokens_mean', '?')} tokens): "
+            f"GRPO kept {rs.get('kept')} (greedy validation {rs.get('best_metric')} {rs.get('start_value')} "
+            f"at the start, best {rs.get('best_value')}). "
             "Paired bootstrap by fund, as above:",
             "",
             "| comparison | metric | difference | 95 % interval |",
@@ -289,9 +302,11 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         ns = nr["summary"]["train"]
         out += [
             "",
-            f"**The methodology's verdict in the prompt** (`prepare.show_rule`): the rows \"without the methodology's verdict\" "
+            "**The methodology's verdict in the prompt** (`prepare.show_rule`): "
+            'the rows "without the methodology\'s verdict" '
             "are the same profile measured before it "
-            f"(prompts {nr['summary']['prepare'].get('prompt_tokens_mean', '?')} tokens; its GRPO kept {ns.get('kept')}, greedy validation "
+            f"(prompts {nr['summary']['prepare'].get('prompt_tokens_mean', '?')} tokens; "
+            f"its GRPO kept {ns.get('kept')}, greedy validation "
             f"{ns.get('best_metric')} {ns.get('start_value')} at the start, best {ns.get('best_value')}). "
             "Paired bootstrap by fund, with it against without it and against the baselines:",
             "",
@@ -323,30 +338,31 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         top, epochs = vs["params"]["sft"]["lora"].get("top_layers"), vs["params"]["sft"]["epochs"]
         # the SFT this variant changes: the main run's, or another variant's (on the same funds, checked above)
         base_sft = {r["share_class_id"]: r["sft_grade"] for r in runs[base]["per_fund"]} if base else None
-        base_label = (
-            f"SFT, {SFT_GRPO_VARIANTS[base][0].format(top=runs[base]['summary']['params']['sft']['lora'].get('top_layers')).split(',')[0]}"
-            if base
-            else "SFT above"
-        )
+        base_top = runs[base]["summary"]["params"]["sft"]["lora"].get("top_layers") if base else None
+        base_label = f"SFT, {SFT_GRPO_VARIANTS[base][0].format(top=base_top).split(',')[0]}" if base else "SFT above"
         stages_v = ", ".join(f"{k} {_minutes(t)}" for k, t in bench_v.get("stage_seconds", {}).items() if t >= 60)
         out += [
             "",
             opening.format(top=top, epochs=epochs)
             + f"; prompts {vs['prepare'].get('prompt_tokens_mean', '?')} tokens; "
-            f"SFT {vs['sft'].get('steps')} steps, {_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
+            f"SFT {vs['sft'].get('steps')} steps, "
+            f"{_fmt((vs['sft'].get('seconds') or 0) / max(1, vs['sft'].get('steps') or 1), 1)} s a step; "
             f"GRPO {vs['train']['steps']} steps, kept {vs['train'].get('kept')}; "
             f"`dvc repro` {_minutes(bench_v.get('total_seconds'))} min"
             + (f": {stages_v} min" if stages_v else "")
-            # the machine's speed on the day, where both runs did identical work (same base model, same prompts, greedy)
+            # the machine's speed on the day, where both runs did identical work (same base model, same
+            # prompts, greedy)
             + (
-                f"; the zero-shot answers to the test funds, the same work in both runs, took {vs['backtest']['models']['base'].get('seconds')} s "
+                "; the zero-shot answers to the test funds, the same work in both runs, "
+                f"took {vs['backtest']['models']['base'].get('seconds')} s "
                 f"against {bt['models']['base'].get('seconds')} s in the run above"
                 if vs["prepare"].get("prompt_tokens_mean") == s["prepare"].get("prompt_tokens_mean")
                 else ""
             )
             + "). "
             + (
-                f"Its SFT gives the same grade as the {base} run's SFT on {sum(base_sft[p[1]['share_class_id']] == p[1]['sft_grade'] for p in paired)} "
+                f"Its SFT gives the same grade as the {base} run's SFT on "
+                f"{sum(base_sft[p[1]['share_class_id']] == p[1]['sft_grade'] for p in paired)} "
                 f"of {len(paired)} test share classes. "
                 if base
                 else ""
@@ -397,7 +413,8 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         h = next(iter(run["headroom"].values()))
         out += [
             "",
-            f"**Sampling headroom of the SFT start**{which} (`sampling_headroom.py`, {h['n']} test share classes, "
+            f"**Sampling headroom of the SFT start**{which} "
+            f"(`experiments/sampling_headroom/sampling_headroom.py`, {h['n']} test share classes, "
             f"k = {h['k']}, temperature {h['temperature']}): GRPO sharpens towards what the policy's samples agree on, "
             "so it has room where maj@k beats greedy.",
             "",
@@ -412,8 +429,10 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         valid = [r["json_reward"] for r in f["per_step"] if r.get("json_reward") is not None]
         out += [
             "",
-            f"**GRPO straight from the instruct model** (no SFT; `grpo_from_instruct.py`, {f['steps']} steps of "
-            f"{p['grpo']['per_device_train_batch_size']} completions, {f['seconds'] / 60:.1f} min): valid-JSON share of its samples "
+            "**GRPO straight from the instruct model** (no SFT; "
+            f"`experiments/grpo_from_instruct/grpo_from_instruct.py`, {f['steps']} steps of "
+            f"{p['grpo']['per_device_train_batch_size']} completions, {f['seconds'] / 60:.1f} min): "
+            "valid-JSON share of its samples "
             "per step "
             + ", ".join(f"{v:.2f}" for v in valid)
             + "; mean reward per step "
@@ -426,10 +445,12 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
         o = main["overhead"]
         out += [
             "",
-            f"**Pipeline overhead** (`grpo_overhead.py`, {o['steps']} GRPO steps, evaluation and checkpoints off, "
+            f"**Pipeline overhead** (`benchmarks/grpo_overhead.py`, {o['steps']} GRPO steps, "
+            "evaluation and checkpoints off, "
             "the `train` stage and a bare TRL `GRPOTrainer` script as whole processes, alternately): "
             + "; ".join(
-                f"stage {q['stage_s']:.0f} s vs bare {q['bare_s']:.0f} s (peak {q.get('stage_peak_rss_mb')} vs {q.get('bare_peak_rss_mb')} MB)"
+                f"stage {q['stage_s']:.0f} s vs bare {q['bare_s']:.0f} s "
+                f"(peak {q.get('stage_peak_rss_mb')} vs {q.get('bare_peak_rss_mb')} MB)"
                 for q in o["pairs"]
             )
             + f"; median ratio {o['median_ratio']:.3f}.",
@@ -468,7 +489,7 @@ def report() -> str:
     lines = [
         "# Pretrained evaluators on CPU",
         "",
-        "Generated by `python benchmarks/pretrained.py report` from the runs collected under",
+        "Generated by `python benchmarks/pretrained_report.py report` from the runs collected under",
         "`benchmarks/results/pretrained/` (commands in the script's docstring). Figures are exact agreement with",
         "the experts' grades, within one grade, quadratic weighted kappa and Spearman on the test funds; an",
         'invalid answer counts as the middle grade. "cites evidence" is the evidence reward: does the reasoning',

@@ -3,9 +3,9 @@
 Run in a checkout with a pretrained profile applied and `prepare` and `model` done (e.g. a run kept by
 `benchmarks/pipeline.py --keep`); it writes nothing there:
 
-    python benchmarks/sft_step_ab.py --top-layers 15 --steps 8 --pairs 2
-    python benchmarks/sft_step_ab.py --stage grpo --top-layers 15 --steps 3 --pairs 2   # from models/sft
-    python benchmarks/sft_step_ab.py --bf16 --steps 6 --pairs 2   # float32 against bfloat16 autocast
+    python experiments/sft_step_ab/sft_step_ab.py --top-layers 15 --steps 8 --pairs 2
+    python experiments/sft_step_ab/sft_step_ab.py --stage grpo --top-layers 15 --steps 3 --pairs 2   # from models/sft
+    python experiments/sft_step_ab/sft_step_ab.py --bf16 --steps 6 --pairs 2   # float32 against bfloat16 autocast
 
 Each `sft` run trains a fresh LoRA on the first `steps x batch_size` training prompts with the
 params.yaml settings; each `grpo` run takes `steps` GRPO steps from the SFT model (no evaluations, no checkpoints,

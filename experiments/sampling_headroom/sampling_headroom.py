@@ -3,15 +3,18 @@
 GRPO mostly moves a policy's single sample towards what its best samples already do. Where the
 majority vote of k samples (maj@k) beats the greedy answer, sharpening has headroom; where greedy
 is already ahead, GRPO can only add through new information in its reward (labels the start has
-not fitted). Run in a checkout with a profile applied and `prepare` done:
+not fitted). Run in a checkout with a profile applied and `prepare` done (a copy made by
+`benchmarks/pipeline.py --keep` holds experiments/ too):
 
-    python benchmarks/sampling_headroom.py models/sft 8                 # MODEL K
-    python benchmarks/sampling_headroom.py models/sft 8 --temperature 0.7 --splits test --max-funds 96 --out headroom.json
+    python experiments/sampling_headroom/sampling_headroom.py models/sft 8                 # MODEL K
+    python experiments/sampling_headroom/sampling_headroom.py models/sft 8 --temperature 0.7 \\
+        --splits test --max-funds 96 --out headroom.json
 
 Prints exact / within one / QWK / Spearman per split for greedy, one sample, maj@k and the mean
 of the k grades rounded, plus pass@k (the expert's grade among the k samples) and the share of
-prompts whose samples disagree; `--out` also writes them as JSON (benchmarks/pretrained.py reads
-it). Samples use the GRPO settings in params.yaml (max_completion_length). CPU minutes: not a test.
+prompts whose samples disagree; `--out` also writes them as JSON (`benchmarks/pretrained_report.py
+collect` copies a run's headroom.json, `report` shows it). Samples use the GRPO settings in params.yaml
+(max_completion_length). CPU minutes: not a test.
 """
 
 from __future__ import annotations
@@ -22,39 +25,46 @@ from pathlib import Path
 
 import numpy as np
 
+from fundgrpo import io
+from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.evaluation.backtesting import predictions_from_texts
+from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.params import load_params
+from fundgrpo.training import modelling
+
+
+class Sampling:
+    """A model as `fundgrpo.training.modelling.generate` sees it, answering each prompt with `k`
+    samples at `temperature` (top_k off) instead of one greedy answer: the library's batching,
+    chat template, device placement and decoding, with the sampling settings laid over its call.
+    Its answers come back prompt by prompt, the k samples of one prompt together."""
+
+    def __init__(self, model, k: int, temperature: float):
+        self.model, self.k, self.temperature = model, k, temperature
+
+    @property
+    def device(self):
+        return self.model.device
+
+    def generate(self, **kwargs):
+        kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, num_return_sequences=self.k)
+        return self.model.generate(**kwargs)
+
 
 def sampled_grades(
     model, tokenizer, rows, rubric, schema, k: int, temperature: float, max_new_tokens: int, batch_size: int = 8
 ) -> list[list[int]]:
-    import torch
-
-    from fundgrpo.evaluation.backtesting import predictions_from_texts
-
-    texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
-    out = []
-    for start in range(0, len(texts), batch_size):
-        batch = tokenizer(
-            texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
-        )
-        with torch.no_grad():
-            ids = model.generate(
-                **batch,
-                max_new_tokens=max_new_tokens,
-                do_sample=True,
-                temperature=temperature,
-                top_k=0,
-                num_return_sequences=k,
-                pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
-            )
-        grades = [
-            a["grade"]
-            for a in predictions_from_texts(
-                tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1] :], skip_special_tokens=True), rubric, schema
-            )
-        ]
-        out += [grades[i : i + k] for i in range(0, len(grades), k)]
-    return out
+    """The grades of `k` sampled answers to each row's prompt, one list per row."""
+    texts = modelling.generate(
+        Sampling(model, k, temperature),
+        tokenizer,
+        [r["prompt"] for r in rows],
+        max_new_tokens,
+        batch_size,
+        desc=f"{k} samples",
+    )
+    grades = [a["grade"] for a in predictions_from_texts(texts, rubric, schema)]
+    return [grades[i : i + k] for i in range(0, len(grades), k)]
 
 
 def headroom(
@@ -69,10 +79,6 @@ def headroom(
 ) -> dict:
     """Greedy / one sample / maj@k / mean@k agreement with the experts, pass@k and disagreement."""
     import torch
-
-    from fundgrpo.evaluation.agreement import grade_metrics
-    from fundgrpo.evaluation.backtesting import predictions_from_texts
-    from fundgrpo.training import modelling
 
     model, tokenizer = modelling.load(model_dir)
     torch.manual_seed(seed)
@@ -104,10 +110,6 @@ def headroom(
 
 
 def main() -> None:
-    from fundgrpo import io
-    from fundgrpo.methodology.compiler import load_compiled
-    from fundgrpo.params import load_params
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", type=Path)
     ap.add_argument("k", type=int)
@@ -129,7 +131,9 @@ def main() -> None:
         )
         for label, m in found["decisions"].items():
             print(
-                f"| {name} | {label} | {m['exact']:.3f} | {m['within_one']:.3f} | {m['qwk']:.3f} | {m['spearman']:.3f} |"
+                f"| {name} | {label} | "
+                + " | ".join(f"{m[k]:.3f}" for k in ("exact", "within_one", "qwk", "spearman"))
+                + " |"
             )
         print(f"{name}: pass@{args.k} {found['pass_at_k']:.3f}, samples disagree on {found['disagree']:.3f} of prompts")
     if args.out:
