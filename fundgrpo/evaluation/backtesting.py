@@ -116,7 +116,7 @@ def evaluate_model(
     return result, preds
 
 
-def test_set_fingerprint(rows: list[dict]) -> str:
+def fingerprint(rows: list[dict]) -> str:
     """Identifies the test set (funds and labels), so registry comparisons are like for like."""
     key = json.dumps(sorted((r["share_class_id"], r["expert_grade"], r["expert_score"]) for r in rows))
     return hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -161,7 +161,7 @@ def backtest(
         results["gbm"] = metrics(rows, predictions["gbm"], rubric["grades"])
     return {
         "n_funds": len(rows),
-        "test_fingerprint": test_set_fingerprint(rows),
+        "test_fingerprint": fingerprint(rows),
         "peak_rss_mb": io.peak_rss_mb(),
         "models": results,
         "answers_reused": reused,

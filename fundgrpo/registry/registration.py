@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import replace
+from importlib.metadata import version
 from pathlib import Path
 
 from fundgrpo.cli import StageError
@@ -26,8 +27,6 @@ def log_model(policy_dir: Path, max_new_tokens: int):
     Components are passed as objects (MLflow 3.17 cannot log a transformers 5 checkpoint
     by path) and requirements are pinned here (MLflow's inference wants torchvision).
     """
-    from importlib.metadata import version
-
     import mlflow
 
     model, tokenizer = modelling.load(policy_dir)

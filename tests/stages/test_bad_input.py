@@ -201,6 +201,25 @@ CASES = [
         ("data row 4 has",),
     ),
     Case(
+        "unclosed quote swallowing the rest",
+        "ingest",
+        edit_csv(lambda lines: lines[:3] + [lines[3].replace(",", ',"', 1)] + lines[4:]),
+        ("funds.csv", "line 4", "never closed"),
+    ),
+    Case("only blank lines", "ingest", write_file(SOURCE, b"\n\n  \n\n"), ("funds.csv", "blank lines")),
+    Case(
+        "delimiter setting does not match the file",
+        "ingest",
+        set_params(ingest__delimiter=";"),
+        ("ingest.delimiter", "','"),
+    ),
+    Case(
+        "N/A in a numeric column (no NA markers configured)",
+        "ingest",
+        cell("return_1y", 2, "N/A"),
+        ("return_1y", "N/A", "na_values"),
+    ),
+    Case(
         "repeated share class id",
         "validate",
         edit_csv(lambda lines: lines + [lines[1]]),
@@ -288,6 +307,13 @@ CASES = [
         ("params.yaml",),
         area="params",
     ),
+    Case(
+        "invalid regular expression in fund_id_strip",
+        "ingest",
+        set_params(ingest__fund_id_strip=["(direct"]),
+        ("ingest.fund_id_strip[0]", "(direct"),
+        area="params",
+    ),
     Case("params.yaml missing", "ingest", lambda r: (r / "params.yaml").unlink(), ("params.yaml",), area="params"),
     Case(
         "params shares out of range", "prepare", set_params(prepare__train_share=1.4), ("train_share",), area="params"
@@ -313,6 +339,13 @@ CASES = [
         "methodology",
         write_file("methodology/default.yaml", b"criteria: [\n"),
         ("default.yaml",),
+        area="methodology",
+    ),
+    Case(
+        "grade labels as a list",
+        "methodology",
+        methodology(lambda m: m["grades"][0].update(label=["poor", "매우 부진"])),
+        ("grade band 1", "label", "list"),
         area="methodology",
     ),
     Case(
