@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from fundgrpo.io import copy_project
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
 
 
 def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:

@@ -2,9 +2,10 @@
 committed page, so no figure in it is hand-edited or stale."""
 
 import runpy
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support import REPO
+
+BENCH = REPO / "benchmarks"
 
 
 def test_the_committed_page_is_what_the_collected_runs_generate():

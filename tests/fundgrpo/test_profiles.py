@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from fundgrpo.params import Params, ParamsError, from_dict
 from fundgrpo.profiles import merged
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PROFILES = sorted(p.stem for p in (REPO / "profiles").glob("*.yaml"))
 
 

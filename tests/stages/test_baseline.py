@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,8 +15,8 @@ from fundgrpo import io
 from fundgrpo.evaluation.backtesting import backtest
 from fundgrpo.evaluation.baselines import BaselineError, evaluate_split
 from fundgrpo.params import BacktestParams, BaselineParams
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FAST = BaselineParams(max_iter=40, learning_rate=(0.1,), max_leaf_nodes=(7,), min_samples_leaf=5)
 RUBRIC = {
     "grades": [1, 2, 3, 4, 5],

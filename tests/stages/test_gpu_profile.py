@@ -3,12 +3,9 @@ built here, without a GPU, so that a configuration error surfaces in CI and not 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fundgrpo.params import Params, from_dict
 from fundgrpo.profiles import merged
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 def test_gpu_profile_builds_its_sft_grpo_and_lora_configs(tmp_path):

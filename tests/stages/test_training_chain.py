@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +24,7 @@ from fundgrpo.params import (
     RegisterParams,
     SftParams,
 )
+from tests.support import REPO
 
 TINY_ARCH = ModelArchParams(
     vocab_size=400,
@@ -68,7 +68,7 @@ def schema(repo_root_module):
 
 @pytest.fixture(scope="module")
 def repo_root_module():
-    return Path(__file__).resolve().parents[2]
+    return REPO
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ import pytest
 
 from fundgrpo.training import pretrained
 from fundgrpo.training.pretrained import PretrainedError
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 def smollm2_file() -> Path:

@@ -127,7 +127,8 @@ def test_reward_names_have_one_home(repo_root):
     assert [f.name for f in dataclasses.fields(RewardWeights)] == [*RULE_REWARDS, "judge"]
     assert all(fn.__name__ == f"{name}_reward" for name, fn in REWARDS.items())
     plots = yaml.safe_load((repo_root / "dvc.yaml").read_text(encoding="utf-8"))["plots"]
-    curves = next(p for p in plots if "GRPO reward curves" in p)["GRPO reward curves"]["y"]["plots/grpo_rewards.json"]
+    # the plot reads the file `grpo.reward_curves` names (dvc.yaml: ${grpo.reward_curves})
+    curves = next(p for p in plots if "GRPO reward curves" in p)["GRPO reward curves"]["y"]["${grpo.reward_curves}"]
     assert curves == ["reward", *(f"{n}_reward" for n in RULE_REWARDS)]
 
 
