@@ -34,9 +34,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt pretrained-models.txt
 run: setup
 	dvc repro
 
-# lint first: it takes seconds, the tests minutes
+# lint first: it takes seconds, the tests minutes. Two workers, one thread each (tests/conftest.py).
 test: setup lint
-	pytest -q
+	pytest -q -n 2 --dist loadfile
 
 lint: setup
 	ruff check .

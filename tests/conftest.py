@@ -22,6 +22,14 @@ OFFLINE = {
 for key, value in OFFLINE.items():
     os.environ.setdefault(key, value)
 
+# `make test` runs two pytest-xdist workers on two cores, each test file on one worker (`--dist
+# loadfile`: a module's fixtures, such as a tiny pipeline run, are built once). One thread each for
+# torch, OpenMP and BLAS (set before any of them loads, and inherited by every stage a test starts),
+# so two training tests side by side share the cores instead of oversubscribing them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for key in ("FUNDGRPO_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(key, "1")
+
 REPO = Path(__file__).resolve().parents[1]
 MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.csv"
 

@@ -10,6 +10,7 @@ flows.journal` the run's final state, every task's and the logs are what happene
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -87,16 +88,18 @@ def server_record(url: str, flow_run_id: str) -> tuple[str, dict[str, str], list
         "    print(json.dumps([run.state.type.value, {str(t.id): t.state.type.value for t in tasks}, "
         "[l.message for l in logs]]))\n"
     )
-    import json
-
-    out = subprocess.run(
-        [sys.executable, "-c", code, flow_run_id],
-        env={**os.environ, "PREFECT_API_URL": url},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    for attempt in range(5):  # a restarted server may answer /health before it serves reads
+        out = subprocess.run(
+            [sys.executable, "-c", code, flow_run_id],
+            env={**os.environ, "PREFECT_API_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if out.returncode == 0:
+            break
+        time.sleep(3)
+    assert out.returncode == 0, f"reading run {flow_run_id} from the restarted server failed:\n{out.stderr[-3000:]}"
     state, tasks, logs = json.loads(out.stdout.strip().splitlines()[-1])
     return state, tasks, logs
 
