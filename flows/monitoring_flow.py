@@ -82,8 +82,11 @@ def prediction_drift(
     logger = get_run_logger()
     monitor = params.monitor
     rubric, schema = _schema(Path(root), params)
+    estimator = champion.estimator_for(params, Path(root))
     batch_records = champion.sample(
-        champion.prompt_records(table, rubric, params.prepare), monitor.prediction_sample, monitor.seed
+        champion.prompt_records(table, rubric, params.prepare, estimator=estimator),
+        monitor.prediction_sample,
+        monitor.seed,
     )
     if monitor.prediction_sample <= 0:
         return {
@@ -107,10 +110,14 @@ def prediction_drift(
         known = set(reference["share_class_id"].astype(str))
         paired_ids = [r["share_class_id"] for r in batch_records if r["share_class_id"] in known]
         if len(paired_ids) >= monitor.min_rows:
-            ref_records = champion.prompt_records(reference, rubric, params.prepare, only=paired_ids)
+            ref_records = champion.prompt_records(
+                reference, rubric, params.prepare, only=paired_ids, estimator=estimator
+            )
         else:
             ref_records = champion.sample(
-                champion.prompt_records(reference, rubric, params.prepare), monitor.prediction_sample, monitor.seed
+                champion.prompt_records(reference, rubric, params.prepare, estimator=estimator),
+                monitor.prediction_sample,
+                monitor.seed,
             )
         ref_preds = champion.grade(
             folder, ref_records, rubric, schema, params.backtest, f"champion v{version} on reference"

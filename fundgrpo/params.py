@@ -35,6 +35,16 @@ def _choice(where: str, value: str, choices: tuple[str, ...]) -> None:
 PROMPT_STYLES = ("full", "compact")
 ANSWER_STYLES = ("brief", "weighted")
 CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
+SHOWN_MODELS = ("none", "gbm")
+# Where a model's grade probabilities are read (fundgrpo.evaluation.belief): at the score, at the
+# grade token, or the confidence its answer states (prepare.stated_confidence).
+BELIEF_METHODS = ("score", "grade", "stated")
+CONFIDENCES = ("auto", "token", "temperature")  # the product's confidence (fundgrpo.evaluation.calibration)
+GRADE_FROM = (
+    "greedy",
+    "likeliest",
+    "expected",
+)  # statistical evidence a prompt may show (fundgrpo.evaluation.evidence)
 
 
 # --------------------------------------------------------------------- sections
@@ -164,12 +174,21 @@ class PrepareParams:
     # State the methodology's own score and grade (the rule scorer's) in the prompt: the model
     # starts from the published rule and learns where the analysts' judgement departs from it.
     show_rule: bool = True
+    # Show a statistical model's estimate beside the methodology's verdict: `gbm` states gradient
+    # boosting's grade, its probability and the runner-up (stage `evidence`: out of fold for the
+    # training and validation funds, so no prompt shows an estimate fitted on its own grade).
+    show_model: str = "none"
+    # The answer also states how sure of its grade the evaluator is ("confidence": 0-100). The
+    # reference's is the statistical estimate's probability of the expert's grade (out of fold),
+    # and GRPO's calibration reward (a Brier score) teaches it where SFT has no better target.
+    stated_confidence: bool = False
     out_dir: str = "data/prepared"
     metrics: str = "metrics/prepare.json"
 
     def __post_init__(self) -> None:
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
+        _choice("prepare.show_model", self.show_model, SHOWN_MODELS)
         if not (
             0 < self.train_share < 1 and 0 <= self.validation_share and self.train_share + self.validation_share < 1
         ):
@@ -253,7 +272,7 @@ class SftParams:
 
 # The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and
 # the plots show them; each has a weight below, and `judge` follows when grpo.judge is enabled.
-RULE_REWARDS = ("json", "grade", "score", "evidence", "length")
+RULE_REWARDS = ("json", "grade", "score", "evidence", "length", "calibration")
 
 
 @dataclass(frozen=True)
@@ -265,6 +284,7 @@ class RewardWeights:
     score: float = 0.25
     evidence: float = 0.25
     length: float = 0.25
+    calibration: float = 1.0  # pays only answers that state a confidence (prepare.stated_confidence)
     judge: float = 0.0  # used only when grpo.judge.enabled
 
 
@@ -305,15 +325,22 @@ class GrpoParams:
     reward_weights: RewardWeights = field(default_factory=RewardWeights)
     score_tolerance: float = 25.0  # score reward falls to 0 at this distance
     grade_step_penalty: float = 1.0  # grade reward lost per grade off (1.0 = exact match only; 0.5 half credit one off)
+    # Weight the grade reward by the rarity of the expert grade (training funds), so that one grade
+    # answered to every fund earns 1 / number of grades on average, less than any useful start.
+    balance_grades: bool = True
     reasoning_chars: tuple[int, int] = (20, 160)  # length reward's target band
     logging_steps: int = 5
     eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
     eval_prompts: int = 32  # validation prompts per evaluation
     save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
-    # What picks the kept model among the start and the checkpoints: `reward` (TRL's mean reward
-    # of sampled answers to `eval_prompts` validation prompts) or the agreement of greedy answers
-    # with the experts on every validation prompt: exact | within_one | qwk | spearman.
-    best_metric: str = "reward"
+    # What picks the kept model among the start and the checkpoints: the agreement of greedy
+    # answers with the experts on every validation prompt (exact | within_one | qwk | spearman:
+    # what the backtest and the gate judge), or `reward` (TRL's mean reward of sampled answers to
+    # `eval_prompts` validation prompts, which rose on a real export while greedy answers collapsed).
+    best_metric: str = "qwk"
+    # A checkpoint whose greedy validation answers give one grade to more than this share of funds
+    # (while the experts give it to fewer) has collapsed: it is never kept, and the stage says so.
+    collapse_share: float = 0.8
     resume: bool = True  # continue from the last checkpoint of an interrupted run with the same params
     checkpoint_dir: str = "models/policy_checkpoints"
     seed: int = 0
@@ -334,9 +361,43 @@ class BacktestParams:
     max_new_tokens: int = 96
     batch_size: int = 32
     max_funds: int = 0  # 0 = all test funds
+    # Where each language model's grade probabilities are read for the calibration figures
+    # (fundgrpo/evaluation/belief.py): at the score (mapped through the bands) and at the grade token.
+    beliefs: tuple[str, ...] = ("score", "grade", "stated")
+    bootstrap: int = 1000  # resamples for the paired intervals in metrics/backtest.json (0: none)
     metrics: str = "metrics/backtest.json"
     plots_dir: str = "plots"
     report_dir: str = "reports/backtest"
+
+    def __post_init__(self) -> None:
+        for method in self.beliefs:
+            _choice("backtest.beliefs[]", method, BELIEF_METHODS)
+
+
+@dataclass(frozen=True)
+class CalibrateParams:
+    """The policy's confidence (stage `calibrate`, fundgrpo/evaluation/calibration.py), fitted on the
+    validation funds: its grade probabilities read at each of `beliefs`, as read (`token`) or
+    rescaled by one temperature (`temperature`); `auto` uses the option with the lowest validation
+    ECE. The confidence of an evaluation is the probability of its grade."""
+
+    beliefs: tuple[str, ...] = ("score", "grade", "stated")  # stated: used when the answers state one
+    confidence: str = "auto"  # auto | token | temperature
+    # The grade reported: greedy (the one the model wrote), likeliest (the most probable under the
+    # belief: the written score's digits are chosen one at a time, the band's probability sums
+    # them), or expected (the expected grade cut at points fitted on validation for the best QWK,
+    # the QWK-optimal rescaling). The backtest reports all three (block `grade_from`).
+    grade_from: str = "greedy"
+    bins: int = 10  # for the expected calibration error
+    out: str = "models/calibration.json"
+
+    def __post_init__(self) -> None:
+        if not self.beliefs:
+            raise ParamsError("calibrate.beliefs: name at least one of " + str(list(BELIEF_METHODS)))
+        for method in self.beliefs:
+            _choice("calibrate.beliefs[]", method, BELIEF_METHODS)
+        _choice("calibrate.confidence", self.confidence, CONFIDENCES)
+        _choice("calibrate.grade_from", self.grade_from, GRADE_FROM)
 
 
 @dataclass(frozen=True)
@@ -361,7 +422,23 @@ class BaselineParams:
     min_samples_leaf: int = 20
     inner_validation_share: float = 0.2  # of the training funds, for tuning
     metrics: str = "metrics/baseline.json"
-    predictions: str = "reports/baseline/predictions.jsonl"
+
+
+@dataclass(frozen=True)
+class EvidenceParams:
+    """Statistical evidence (stage `evidence`, fundgrpo/evaluation/evidence.py): the gradient-boosting
+    baseline's grade probabilities for every share class. Training and validation funds get
+    out-of-fold estimates (funds dealt into `folds` by a seeded hash of the fund id); test, unlabelled
+    and new funds the training split's model, saved for `evaluate` and the API. The model and its
+    tuning are `baseline`'s."""
+
+    folds: int = 5
+    seed: int = 0  # for dealing funds into folds
+    out_dir: str = "data/evidence"
+
+    def __post_init__(self) -> None:
+        if self.folds < 2:
+            raise ParamsError(f"evidence.folds must be at least 2 (out-of-fold estimates), got {self.folds}")
 
 
 @dataclass(frozen=True)
@@ -369,6 +446,9 @@ class GateParams:
     metric: str = "qwk"  # compared between candidate and champion
     margin: float = 0.0  # candidate must exceed champion by more than this
     min_valid_json: float = 0.9
+    # Calibration no worse than the champion's: the candidate's expected calibration error (its
+    # confidence on the test funds) may exceed the champion's by at most this; empty: not checked.
+    ece_tolerance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -421,6 +501,13 @@ class EvaluateParams:
     """Batch evaluations of new funds (`python -m fundgrpo.serving.batch`, flows/evaluation_flow.py)."""
 
     out_dir: str = "reports/evaluations"  # the flow writes <out_dir>/<YYYY-MM>/evaluations.parquet
+    # Evaluations whose confidence (the calibrated probability of their grade) is below this are
+    # marked "needs an analyst" (evaluate's output, the API, the dashboard); so is every invalid one.
+    review_below: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.review_below <= 1.0:
+            raise ParamsError(f"evaluate.review_below is a confidence, between 0 and 1; got {self.review_below}")
 
 
 @dataclass(frozen=True)
@@ -441,11 +528,20 @@ class Params:
     sft: SftParams = field(default_factory=SftParams)
     grpo: GrpoParams = field(default_factory=GrpoParams)
     baseline: BaselineParams = field(default_factory=BaselineParams)
+    evidence: EvidenceParams = field(default_factory=EvidenceParams)
+    calibrate: CalibrateParams = field(default_factory=CalibrateParams)
     backtest: BacktestParams = field(default_factory=BacktestParams)
     register: RegisterParams = field(default_factory=RegisterParams)
     monitor: MonitorParams = field(default_factory=MonitorParams)
     evaluate: EvaluateParams = field(default_factory=EvaluateParams)
     flows: FlowsParams = field(default_factory=FlowsParams)
+
+    def __post_init__(self) -> None:
+        if self.prepare.show_model == "gbm" and self.baseline.objective != "classifier":
+            raise ParamsError(
+                "prepare.show_model: gbm shows grade probabilities, which need baseline.objective: classifier "
+                f"(got {self.baseline.objective!r})"
+            )
 
 
 # ---------------------------------------------------------------------- loading

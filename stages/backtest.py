@@ -8,11 +8,12 @@ confusion matrix per evaluator for DVC plots, and a PNG of them under reports/.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.evaluation.backtesting import backtest, per_fund, plot_confusions
+from fundgrpo.evaluation.backtesting import backtest, per_fund, plot_confusions, reliability
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 
@@ -24,15 +25,17 @@ def main() -> None:
         schema_dir = Path(p.methodology.out_dir)
         rubric, schema = load_compiled(schema_dir)
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
-        baseline = io.read_jsonl(p.baseline.predictions)  # the baseline stage's (a dvc dependency)
-        result = backtest(p.backtest, rows, rubric, schema, models, baseline)
+        fit = json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))  # the policy's confidence
+        result = backtest(p.backtest, rows, rubric, schema, models, {"grpo": fit})
         rows, predictions = result.pop("rows"), result.pop("predictions")
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():
             io.write_json(
-                [{"expert": r["expert_grade"], "predicted": q["grade"]} for r, q in zip(rows, preds)],
+                [{"expert": r["expert_grade"], "predicted": q["grade"] or "invalid"} for r, q in zip(rows, preds)],
                 plots / f"confusion_{name}.json",
             )
+        for name in ("grpo", "gbm"):  # reliability diagrams: the policy's confidence and gradient boosting's
+            io.write_json(reliability(rows, predictions[name], rubric["grades"]), plots / f"reliability_{name}.json")
         io.write_jsonl(per_fund(rows, predictions), Path(p.backtest.report_dir) / "predictions.jsonl")
         plot_confusions(rows, predictions, rubric["grades"], Path(p.backtest.report_dir) / "confusion.png")
         io.write_json(result, p.backtest.metrics)

@@ -38,6 +38,8 @@ SECTIONS = (
     "sft",
     "grpo",
     "baseline",
+    "evidence",
+    "calibrate",
     "backtest",
     "register",
     "monitor",

@@ -37,7 +37,7 @@ from fundgrpo.data import ingestion as ingest  # noqa: E402
 from fundgrpo.evaluation import baselines  # noqa: E402
 from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
 from fundgrpo.methodology import compiler as meth  # noqa: E402
-from fundgrpo.methodology.preparation import split_of  # noqa: E402
+from fundgrpo.methodology.splits import split_of  # noqa: E402
 from fundgrpo.params import PrepareParams  # noqa: E402
 
 METRICS = ("exact", "within_one", "qwk", "spearman")

@@ -85,17 +85,35 @@ def paired_bootstrap(
     (0.8, True, True)
     """
     y, pa, pb = (np.asarray(v, dtype=int) for v in (expert, a, b))
+    return bootstrap_diff(
+        lambda rows: one_metric(y[rows], pa[rows], grades, metric),
+        lambda rows: one_metric(y[rows], pb[rows], grades, metric),
+        groups,
+        n,
+        seed,
+    )
+
+
+def bootstrap_diff(stat_a, stat_b, groups: list[str], n: int = 2000, seed: int = 0) -> dict[str, float]:
+    """stat_a - stat_b on the same funds, with a 95 % percentile interval from resampling whole
+    groups with replacement; each stat maps an array of row indices to a number.
+
+    >>> x = np.arange(10.0)
+    >>> r = bootstrap_diff(lambda rows: x[rows].mean(), lambda rows: 0.0, [str(i) for i in range(10)], n=200)
+    >>> r["diff"], r["lo"] < 4.5 < r["hi"]
+    (4.5, True)
+    """
     codes, index = np.unique(np.asarray(groups), return_inverse=True)
     members = [np.flatnonzero(index == g) for g in range(len(codes))]
 
     def diff(rows: np.ndarray) -> float:
-        return one_metric(y[rows], pa[rows], grades, metric) - one_metric(y[rows], pb[rows], grades, metric)
+        return stat_a(rows) - stat_b(rows)
 
     rng = np.random.default_rng(seed)
     draws = [diff(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])) for _ in range(n)]
     lo, hi = np.percentile(draws, [2.5, 97.5])
     return {
-        "diff": round(diff(np.arange(len(y))), 4),
+        "diff": round(float(diff(np.arange(len(index)))), 4),
         "lo": round(float(lo), 4),
         "hi": round(float(hi), 4),
         "n_groups": len(members),

@@ -29,7 +29,6 @@ the inner split: they are near-copies, and a random split would reward memorisin
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any, Iterable
 
 import numpy as np
@@ -198,6 +197,63 @@ def tune(X: pd.DataFrame, y: np.ndarray, groups: np.ndarray, params: BaselinePar
     return best
 
 
+@dataclasses.dataclass
+class Fitted:
+    """A tuned model refitted on all training rows, with the columns it reads and the grades it knows."""
+
+    model: Any  # HistGradientBoostingClassifier / Regressor, or None for a one-grade training set
+    columns: list[str]
+    grades: list[int]
+    chosen: dict[str, Any]
+    constant: int | None = None  # the only grade the training rows had
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Grades for the rows of `X` (a regressor's number rounded to the nearest grade)."""
+        if self.model is None:
+            return np.full(len(X), self.constant, dtype=int)
+        with small_data():
+            return to_grades(self.model.predict(X[self.columns]), self.grades).astype(int)
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        """(rows, grades) probabilities, one column per grade of the methodology in order; a grade the
+        training rows never had gets 0. Only a classifier has them (`baseline.objective: classifier`)."""
+        out = np.zeros((len(X), len(self.grades)))
+        if self.model is None:
+            out[:, self.grades.index(self.constant)] = 1.0
+            return out
+        if not hasattr(self.model, "classes_"):
+            raise BaselineError(
+                "grade probabilities need baseline.objective: classifier (a regressor predicts a number only)"
+            )
+        with small_data():
+            proba = self.model.predict_proba(X[self.columns])
+        for j, c in enumerate(self.model.classes_):
+            out[:, self.grades.index(int(c))] = proba[:, j]
+        return out
+
+
+def fit(
+    X_train: pd.DataFrame,
+    y_train,
+    groups_train,
+    params: BaselineParams = BaselineParams(),
+    grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
+) -> Fitted:
+    """Tune on an inner fund-grouped split, then refit the chosen setting on all training rows."""
+    y = np.asarray(y_train, dtype=int)
+    groups = np.asarray(groups_train)
+    grades = [int(g) for g in grades]
+    if len(np.unique(y)) < 2:  # one class only: nothing to learn, predict it
+        only = int(y[0]) if len(y) else grades[len(grades) // 2]
+        return Fitted(None, [], grades, {"constant": True}, constant=only)
+    with small_data():  # one OpenMP thread (fundgrpo/threads.py says why)
+        chosen = tune(X_train, y, groups, params)
+        model = _model(params, chosen["learning_rate"], chosen["max_leaf_nodes"], chosen["max_iter"])
+        cols = _present(X_train)
+        model.fit(X_train[cols], y)
+    return Fitted(model, cols, grades, chosen)
+
+
 def fit_predict(
     X_train: pd.DataFrame,
     y_train,
@@ -207,18 +263,8 @@ def fit_predict(
     grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Tune, refit on all training rows, predict the test rows: (grades, the chosen setting)."""
-
-    y = np.asarray(y_train, dtype=int)
-    groups = np.asarray(groups_train)
-    if len(np.unique(y)) < 2:  # one class only: nothing to learn, predict it
-        return np.full(len(X_test), y[0] if len(y) else grades[len(grades) // 2], dtype=int), {"constant": True}
-    with small_data():  # one OpenMP thread (fundgrpo/threads.py says why)
-        chosen = tune(X_train, y, groups, params)
-        model = _model(params, chosen["learning_rate"], chosen["max_leaf_nodes"], chosen["max_iter"])
-        cols = _present(X_train)
-        model.fit(X_train[cols], y)
-        predicted = model.predict(X_test[cols])
-    return to_grades(predicted, list(grades)).astype(int), chosen
+    fitted = fit(X_train, y_train, groups_train, params, grades)
+    return fitted.predict(X_test), fitted.chosen
 
 
 def fit_predict_gbm(
@@ -245,62 +291,29 @@ def fit_predict_gbm(
     return grades
 
 
-def evaluate_split(
-    params: BaselineParams,
-    funds: pd.DataFrame,
-    train_ids: list[str],
-    test_ids: list[str],
-    grades: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5),
-) -> tuple[dict, list[dict]]:
-    """(metrics, per-fund test predictions) for a GBM fitted on `train_ids`, predicting `test_ids`.
+def gbm_metrics(test_rows: list[dict], summary: dict, params: BaselineParams, grades: list[int]) -> dict:
+    """The gradient-boosting baseline's figures on the test split: its grades are the `evidence`
+    stage's estimates from the training split's model, which `prepare` puts in each record
+    (`gbm_grade`); `summary` is the evidence stage's (features, tuning, sizes).
 
-    `funds` is the whole validated universe: peer percentiles are taken over all of it.
+    >>> rows = [{"expert_grade": g, "gbm_grade": p} for g, p in [(1, 1), (2, 2), (3, 2)]]
+    >>> summary = {"train_rows": 9, "train_funds": 5, "features": [], "chosen": {}}
+    >>> m = gbm_metrics(rows, summary, BaselineParams(), [1, 2, 3])
+    >>> m["exact"], m["n_test"]
+    (0.6667, 3)
     """
-    start = time.perf_counter()
-    funds = funds.reset_index(drop=True)
-    ids = funds["share_class_id"].astype(str)
-    row_of = pd.Series(range(len(funds)), index=ids)
-    for name, wanted in (("train", train_ids), ("test", test_ids)):
-        missing = sorted(set(map(str, wanted)) - set(ids))
-        if missing:
-            raise BaselineError(
-                f"baseline: {len(missing)} {name} share class(es) are not in the validated table "
-                f"(e.g. {missing[:3]}); rerun prepare"
-            )
-    if not len(train_ids) or not len(test_ids):
-        raise BaselineError(f"baseline: empty split ({len(train_ids)} train, {len(test_ids)} test share classes)")
-    train_rows = row_of.loc[[str(i) for i in train_ids]].to_numpy()
-    test_rows = row_of.loc[[str(i) for i in test_ids]].to_numpy()
-    train = funds.iloc[train_rows]
-    unlabelled = int(train["expert_grade"].isna().sum())
-    if unlabelled:  # prepare writes only labelled rows; a mismatch means stale inputs
-        raise BaselineError(f"baseline: {unlabelled} train share class(es) have no expert grade; rerun prepare")
-
-    X = features(funds, params.features or None, category=params.category)
-    predicted, chosen = fit_predict(
-        X.iloc[train_rows], train["expert_grade"], train["fund_id"], X.iloc[test_rows], params, list(grades)
-    )
-    test = funds.iloc[test_rows]
-    expert = test["expert_grade"].astype(int).tolist()
-    scores = grade_metrics(expert, predicted.tolist(), list(grades))
-    metrics = {
+    stale = sum("gbm_grade" not in r for r in test_rows)
+    if stale:
+        raise BaselineError(f"baseline: {stale} test record(s) carry no gradient-boosting grade; rerun prepare")
+    if not test_rows:
+        raise BaselineError("baseline: the test split is empty")
+    scores = grade_metrics([r["expert_grade"] for r in test_rows], [r["gbm_grade"] for r in test_rows], grades)
+    return {
         "model": f"HistGradientBoosting{params.objective.capitalize()}",
-        "n_train": int(len(train_rows)),
-        "n_train_funds": int(train["fund_id"].nunique()),
-        "n_test": int(len(test_rows)),
-        "features": [c for c in X.columns],
-        "chosen": chosen,
+        "n_train": summary["train_rows"],
+        "n_train_funds": summary.get("train_funds"),
+        "n_test": len(test_rows),
+        "features": summary["features"],
+        "chosen": summary["chosen"],
         **{k: round(v, 4) for k, v in scores.items()},
-        "seconds": round(time.perf_counter() - start, 1),
     }
-    predictions = [
-        {
-            "share_class_id": str(r["share_class_id"]),
-            "fund_id": str(r["fund_id"]),
-            "category": str(r["category"]),
-            "expert_grade": int(r["expert_grade"]),
-            "grade": int(g),
-        }
-        for (_, r), g in zip(test.iterrows(), predicted)
-    ]
-    return metrics, predictions

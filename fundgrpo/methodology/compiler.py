@@ -283,6 +283,8 @@ def output_schema(m: Methodology) -> dict[str, Any]:
             "grade": {"type": "integer", "enum": m.grades},
             "score": {"type": "number", "minimum": 0, "maximum": 100},
             "reasoning": {"type": "string", "minLength": 1, "maxLength": 2 * m.reasoning_max_chars},
+            # optional: how sure the evaluator is of its grade, in percent (`prepare.stated_confidence`)
+            "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
         },
         "required": ["grade", "score", "reasoning"],
         "additionalProperties": False,

@@ -9,7 +9,6 @@ metrics/prepare.json, not silently lost.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Collection
@@ -18,44 +17,13 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.cli import StageError
+from fundgrpo.evaluation.evidence import for_records
+from fundgrpo.evaluation.evidence import shown as shown_estimate
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import prompts
+from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
 from fundgrpo.params import ModelParams, PrepareParams
 from fundgrpo.training.pretrained import load_tokenizer
-
-SPLITS = ("train", "validation", "test")
-
-
-def split_of(fund_id: str, params: PrepareParams) -> str:
-    """The split a fund belongs to, from a seeded hash of its id.
-
-    Stable as the universe grows: a fund keeps its split when new funds or new
-    batches arrive, so the expert test set stays frozen across relearning.
-
-    >>> split_of("F1", PrepareParams()) == split_of("F1", PrepareParams())
-    True
-    """
-    u = int(hashlib.sha256(f"{params.seed}:{fund_id}".encode()).hexdigest()[:12], 16) / 16**12
-    if u < params.train_share:
-        return "train"
-    return "validation" if u < params.train_share + params.validation_share else "test"
-
-
-def split_funds(fund_ids: pd.Series, params: PrepareParams) -> pd.Series:
-    """Assign each row the split of its fund; every split must get at least one fund.
-
-    >>> s = split_funds(pd.Series([f"F{i // 2}" for i in range(60)]), PrepareParams())
-    >>> bool(s.iloc[0] == s.iloc[1]), sorted(s.unique())
-    (True, ['test', 'train', 'validation'])
-    """
-    split = fund_ids.map(lambda f: split_of(str(f), params))
-    empty = [name for name in SPLITS if not (split == name).any()]
-    if empty:
-        raise StageError(
-            f"prepare: {fund_ids.nunique()} labelled funds leave the {', '.join(empty)} split empty; "
-            "add funds or change the shares"
-        )
-    return split
 
 
 def _clean(v: float) -> float | None:
@@ -63,12 +31,19 @@ def _clean(v: float) -> float | None:
 
 
 def build_records(
-    funds: pd.DataFrame, rubric: dict, params: PrepareParams = PrepareParams(), only: Collection[str] | None = None
+    funds: pd.DataFrame,
+    rubric: dict,
+    params: PrepareParams = PrepareParams(),
+    only: Collection[str] | None = None,
+    estimates: pd.DataFrame | None = None,
 ) -> list[dict]:
     """One record per labelled share class: prompt, reference answer and the columns rewards read.
 
     `only` (share class ids) limits the records built; percentiles and medians still come from
     every row, so scoring one fund against a universe costs one prompt, not thousands.
+    `estimates` (`fundgrpo.evaluation.evidence`, indexed by share_class_id) is the statistical
+    evidence: each record carries the estimate (`gbm_grade`, `gbm_probs`), and with
+    `params.show_model` "gbm" its prompt states it.
 
     `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`): monitoring
     re-scores new funds with the same params, so the champion sees prompts as it was trained.
@@ -86,6 +61,8 @@ def build_records(
     medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
     peers = funds.groupby("category")["share_class_id"].transform("count")
 
+    if params.show_model != "none" and estimates is None:
+        raise StageError(f"prepare.show_model is {params.show_model!r} but no estimates were given (stage `evidence`)")
     records = []
     rows = funds if only is None else funds[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
     for i, row in rows.iterrows():
@@ -106,19 +83,36 @@ def build_records(
         score = row.get("expert_score", np.nan)
         # The reference score must agree with the grade: clip the analysts' score into the band.
         score = band.midpoint if pd.isna(score) else min(max(float(score), band.low), band.high - 0.5)
+        estimate = None
+        if estimates is not None:
+            sid = str(row["share_class_id"])
+            if sid not in estimates.index:
+                raise StageError(
+                    f"prepare: no statistical estimate for share class {sid!r}; rerun `dvc repro evidence`"
+                )
+            estimate = shown_estimate(estimates.loc[sid], m.grades)
         messages = prompts.build_messages(
             rubric,
             {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
             evidence,
             params.prompt_style,
             (float(rules.at[i, "rule_score"]), int(rules.at[i, "rule_grade"])) if params.show_rule else None,
+            estimate if params.show_model == "gbm" else None,
+            params.stated_confidence,
         )
-        reference = prompts.answer_json(grade, score, prompts.reasoning_text(rubric, evidence, params.answer_style))
+        stated = None
+        if params.stated_confidence:
+            if estimate is None:
+                raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
+            stated = estimate["probs"][m.grades.index(grade)]  # how likely the expert's grade is, out of fold
+        reasoning = prompts.reasoning_text(rubric, evidence, params.answer_style)
+        reference = prompts.answer_json(grade, score, reasoning, stated)
         records.append(
             {
                 "share_class_id": str(row["share_class_id"]),
                 "fund_id": str(row["fund_id"]),
                 "category": str(row["category"]),
+                "peers": int(peers.at[i]),  # share classes in the category, this one included
                 "prompt": messages,
                 "reference": reference,
                 "expert_grade": grade,
@@ -126,13 +120,17 @@ def build_records(
                 "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in m.criteria}),
                 "rule_grade": int(rules.at[i, "rule_grade"]),
                 "rule_score": float(rules.at[i, "rule_score"]),
+                **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
             }
         )
     return records
 
 
-def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[str, list[dict]], dict]:
-    """Datasets by split, and a summary of what went where."""
+def run(
+    funds: pd.DataFrame, rubric: dict, params: PrepareParams, estimates: pd.DataFrame | None = None
+) -> tuple[dict[str, list[dict]], dict]:
+    """Datasets by split, and a summary of what went where. `estimates`: the evidence stage's
+    (checked: every labelled share class has one, computed with this split)."""
     funds = funds.reset_index(drop=True)
     labelled = funds["expert_grade"].notna()
     if labelled.sum() == 0:
@@ -146,7 +144,11 @@ def run(funds: pd.DataFrame, rubric: dict, params: PrepareParams) -> tuple[dict[
             f"of the methodology, whose grades are {rubric['grades']}; "
             "the methodology's bands must cover every grade the analysts give"
         )
-    records = build_records(funds, rubric, params)
+    if estimates is not None:
+        ids = funds.loc[labelled, "share_class_id"].astype(str).tolist()
+        splits = [split_of(str(f), params) for f in funds.loc[labelled, "fund_id"]]
+        estimates = for_records(estimates, ids, splits, "prepare")
+    records = build_records(funds, rubric, params, estimates=estimates)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
     summary = {

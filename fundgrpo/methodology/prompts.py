@@ -38,7 +38,13 @@ TEXT = {
         "c_universe": ", all funds {pct}",
         "c_missing": "{label} n/a ({tag})",
         "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
+        "c_answer_confidence": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}, "confidence": 0-100}}',
+        "task_confidence": (
+            'Rate this fund by "{name}". Answer with JSON: '
+            '{{"grade": {grades}, "score": 0-100, "reasoning": "...", "confidence": 0-100}}.'
+        ),
         "rule": "Methodology score {score} (grade {grade})",
+        "model": "Statistical model estimate: grade {grade} ({pct}%), next {next} ({pct_next}%)",
     },
     "ko": {
         "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
@@ -62,7 +68,13 @@ TEXT = {
         "c_universe": ", 전체 {pct}",
         "c_missing": "{label} 자료 없음 ({tag})",
         "c_answer": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}}}',
+        "c_answer_confidence": 'JSON: {{"reasoning": "...", "score": 0-100, "grade": {grades}, "confidence": 0-100}}',
+        "task_confidence": (
+            '"{name}" 방법론으로 이 펀드를 평가하세요. '
+            'JSON으로 답하세요: {{"grade": {grades}, "score": 0-100, "reasoning": "...", "confidence": 0-100}}.'
+        ),
         "rule": "방법론 점수 {score} (등급 {grade})",
+        "model": "통계 모델 추정: 등급 {grade} ({pct}%), 차선 {next} ({pct_next}%)",
     },
 }
 # Words a reasoning uses to place a fund among its peers, by language.
@@ -82,6 +94,8 @@ def build_messages(
     evidence: dict[str, dict[str, float]],
     style: str = "full",
     rule: tuple[float, int] | None = None,
+    model: dict[str, Any] | None = None,
+    confidence: bool = False,
 ) -> list[dict]:
     """Chat messages for one fund.
 
@@ -94,7 +108,11 @@ def build_messages(
     {"value", "median", "pct"} (pct NaN when the metric is missing), and optionally
     "pct_all", the percentile among all funds (shown after the peer percentile).
     `rule` (score, grade), when given, is the methodology's own verdict, stated after the
-    fund line: the model then learns where the analysts depart from it.
+    fund line: the model then learns where the analysts depart from it. `model`, when given, is
+    a statistical model's estimate (`fundgrpo.evaluation.evidence.shown`: grade, p, next, p_next),
+    stated after the methodology's verdict with its probability, so a sure estimate reads
+    differently from an unsure one. `confidence`: the answer asked for also states how sure of
+    its grade the evaluator is (percent).
 
     >>> r = {"name": "R", "language": "en", "grades": [1, 2, 3],
     ...      "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
@@ -125,19 +143,26 @@ def build_messages(
     ...                 "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
     ...                rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
+    >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
+    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0},
+    ...                 "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
+    ...                model={"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301})[1]["content"].splitlines()[2]
+    'Statistical model estimate: grade 2 (62%), next 3 (30%)'
     """
     if style == "compact":
-        return _compact_messages(rubric, fund, evidence, rule)
+        return _compact_messages(rubric, fund, evidence, rule, model, confidence)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
     t = TEXT[rubric["language"]]
     grades = "|".join(str(g) for g in rubric["grades"])
     lines = [
-        t["task"].format(name=rubric["name"], grades=grades),
+        t["task_confidence" if confidence else "task"].format(name=rubric["name"], grades=grades),
         t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
     ]
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
+    if model is not None:
+        lines.append(model_line(t, model))
     shown = [
         (c, t["weight"].format(weight=round(c["weight"] * 100)))
         for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])
@@ -162,6 +187,8 @@ def _compact_messages(
     fund: dict[str, Any],
     evidence: dict[str, dict[str, float]],
     rule: tuple[float, int] | None = None,
+    model: dict[str, Any] | None = None,
+    confidence: bool = False,
 ) -> list[dict]:
     t = TEXT[rubric["language"]]
     grades = rubric["grades"]
@@ -180,8 +207,17 @@ def _compact_messages(
             lines.append(t["c_line"].format(label=c["label"], pct=f"{round(e['pct'])}{universe}", tag=tag))
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
-    lines.append(t["c_answer"].format(grades=grade_range))
+    if model is not None:
+        lines.append(model_line(t, model))
+    lines.append(t["c_answer_confidence" if confidence else "c_answer"].format(grades=grade_range))
     return [{"role": "system", "content": t["c_system"]}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
+    """The statistical model's estimate as one prompt line (percentages rounded)."""
+    return t["model"].format(
+        grade=model["grade"], pct=round(100 * model["p"]), next=model["next"], pct_next=round(100 * model["p_next"])
+    )
 
 
 def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[str]:
@@ -245,12 +281,17 @@ def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]
     return t["sep"].join(parts)
 
 
-def answer_json(grade: int, score: float, reasoning: str) -> str:
+def answer_json(grade: int, score: float, reasoning: str, confidence: float | None = None) -> str:
     """The reference answer as JSON, evidence first: the reasoning, then the score it
     supports, then the grade that score falls in (a short chain of thought; key order
-    does not matter to the schema).
+    does not matter to the schema), then, when given, how sure of that grade it is (percent).
 
     >>> answer_json(4, 71.04, "Sharpe ratio top 30%")
     '{"reasoning": "Sharpe ratio top 30%", "score": 71, "grade": 4}'
+    >>> answer_json(4, 71.04, "Sharpe ratio top 30%", 0.634)
+    '{"reasoning": "Sharpe ratio top 30%", "score": 71, "grade": 4, "confidence": 63}'
     """
-    return json.dumps({"reasoning": reasoning, "score": int(round(score)), "grade": int(grade)}, ensure_ascii=False)
+    answer = {"reasoning": reasoning, "score": int(round(score)), "grade": int(grade)}
+    if confidence is not None:
+        answer["confidence"] = int(round(100 * confidence))
+    return json.dumps(answer, ensure_ascii=False)

@@ -8,6 +8,7 @@ gets the `challenger` alias; `champion` never moves on a failed or worse run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -18,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from fundgrpo.params import GateParams, RegisterParams
 
@@ -72,6 +75,9 @@ def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_nam
     False
     """
     value, base = float(candidate[gate.metric]), float(baseline[gate.metric])
+    worse = calibration_worse(candidate, baseline, baseline_name, gate)
+    if worse:
+        return Decision(False, worse, value, base, baseline_name)
     if candidate.get("valid_json", 1.0) < gate.min_valid_json:
         return Decision(
             False,
@@ -95,6 +101,30 @@ def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_nam
         base,
         baseline_name,
     )
+
+
+def calibration_worse(candidate: dict, baseline: dict, baseline_name: str, gate: GateParams) -> str | None:
+    """Why the candidate's calibration fails the gate (`gate.ece_tolerance`), or None: its expected
+    calibration error on the test funds may exceed the baseline's by at most the tolerance; a
+    baseline without one (the rule scorer, an older champion) is not compared.
+
+    >>> g = GateParams(ece_tolerance=0.01)
+    >>> calibration_worse({"trust": {"ece": 0.08}}, {"trust": {"ece": 0.05}}, "champion v1", g)
+    'expected calibration error 0.08 is worse than champion v1 0.05 by more than 0.01'
+    >>> calibration_worse({"trust": {"ece": 0.08}}, {"qwk": 0.5}, "rule scorer", g) is None
+    True
+    """
+    if gate.ece_tolerance is None:
+        return None
+    mine, theirs = (candidate.get("trust") or {}).get("ece"), (baseline.get("trust") or {}).get("ece")
+    if mine is None:
+        return "the candidate has no calibration figures (gate.ece_tolerance is set): rerun calibrate and backtest"
+    if theirs is not None and mine > theirs + gate.ece_tolerance:
+        return (
+            f"expected calibration error {mine:.4g} is worse than {baseline_name} {theirs:.4g} "
+            f"by more than {gate.ece_tolerance:g}"
+        )
+    return None
 
 
 def tracking_uri(params: RegisterParams) -> str:
@@ -324,11 +354,15 @@ def version_by_alias(client, name: str, alias: str) -> str:
         ) from err
 
 
+CALIBRATION_FILE = "calibration.json"  # a version's confidence fit, written beside its weights
+
+
 def load_components(model_uri: str, dst: Path) -> Path:
     """Download a registered model into `dst`; return one folder `from_pretrained` loads.
 
     The transformers flavour keeps weights in `model/` and the tokenizer in
-    `components/tokenizer/`; the tokenizer files are copied beside the weights.
+    `components/tokenizer/`; the tokenizer files are copied beside the weights, and the
+    calibration fit logged in the model's metadata is written there as CALIBRATION_FILE.
     """
 
     import mlflow
@@ -341,4 +375,9 @@ def load_components(model_uri: str, dst: Path) -> Path:
     if tokenizer.is_dir():
         for f in tokenizer.iterdir():
             shutil.copy2(f, weights / f.name)
+    mlmodel = local / "MLmodel"
+    if mlmodel.exists():
+        fit = ((yaml.safe_load(mlmodel.read_text(encoding="utf-8")) or {}).get("metadata") or {}).get("calibration")
+        if fit:
+            (weights / CALIBRATION_FILE).write_text(json.dumps(fit) + "\n", encoding="utf-8")
     return weights

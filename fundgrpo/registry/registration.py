@@ -21,11 +21,13 @@ from fundgrpo.registry import mlflow_registry
 from fundgrpo.training import modelling
 
 
-def log_model(policy_dir: Path, max_new_tokens: int):
+def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = None):
     """Log the Hugging Face model with MLflow's transformers flavour; returns ModelInfo.
 
     Components are passed as objects (MLflow 3.17 cannot log a transformers 5 checkpoint
-    by path) and requirements are pinned here (MLflow's inference wants torchvision).
+    by path) and requirements are pinned here (MLflow's inference wants torchvision). The
+    calibrate stage's fit travels in the model's metadata (`calibration`), so whoever serves a
+    version reads its confidence as the backtest did.
     """
     import mlflow
 
@@ -36,7 +38,18 @@ def log_model(policy_dir: Path, max_new_tokens: int):
         task="text-generation",
         model_config={"max_new_tokens": max_new_tokens},
         pip_requirements=[f"{p}=={version(p)}" for p in ("torch", "transformers", "accelerate")],
+        metadata={"calibration": serving_fit(calibration)} if calibration else None,
     )
+
+
+def serving_fit(fit: dict) -> dict:
+    """What serving needs of a calibration fit (the validation figures stay in the run's artifacts).
+
+    >>> serving_fit({"method": "score", "confidence": "token", "temperature": 1.0, "grade_from": "greedy",
+    ...              "cutpoints": [1.5], "options": {}})
+    {'method': 'score', 'confidence': 'token', 'temperature': 1.0, 'grade_from': 'greedy', 'cutpoints': [1.5]}
+    """
+    return {k: fit[k] for k in ("method", "confidence", "temperature", "grade_from", "cutpoints")}
 
 
 def dvc_experiment() -> dict[str, str]:
@@ -61,7 +74,10 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
     if version.tags.get("test_fingerprint") == backtest["test_fingerprint"]:
         run = client.get_run(version.run_id)
         prefix = "backtest.grpo."
-        return {k[len(prefix) :]: v for k, v in run.data.metrics.items() if k.startswith(prefix)}, name
+        found = {k[len(prefix) :]: v for k, v in run.data.metrics.items() if k.startswith(prefix)}
+        if "trust.ece" in found:  # flattened when logged
+            found["trust"] = {"ece": found["trust.ece"]}
+        return found, name
     with tempfile.TemporaryDirectory() as tmp:
         folder = mlflow_registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
         metrics, _ = evaluate_model(
@@ -79,8 +95,10 @@ def register(
     rubric: dict,
     schema: dict,
     artifacts: list[Path],
+    calibration: dict | None = None,
 ) -> dict:
-    """Log, register, gate. Returns the decision record."""
+    """Log, register, gate. Returns the decision record. `calibration`: the calibrate stage's fit,
+    logged with the model (its file is among `artifacts`)."""
     import mlflow
     from mlflow import MlflowClient
 
@@ -93,7 +111,11 @@ def register(
             mlflow.set_tags(exp)
         mlflow.log_params(mlflow_registry.flatten(to_dict(params)))
         mlflow.log_metrics(
-            {f"backtest.{model}.{k}": v for model, m in backtest["models"].items() for k, v in m.items()}
+            {
+                k: v
+                for k, v in mlflow_registry.flatten(backtest["models"], "backtest.").items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
         )
         mlflow.log_metrics({f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))})
         for row in curves:
@@ -108,7 +130,7 @@ def register(
         mlflow.set_tags(
             {"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"}
         )
-        info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens)
+        info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens, calibration)
         # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
         with mlflow_registry.promotion_lock(client, name):
             mlflow_registry.finish_pending(client, name)

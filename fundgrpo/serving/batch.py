@@ -9,9 +9,13 @@ in training, and named in a warning and in each row's `missing_criteria`. The mo
 `models:/fund-evaluator@champion` by default (the registry of `register.tracking_uri`), or a
 local folder such as `models/policy`. Peer context comes from the reference universe the model
 was trained with (`validate.out`, the validated table), so even a single fund is placed among
-its peers as in training. Beside the model's grade, score, reasoning and valid flag, each row
-carries the methodology's rule grade and a gradient-boosting grade (fitted on the reference
-universe's training split, as the `baseline` stage does). When the file carries expert grades,
+its peers as in training. Beside the model's grade, score, reasoning and valid flag (an invalid
+answer has no grade, and `reason` says why), each row carries its grade probabilities (`p_<grade>`),
+expected grade and confidence (the calibrate stage's fit for the policy folder or a registered
+version), `needs_analyst` (invalid, or confidence below `evaluate.review_below`), `flags` (no peers
+in the category, criteria without data, misstated criteria), the methodology's rule grade and the
+gradient-boosting grade and confidence (the `evidence` stage's training-split model).
+When the file carries expert grades,
 the same agreement metrics as the backtest, over the share classes no model learnt from
 (`seen_in_training` false), are printed and written next to the output (`<out>.metrics.json`).
 Output: .parquet, .csv or .jsonl, by the extension of `--out`.
@@ -33,13 +37,14 @@ from fundgrpo import io
 from fundgrpo.cli import offline
 from fundgrpo.data import ingestion
 from fundgrpo.data.canonical import BY_NAME
-from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.evaluation.calibration import filled
+from fundgrpo.evaluation.evidence import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
-from fundgrpo.methodology.preparation import split_of
+from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.serving.champion import grade, prompt_records
+from fundgrpo.serving.champion import calibration_of, grade, prompt_records
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = (
@@ -51,10 +56,18 @@ OUTPUT_COLUMNS = (
     "score",
     "reasoning",
     "valid",
+    "reason",
+    "confidence",
+    "expected_grade",
+    "needs_analyst",
+    "flags",
     "rule_grade",
     "rule_score",
     "missing_criteria",
+    "peers",
+    "unsupported",
     "gbm_grade",
+    "gbm_confidence",
     "expert_grade",
     "seen_in_training",
     "model",
@@ -192,32 +205,41 @@ def training_mask(reference: pd.DataFrame, params: Params) -> pd.Series:
     return (reference["expert_grade"].notna() & in_train).astype(bool)
 
 
-def gbm_grades(
-    universe: pd.DataFrame, reference: pd.DataFrame, new_ids: list[str], params: Params, grades: list[int]
-) -> list[int]:
-    """Gradient boosting fitted on the reference's training funds (the `baseline` stage's
-    recipe), predicting the new share classes with features taken over the whole universe."""
+def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[str]:
+    """What a reader of one evaluation must know before trusting it: an invalid answer (and why), a
+    category with no peers (percentiles mean nothing), criteria with no data, misstated criteria.
 
-    reference = reference.reset_index(drop=True)
-    universe = universe.reset_index(drop=True)
-    train = training_mask(reference, params).to_numpy()
-    if not train.any():
-        raise EvaluateError("the reference universe has no labelled training funds for the gradient-boosting grade")
-    X_ref = baselines.features(reference, params.baseline.features or None, category=params.baseline.category)
-    X_all = baselines.features(universe, params.baseline.features or None, category=params.baseline.category)
-    columns = [c for c in X_ref.columns if c in X_all.columns]
-    ids = universe["share_class_id"].astype(str)
-    new = ids.isin(new_ids).to_numpy()
-    predicted, _ = baselines.fit_predict(
-        X_ref.loc[train, columns],
-        reference.loc[train, "expert_grade"].astype(int),
-        reference.loc[train, "fund_id"],
-        X_all.loc[new, columns],
-        params.baseline,
-        grades,
-    )
-    by_id = dict(zip(ids[new], predicted.tolist()))
-    return [int(by_id[i]) for i in new_ids]
+    >>> r = {"category": "X", "peers": 1}
+    >>> flags(r, "sharpe_3y", {"valid": False, "reason": "not one JSON object", "unsupported": []},
+    ...       {"criteria": [{"id": "s", "metric": "sharpe_3y", "label": "Sharpe ratio"}]})
+    ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
+    """
+    out = []
+    if not prediction["valid"]:
+        out.append(f"invalid answer: {prediction['reason']}")
+    if record.get("peers", 2) <= 1:
+        out.append(f"no peers: {record['category']} has no other share class")
+    labels = {c["metric"]: c["label"] for c in rubric["criteria"]}
+    ids = {c["id"]: c["label"] for c in rubric["criteria"]}
+    for metric in [m for m in lacking.split(", ") if m]:
+        out.append(f"no data: {labels.get(metric, metric)} ({metric})")
+    for cid in prediction.get("unsupported") or []:
+        out.append(f"misstated: {ids.get(cid, cid)} (no data in the prompt, or the wrong side)")
+    return out
+
+
+def needs_analyst(prediction: dict, threshold: float, flagged: list[str] = ()) -> bool:
+    """An evaluation an analyst should look at: invalid, less sure than `evaluate.review_below`, or
+    flagged (`flags`: no peers, criteria without data, misstated criteria).
+
+    >>> needs_analyst({"valid": True, "confidence": 0.4}, 0.5), needs_analyst({"valid": False}, 0.5)
+    (True, True)
+    >>> sure = {"valid": True, "confidence": 0.9}
+    >>> needs_analyst(sure, 0.5), needs_analyst(sure, 0.5, ["no peers"])
+    (False, True)
+    """
+    confidence = prediction.get("confidence")
+    return not prediction["valid"] or confidence is None or confidence < threshold or bool(flagged)
 
 
 def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]:
@@ -260,18 +282,22 @@ def evaluate(
         raise EvaluateError(repeated)
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
-    records = prompt_records(universe, rubric, params.prepare, only=new_ids)
+    estimator = load_estimator(Path(params.evidence.out_dir))
+    records = prompt_records(universe, rubric, params.prepare, only=new_ids, estimator=estimator)
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
-    predictions = grade(folder, mine, rubric, schema, params.backtest, desc="evaluate")
-    gbm = gbm_grades(universe, reference, new_ids, params, rubric["grades"])
+    fit = calibration_of(folder, params)
+    predictions = grade(folder, mine, rubric, schema, params.backtest, "evaluate", fit)
     lacking = missing_criteria(funds, rubric)
     seen = set(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
     )
+    grades = rubric["grades"]
     rows = []
-    for (_, fund), record, p, g, lacks in zip(funds.iterrows(), mine, predictions, gbm, lacking):
+    for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
         expert = fund.get("expert_grade")
+        probs = p.get("probs")
+        flagged = flags(record, lacks, p, rubric)
         rows.append(
             {
                 "share_class_id": record["share_class_id"],
@@ -282,16 +308,26 @@ def evaluate(
                 "score": p["score"],
                 "reasoning": p["reasoning"],
                 "valid": p["valid"],
+                "reason": p["reason"],
+                "confidence": p.get("confidence"),
+                "expected_grade": p.get("expected_grade"),
+                "needs_analyst": needs_analyst(p, params.evaluate.review_below, flagged),
+                "flags": "; ".join(flagged),
                 "rule_grade": record["rule_grade"],
                 "rule_score": round(record["rule_score"], 2),
                 "missing_criteria": lacks,
-                "gbm_grade": g,
+                "peers": record["peers"],
+                "unsupported": ", ".join(p.get("unsupported") or []),
+                "gbm_grade": record["gbm_grade"],
+                "gbm_confidence": round(max(record["gbm_probs"]), 4),
                 "expert_grade": None if pd.isna(expert) else int(expert),
                 "seen_in_training": record["share_class_id"] in seen,
                 "model": model_name,
+                **{f"p_{g}": (probs[i] if probs is not None else None) for i, g in enumerate(grades)},
             }
         )
-    return pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS)).astype({"expert_grade": "Int64"})
+    columns = list(OUTPUT_COLUMNS) + [f"p_{g}" for g in grades]
+    return pd.DataFrame(rows, columns=columns).astype({"expert_grade": "Int64", "grade": "Int64"})
 
 
 def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
@@ -304,9 +340,9 @@ def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
     expert = labelled["expert_grade"].astype(int).tolist()
     out = {"n": len(labelled), "model_valid_json": round(float(labelled["valid"].mean()), 4)}
     for name, column in (("model", "grade"), ("rule", "rule_grade"), ("gbm", "gbm_grade")):
-        out[name] = {
-            k: round(v, 4) for k, v in grade_metrics(expert, labelled[column].astype(int).tolist(), grades).items()
-        }
+        predicted = [None if pd.isna(g) else int(g) for g in labelled[column]]  # an invalid answer: a miss
+        found = grade_metrics(expert, filled(expert, predicted, grades).tolist(), grades)
+        out[name] = {k: round(v, 4) for k, v in found.items()}
     return out
 
 

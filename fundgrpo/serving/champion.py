@@ -7,31 +7,50 @@ Rows without an expert grade are graded too; they only drop out of the metrics.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo.evaluation.backtesting import metrics, predictions_from_texts
-from fundgrpo.methodology.preparation import build_records, split_of
-from fundgrpo.params import BacktestParams, PrepareParams
+from fundgrpo.evaluation.backtesting import DEFAULT_FIT, answer, metrics
+from fundgrpo.evaluation.evidence import MODEL as MODEL_FILE
+from fundgrpo.evaluation.evidence import Estimator, EvidenceError, load_estimator
+from fundgrpo.methodology.preparation import build_records
+from fundgrpo.methodology.splits import split_of
+from fundgrpo.params import BacktestParams, Params, PrepareParams
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.registry.mlflow_registry import CALIBRATION_FILE
 from fundgrpo.training import modelling
 
 
 def prompt_records(
-    funds: pd.DataFrame, rubric: dict, prepare: PrepareParams, only: Collection[str] | None = None
+    funds: pd.DataFrame,
+    rubric: dict,
+    prepare: PrepareParams,
+    only: Collection[str] | None = None,
+    estimator: Estimator | None = None,
 ) -> list[dict]:
     """One record per row (labelled or not; with `only`, per listed share class), with `labelled`
-    and the fund's `split` added. Peer percentiles come from every row either way."""
+    and the fund's `split` added. Peer percentiles come from every row either way. `estimator`
+    (the evidence stage's training-split model) gives each record its statistical estimate, which
+    the prompt states under `prepare.show_model: gbm`."""
 
     funds = funds.reset_index(drop=True)
+    if prepare.show_model != "none" and estimator is None:
+        raise EvidenceError(
+            f"prepare.show_model is {prepare.show_model!r}: the prompts need the evidence model; "
+            "run `dvc repro evidence`"
+        )
+    estimates = None
+    if estimator is not None:
+        estimates = estimator.estimate(funds, None if only is None else [str(x) for x in only])
     grades = funds["expert_grade"] if "expert_grade" in funds else pd.Series(pd.NA, index=funds.index, dtype="Int64")
     labelled = grades.notna()
     # build_records skips unrated rows; the prompt does not depend on the grade, so a placeholder will do.
     placeholder = rubric["grades"][len(rubric["grades"]) // 2]
-    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric, prepare, only)
+    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric, prepare, only, estimates)
     if only is not None:
         labelled = labelled[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
     for record, is_labelled in zip(records, labelled):
@@ -66,17 +85,43 @@ def load_champion(tracking_uri: str, model_name: str, dst: Path) -> tuple[Path, 
 
 
 def grade(
-    folder: str | Path, records: list[dict], rubric: dict, schema: dict, backtest: BacktestParams, desc: str
+    folder: str | Path,
+    records: list[dict],
+    rubric: dict,
+    schema: dict,
+    backtest: BacktestParams,
+    desc: str,
+    fit: dict | None = None,
 ) -> list[dict]:
-    """Greedy answers of the model at `folder` for the records, parsed (invalid -> neutral, flagged)."""
+    """Greedy evaluations of the model at `folder` for the records, parsed (an invalid one has no
+    grade and says why); with `fit`, each with its probabilities and confidence."""
 
     if not records:
         return []
     model, tokenizer = modelling.load(folder)
-    texts = modelling.generate(
-        model, tokenizer, [r["prompt"] for r in records], backtest.max_new_tokens, backtest.batch_size, desc=desc
-    )
-    return predictions_from_texts(texts, rubric, schema)
+    return answer(model, tokenizer, records, rubric, schema, backtest.max_new_tokens, backtest.batch_size, desc, fit)
+
+
+def calibration_of(folder: str | Path, params: Params) -> dict:
+    """The calibration fit that goes with a model folder: `calibration.json` beside its weights (a
+    registered version's, written by `load_components`), the calibrate stage's for the policy
+    folder, else DEFAULT_FIT (the belief at the score as read)."""
+    folder = Path(folder)
+    beside = folder / CALIBRATION_FILE
+    if beside.exists():
+        return json.loads(beside.read_text(encoding="utf-8"))
+    stage = Path(params.calibrate.out)
+    if folder.resolve() == Path(params.grpo.out_dir).resolve() and stage.exists():
+        return json.loads(stage.read_text(encoding="utf-8"))
+    return dict(DEFAULT_FIT)
+
+
+def estimator_for(params: Params, root: Path = Path(".")) -> Estimator | None:
+    """The evidence stage's training-split model, or None where it was not built and no prompt needs it."""
+    folder = root / params.evidence.out_dir
+    if not (folder / MODEL_FILE).exists() and params.prepare.show_model == "none":
+        return None
+    return load_estimator(folder)
 
 
 def scored(records: list[dict], predictions: list[dict], rubric: dict) -> dict[str, float] | None:

@@ -19,6 +19,7 @@ from fundgrpo.training import modelling
 from fundgrpo.training import rewards as rule_rewards
 from fundgrpo.training.judge import make_judge_reward
 from fundgrpo.training.shared import (
+    COLLAPSED,
     GREEDY_METRICS,
     curves,
     greedy_validation_callback,
@@ -115,7 +116,7 @@ def run(
     source = modelling.resolve(start_dir)
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
-    rewards = rule_rewards.bind(rubric, schema, params)
+    rewards = rule_rewards.bind(rubric, schema, params, train_rows)
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
@@ -125,9 +126,19 @@ def run(
         eval_dataset = Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows[: params.eval_prompts]])
     key = best_metric_key(params)
     callbacks = list(callbacks or [])
-    if eval_dataset is not None and params.best_metric != "reward":
-        # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary)
-        callbacks.append(greedy_validation_callback(eval_rows, rubric, schema, params.max_completion_length))
+    if eval_dataset is not None:
+        # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary);
+        # a checkpoint whose answers collapse onto one grade scores COLLAPSED on the selection metric
+        callbacks.append(
+            greedy_validation_callback(
+                eval_rows,
+                rubric,
+                schema,
+                params.max_completion_length,
+                selection_key=key,
+                collapse_share=params.collapse_share,
+            )  # fmt: skip
+        )
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
     trainer = GRPOTrainer(
@@ -143,14 +154,24 @@ def run(
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    eval_curve = merged_by_step(
-        curves(
-            trainer.state.log_history, ["eval_reward", *(f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS))]
-        )
-    )
+    greedy_keys = [f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS, "top_share", "collapsed")]
+    eval_curve = merged_by_step(curves(trainer.state.log_history, ["eval_reward", *greedy_keys]))
     start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
+    if any(r["step"] == 0 and r.get("eval_greedy_collapsed") for r in eval_curve):
+        start_value = COLLAPSED
     best_value = trainer.state.best_metric
     keep_start = keeps_start(start_value, best_value)
+    collapsed_steps = [r["step"] for r in eval_curve if r.get("eval_greedy_collapsed")]
+    if collapsed_steps:
+        print(
+            f"grpo: greedy validation answers collapsed onto one grade (over {params.collapse_share:g} of funds) "
+            f"at step(s) {collapsed_steps}: "
+            + (
+                "the SFT start itself is collapsed and is kept as no checkpoint did better; review SFT"
+                if keep_start and 0 in collapsed_steps
+                else "those checkpoints were refused"
+            )
+        )
     if keep_start:
         from transformers import AutoModelForCausalLM
 
@@ -185,6 +206,8 @@ def run(
         "best_value": best_value,
         # "start" when no trained step beat the start on validation, else the kept step
         "kept": "start" if keep_start else _step_of(trainer.state.best_model_checkpoint, trainer.state.global_step),
+        # evaluations whose greedy answers collapsed onto one grade (never kept; see grpo.collapse_share)
+        "collapsed_steps": collapsed_steps,
         "best_checkpoint": trainer.state.best_model_checkpoint,
         "best_eval_reward": max(
             (r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None

@@ -67,14 +67,33 @@ def _no_constant(name: str) -> Any:
 
 def valid_answer(text: str, schema: dict) -> dict | None:
     """The answer if it parses and fits the output schema, else None."""
+    return None if answer_problem(text, schema) else parse_answer(text)
+
+
+def answer_problem(text: str, schema: dict) -> str | None:
+    """Why an answer is not valid (None when it is): what an invalid evaluation reports instead of a grade.
+
+    >>> _, schema = example_methodology()
+    >>> answer_problem('{"grade": 2, "score": 80, "reasoning": "ok"}', schema) is None
+    True
+    >>> answer_problem("grade 2", schema), answer_problem('{"grade": 9, "score": 80, "reasoning": "ok"}', schema)
+    ('not one JSON object', 'grade: 9 is not one of [1, 2]')
+    >>> answer_problem("", schema), answer_problem('{"score": 80, "reasoning": "ok"}', schema)
+    ('empty answer', "'grade' is a required property")
+    """
+    if not text.strip():
+        return "empty answer"
     obj = parse_answer(text)
     if obj is None:
-        return None
+        return "not one JSON object"
     try:
         jsonschema.validate(obj, schema)
-    except (jsonschema.ValidationError, RecursionError):
-        return None
-    return obj
+    except jsonschema.ValidationError as err:
+        where = ".".join(str(p) for p in err.absolute_path)
+        return f"{where}: {err.message}" if where else err.message
+    except RecursionError:
+        return "nested too deeply"
+    return None
 
 
 def never_raises(fn: RewardFn) -> RewardFn:
@@ -139,14 +158,26 @@ def json_reward(completions: list, *, schema: dict, **columns: Any) -> list[floa
 
 
 def grade_reward(
-    completions: list, expert_grade: list, *, schema: dict, grade_step_penalty: float, **columns: Any
+    completions: list,
+    expert_grade: list,
+    *,
+    schema: dict,
+    grade_step_penalty: float,
+    grade_weights: dict | None = None,
+    **columns: Any,
 ) -> list[float | None]:
     """Ordinal agreement: 1 exact, minus `grade_step_penalty` per grade off, floored at 0; None unlabelled.
+
+    `grade_weights` (expert grade -> weight, `balanced_weights`) scales it by the expert grade's
+    rarity, so that answering one grade to every fund earns no more than 1 / number of grades on
+    average: a policy cannot raise its reward by collapsing onto the commonest grade.
 
     >>> _, schema = example_methodology()
     >>> good = '{"grade": 2, "score": 80, "reasoning": "ok"}'
     >>> grade_reward([good, good, good], expert_grade=[2, 1, None], schema=schema, grade_step_penalty=0.5)
     [1.0, 0.5, None]
+    >>> grade_reward([good], expert_grade=[2], schema=schema, grade_step_penalty=1.0, grade_weights={2: 2.5})
+    [2.5]
     """
     out: list[float | None] = []
     for a, g in zip(answers(completions, schema), expert_grade):
@@ -155,8 +186,21 @@ def grade_reward(
         elif a is None:
             out.append(0.0)
         else:
-            out.append(max(0.0, 1.0 - grade_step_penalty * abs(int(a["grade"]) - int(g))))
+            weight = grade_weights.get(int(g), 1.0) if grade_weights else 1.0
+            out.append(weight * max(0.0, 1.0 - grade_step_penalty * abs(int(a["grade"]) - int(g))))
     return out
+
+
+def balanced_weights(expert_grades: list) -> dict[int, float]:
+    """Expert grade -> n / (grades present x its count): the mean weight over these funds is 1, and
+    every grade carries the same total weight.
+
+    >>> balanced_weights([3, 3, 3, 1])
+    {1: 2.0, 3: 0.6667}
+    """
+    labelled = [int(g) for g in expert_grades if not _missing(g)]
+    counts = {g: labelled.count(g) for g in sorted(set(labelled))}
+    return {g: round(len(labelled) / (len(counts) * c), 4) for g, c in counts.items()}
 
 
 def score_reward(
@@ -192,44 +236,101 @@ def score_reward(
     return out
 
 
+def claims(reasoning: str, pct: dict, rubric: dict) -> dict[str, str]:
+    """What a reasoning says of each criterion it names: "right" or "wrong" side of the middle
+    (top/bottom against the fund's percentile), "no side", or "absent" when the prompt had no
+    data for it (a metric never sent).
+
+    >>> rubric, _ = example_methodology()
+    >>> claims("Sharpe ratio bottom 20%", {"sharpe_3y": 85}, rubric), claims("Sharpe ratio top", {}, rubric)
+    ({'sharpe_3y': 'wrong'}, {'sharpe_3y': 'absent'})
+    """
+    top_word, bottom_word = TOP_WORDS[rubric["language"]], BOTTOM_WORDS[rubric["language"]]
+    out = {}
+    for c in rubric["criteria"]:
+        at = reasoning.find(c["label"])
+        if at < 0:
+            continue
+        if _missing(pct.get(c["id"])):
+            out[c["id"]] = "absent"
+            continue
+        clause = re.split(r"[;,.\n]", reasoning[at + len(c["label"]) :], maxsplit=1)[0]
+        says_top, says_bottom = top_word in clause, bottom_word in clause
+        if says_top == says_bottom:  # neither, or both
+            out[c["id"]] = "no side"
+        else:
+            out[c["id"]] = "right" if says_top == (pct[c["id"]] >= 50) else "wrong"
+    return out
+
+
+def unsupported(reasoning: str | None, evidence: str | dict, rubric: dict) -> list[str]:
+    """The criteria a reasoning misstates: cited without data in the prompt, or on the wrong side.
+
+    >>> rubric, _ = example_methodology()
+    >>> unsupported("Sharpe ratio bottom 20%", '{"sharpe_3y": 85}', rubric), unsupported(None, "{}", rubric)
+    (['sharpe_3y'], [])
+    """
+    if not reasoning:
+        return []
+    pct = json.loads(evidence) if isinstance(evidence, str) else evidence
+    return [cid for cid, said in claims(reasoning, pct, rubric).items() if said in ("wrong", "absent")]
+
+
+# Credit per claim, times the criterion's weight: a misstatement costs as much as a right claim earns.
+CLAIM_CREDIT = {"right": 1.0, "no side": 0.5, "wrong": -1.0, "absent": -1.0}
+
+
 def evidence_reward(completions: list, evidence: list, *, schema: dict, rubric: dict, **columns: Any) -> list[float]:
     """Does the reasoning cite the weightiest criteria, and place the fund on the right side?
 
-    For each criterion label found in the reasoning: full credit if the words after it
-    say top/bottom on the side the percentile is on, half credit with no side, none
-    for the wrong side; weighted by the criterion weights and normalised by the
-    weight of the `cite_top` criteria that a reference reasoning cites.
+    For each criterion label found in the reasoning: full credit if the words after it say
+    top/bottom on the side the percentile is on, half credit with no side, and a penalty of the
+    same size as full credit for the wrong side or for a criterion the prompt had no data on
+    (`claims`); weighted by the criterion weights, normalised by the weight of the `cite_top`
+    criteria that a reference reasoning cites, and kept within 0-1.
 
     >>> rubric, schema = example_methodology()
     >>> says = lambda side: f'{{"grade": 2, "score": 80, "reasoning": "Sharpe ratio {side} 20%"}}'
-    >>> evidence_reward([says("top"), says("bottom")], ['{"sharpe_3y": 85}'] * 2, schema=schema, rubric=rubric)
-    [1.0, 0.0]
+    >>> pct = ['{"sharpe_3y": 85}'] * 3
+    >>> evidence_reward([says("top"), says("bottom"), says("")], pct, schema=schema, rubric=rubric)
+    [1.0, 0.0, 0.5]
     """
-    labels = {c["id"]: c["label"] for c in rubric["criteria"]}
     weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
-    top_word, bottom_word = TOP_WORDS[rubric["language"]], BOTTOM_WORDS[rubric["language"]]
     out = []
     for a, ev in zip(answers(completions, schema), evidence):
         if a is None:
             out.append(0.0)
             continue
         pct = json.loads(ev) if isinstance(ev, str) else ev
-        reasoning = a["reasoning"]
-        got = 0.0
-        for cid, label in labels.items():
-            at = reasoning.find(label)
-            if at < 0 or _missing(pct.get(cid)):
-                continue
-            clause = re.split(r"[;,.\n]", reasoning[at + len(label) :], maxsplit=1)[0]
-            says_top, says_bottom = top_word in clause, bottom_word in clause
-            if says_top == says_bottom:  # neither, or both
-                credit = 0.5
-            else:
-                credit = 1.0 if says_top == (pct[cid] >= 50) else 0.0
-            got += credit * weights[cid]
+        got = sum(CLAIM_CREDIT[said] * weights[cid] for cid, said in claims(a["reasoning"], pct, rubric).items())
         possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
         need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
-        out.append(min(1.0, got / need))
+        out.append(min(1.0, max(0.0, got / need)))
+    return out
+
+
+def calibration_reward(completions: list, expert_grade: list, *, schema: dict, **columns: Any) -> list[float | None]:
+    """How well the stated confidence matches being right: 1 minus the Brier score of
+    `confidence` (percent) against whether the grade is the expert's (a proper scoring rule, as in
+    RLCR: saying 90 is best exactly when right 9 times in 10). 0 for an answer that is invalid or
+    states no confidence; None unlabelled.
+
+    >>> _, schema = example_methodology()
+    >>> say = lambda grade, c: f'{{"grade": {grade}, "score": 80, "reasoning": "ok", "confidence": {c}}}'
+    >>> calibration_reward([say(2, 90), say(1, 90), say(1, 10), say(2, 90)], [2, 2, 2, None], schema=schema)
+    [0.99, 0.19, 0.99, None]
+    >>> calibration_reward(['{"grade": 2, "score": 80, "reasoning": "ok"}'], [2], schema=schema)
+    [0.0]
+    """
+    out: list[float | None] = []
+    for a, g in zip(answers(completions, schema), expert_grade):
+        if _missing(g):
+            out.append(None)
+        elif a is None or "confidence" not in a:
+            out.append(0.0)
+        else:
+            right = float(int(a["grade"]) == int(g))
+            out.append(round(1.0 - (a["confidence"] / 100.0 - right) ** 2, 6))
     return out
 
 
@@ -262,28 +363,31 @@ def length_reward(completions: list, *, schema: dict, reasoning_chars: tuple[int
 REWARDS: dict[str, RewardFn] = {name: globals()[f"{name}_reward"] for name in RULE_REWARDS}
 
 
-def settings(rubric: dict, schema: dict, params: GrpoParams) -> dict[str, Any]:
+def settings(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None) -> dict[str, Any]:
     """Every keyword a rule reward may take; `bind` hands each reward the ones it declares."""
+    balance = params.balance_grades and train_rows
     return {
         "schema": schema,
         "rubric": rubric,
         "score_tolerance": params.score_tolerance,
         "grade_step_penalty": params.grade_step_penalty,
+        "grade_weights": balanced_weights([r["expert_grade"] for r in train_rows]) if balance else None,
         "reasoning_chars": tuple(params.reasoning_chars),
     }
 
 
-def bind(rubric: dict, schema: dict, params: GrpoParams) -> dict[str, RewardFn]:
+def bind(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None) -> dict[str, RewardFn]:
     """The rule rewards with their settings filled in, ready for TRL (`__name__` kept; never raising).
+    `train_rows` give the grade reward its weights when `grpo.balance_grades` is on.
 
     >>> rubric, schema = example_methodology()
     >>> rewards = bind(rubric, schema, GrpoParams())
     >>> list(rewards), rewards["grade"].__name__
-    (['json', 'grade', 'score', 'evidence', 'length'], 'grade_reward')
+    (['json', 'grade', 'score', 'evidence', 'length', 'calibration'], 'grade_reward')
     >>> rewards["grade"](['{"grade": 2, "score": 80, "reasoning": "ok"}', "{"], expert_grade=[1, 1])
     [0.0, 0.0]
     """
-    given = settings(rubric, schema, params)
+    given = settings(rubric, schema, params, train_rows)
     out = {}
     for name, fn in REWARDS.items():
         takes = inspect.signature(fn).parameters

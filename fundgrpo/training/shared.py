@@ -107,7 +107,37 @@ def curves(log_history: list[dict], keys: list[str]) -> list[dict]:
 GREEDY_METRICS = ("exact", "within_one", "qwk", "spearman")
 
 
-def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max_new_tokens: int, batch_size: int = 64):
+def collapsed(predicted: list, expert: list, share: float) -> tuple[bool, float]:
+    """(has the answering collapsed, the commonest grade's share of the answers): one grade given to
+    more than `share` of the funds while the experts give it to no more than `share` of them.
+    Invalid answers (None) count as answers of no grade.
+
+    >>> collapsed([3] * 9 + [4], [1, 2, 3, 3, 3, 4, 4, 5, 5, 2], 0.8)
+    (True, 0.9)
+    >>> collapsed([3] * 9 + [4], [3] * 10, 0.8), collapsed([1, 2, 3, 4], [1, 2, 3, 4], 0.8)
+    ((False, 0.9), (False, 0.25))
+    """
+    valid = [p for p in predicted if p is not None]
+    if not valid:
+        return False, 0.0
+    top = max(set(valid), key=valid.count)
+    top_share = valid.count(top) / len(predicted)
+    expert_share = sum(int(e) == top for e in expert) / max(1, len(expert))
+    return top_share > share and expert_share <= share, round(top_share, 4)
+
+
+COLLAPSED = -2.0  # what a collapsed checkpoint scores on the selection metric: below any real value
+
+
+def greedy_validation_callback(
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    max_new_tokens: int,
+    batch_size: int = 64,
+    selection_key: str | None = None,
+    collapse_share: float = 1.0,
+):
     """A trainer callback that, at every evaluation, answers `rows` greedily with the current
     policy and adds `eval_greedy_<metric>` (GREEDY_METRICS, and `valid_json`) to the metrics.
 
@@ -115,6 +145,10 @@ def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max
     backtested) greedily; on the Morningstar experts the sampled reward rose while greedy
     agreement fell. The metrics dict is the one the Trainer then uses to pick the best
     checkpoint (`metric_for_best_model`), so adding to it in `on_evaluate` is enough.
+
+    It also guards against collapse (`collapsed`): when the greedy answers give one grade to more
+    than `collapse_share` of the funds, the metric under `selection_key` is set to COLLAPSED, so
+    that checkpoint is never kept, and `eval_greedy_collapsed` records it.
     """
     from transformers import TrainerCallback
 
@@ -135,11 +169,15 @@ def greedy_validation_callback(rows: list[dict], rubric: dict, schema: dict, max
                 desc="greedy validation",
             )
             model.train(was_training)
-            found = backtesting.metrics(
-                rows, backtesting.predictions_from_texts(texts, rubric, schema), rubric["grades"]
-            )
+            preds = backtesting.predictions_from_texts(texts, rubric, schema)
+            found = backtesting.metrics(rows, preds, rubric["grades"])
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
+            gone, top_share = collapsed([p["grade"] for p in preds], [r["expert_grade"] for r in rows], collapse_share)
+            greedy["eval_greedy_top_share"] = top_share
+            greedy["eval_greedy_collapsed"] = float(gone)
             metrics.update(greedy)
+            if gone and selection_key:
+                metrics[selection_key] = COLLAPSED
             self.history.append({"step": state.global_step, **greedy})
             # seconds apart from the metrics: the trainer's `eval_runtime` does not include this callback
             state.log_history.append(

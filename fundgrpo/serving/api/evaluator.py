@@ -14,24 +14,27 @@ from typing import Any
 import pandas as pd
 
 from fundgrpo.data.canonical import NUMERIC
-from fundgrpo.evaluation.backtesting import predictions_from_texts
+from fundgrpo.evaluation.backtesting import answer
+from fundgrpo.evaluation.evidence import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving.api.settings import ApiSettings
-from fundgrpo.serving.batch import with_reference
-from fundgrpo.serving.champion import prompt_records
+from fundgrpo.serving.batch import flags, missing_criteria, needs_analyst, with_reference
+from fundgrpo.serving.champion import calibration_of, prompt_records
 from fundgrpo.training import modelling
 
 
 @dataclass
 class Loaded:
-    """One servable model version: weights and tokenizer in memory, and where they came from."""
+    """One servable model version: weights and tokenizer in memory, where they came from, and the
+    calibration fit its confidence is read with."""
 
     version: str
     model: Any
     tokenizer: Any
     folder: Path
+    fit: dict
     scratch: Any = None  # keeps a downloaded registry copy alive while this version serves
 
 
@@ -45,6 +48,7 @@ class Evaluator:
         self.params = load_params(root / "params.yaml")
         self.rubric, self.schema = load_compiled(root / self.params.methodology.out_dir)
         self.reference = pd.read_parquet(root / self.params.validate.out)
+        self.estimator = load_estimator(root / self.params.evidence.out_dir)  # gradient boosting for new funds
         self.target = settings.model or f"models:/{self.params.register.model_name}@champion"
         self.current: Loaded | None = None
         self.checked_at = 0.0
@@ -70,7 +74,7 @@ class Evaluator:
 
         if not version.startswith("models:/"):
             model, tokenizer = modelling.load(version)
-            return Loaded(version, model, tokenizer, Path(version))
+            return Loaded(version, model, tokenizer, Path(version), calibration_of(self.root / version, self.params))
         import mlflow
 
         mlflow.set_tracking_uri(
@@ -79,7 +83,7 @@ class Evaluator:
         scratch = tempfile.TemporaryDirectory(prefix="fundgrpo-api-")
         folder = mlflow_registry.load_components(version, Path(scratch.name))
         model, tokenizer = modelling.load(folder)
-        return Loaded(version, model, tokenizer, folder, scratch)
+        return Loaded(version, model, tokenizer, folder, calibration_of(folder, self.params), scratch)
 
     def serving(self, force: bool = False) -> Loaded:
         """The version to answer with; re-resolves the alias every `alias_check_s` seconds."""
@@ -116,21 +120,19 @@ class Evaluator:
                 self.rubric,
                 self.params.prepare,
                 only=[str(f["share_class_id"]) for f in funds],
+                estimator=self.estimator,
             )
         }
-        return [by_id[str(f["share_class_id"])] for f in funds]
+        lacking = missing_criteria(frame, self.rubric)
+        return [{**by_id[str(f["share_class_id"])], "lacking": lacks} for f, lacks in zip(funds, lacking)]
 
     def generate(self, loaded: Loaded, records: list[dict]) -> list[dict]:
 
-        texts = modelling.generate(
-            loaded.model,
-            loaded.tokenizer,
-            [r["prompt"] for r in records],
-            self.params.backtest.max_new_tokens,
-            self.params.backtest.batch_size,
-            desc="api",
-        )
-        return predictions_from_texts(texts, self.rubric, self.schema)
+        b = self.params.backtest
+        return answer(
+            loaded.model, loaded.tokenizer, records, self.rubric, self.schema, b.max_new_tokens, b.batch_size, "api",
+            loaded.fit,
+        )  # fmt: skip
 
     async def batcher(self) -> None:
         """Collect requests for `batch_wait_ms`, generate once per version, hand each its answers."""
@@ -172,18 +174,36 @@ class Evaluator:
         assert self.queue is not None
         await self.queue.put((loaded, records, fut))
         answers = await asyncio.wait_for(fut, self.settings.timeout_s)
+        grades = self.rubric["grades"]
         out = []
         for fund, record, p in zip(funds, records, answers):
+            probs = p.get("probs")
+            flagged = flags(record, record["lacking"], p, self.rubric)
             out.append(
                 {
                     "share_class_id": record["share_class_id"],
                     "fund_id": record["fund_id"],
                     "category": record["category"],
                     "name": fund.get("name"),
-                    "grade": p["grade"],
+                    "grade": p["grade"],  # None for an invalid answer: `reason` says why
                     "score": p["score"],
                     "reasoning": p["reasoning"],
                     "valid": p["valid"],
+                    "reason": p["reason"],
+                    "probabilities": {str(g): probs[i] for i, g in enumerate(grades)} if probs is not None else None,
+                    "expected_grade": p.get("expected_grade"),
+                    "confidence": p.get("confidence"),
+                    "needs_analyst": needs_analyst(p, self.params.evaluate.review_below, flagged),
+                    "flags": flagged,
+                    "evidence": {  # what the model was shown beside the metrics
+                        "rule_grade": record["rule_grade"],
+                        "rule_score": round(record["rule_score"], 2),
+                        "gbm_grade": record.get("gbm_grade"),
+                        "gbm_probabilities": (
+                            {str(g): q for g, q in zip(grades, record["gbm_probs"])} if "gbm_probs" in record else None
+                        ),
+                        "peers": record["peers"],
+                    },
                     "rule_grade": record["rule_grade"],
                     "model_version": loaded.version,
                 }

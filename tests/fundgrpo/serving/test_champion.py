@@ -7,6 +7,7 @@ import pandas as pd
 from fundgrpo.data import synthetic
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import preparation as prepare
+from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import PrepareParams, SyntheticParams
 from fundgrpo.serving import champion
 from tests.support import REPO
@@ -22,7 +23,7 @@ def test_prompt_records_cover_unrated_rows_with_the_training_prompts():
     rated = prepare.build_records(batch[batch["expert_grade"].notna()].reset_index(drop=True), rubric)
     # same prompts as training, except that peer context here also counts the unrated rows
     assert [r["share_class_id"] for r in records[3:]] == [r["share_class_id"] for r in rated]
-    assert all(r["split"] == prepare.split_of(r["fund_id"], PrepareParams()) for r in records)
+    assert all(r["split"] == split_of(r["fund_id"], PrepareParams()) for r in records)
     assert records[5]["prompt"][0] == rated[2]["prompt"][0]  # the system prompt (methodology)
 
     # a few share classes only: the same records as the whole batch gives them (peers are still the whole batch)

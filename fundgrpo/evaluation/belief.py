@@ -1,0 +1,150 @@
+"""Grade probabilities from the language model: its belief read where the grade is decided.
+
+One sampled or greedy token says nothing of how sure the model is. The answer is JSON, reasoning
+first: `{"reasoning": "...", "score": 71, "grade": 4}`; the grade follows from the score through
+the methodology's bands, so the probability of the grade token itself, read after the score, is
+about 1 whatever the model believed (measured: 0.999 on average). The belief is read instead:
+
+* `score`: at the score, the decision point. Every integer score 0-100 is scored as the model's
+  continuation of its own reasoning (`"score": ` then the number and the character the model wrote
+  after it), and each grade gets the probability of the scores in its band.
+* `grade`: at the grade token after the model's own score (the naive reading, kept to measure it).
+
+Scoring is exact, not sampled: the candidates' tokens form a trie below the shared prefix, which is
+run once (its key-value cache then serves every candidate), so a fund costs one forward pass over
+prompt and answer plus a few one-token steps. `mass` is the probability the model puts on the
+candidates at all (an integer score followed by the same character): near 1 for a trained model.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from fundgrpo.params import BELIEF_METHODS
+
+METHODS = tuple(m for m in BELIEF_METHODS if m != "stated")  # read from the model's tokens
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+class BeliefError(ValueError):
+    """The model's probabilities cannot be read; the message says why."""
+
+
+def decision_point(text: str, key: str) -> tuple[int, str] | None:
+    """(offset where the value of `key` starts in the answer text, the character after the value),
+    or None when the key or its number is absent.
+
+    >>> decision_point('{"reasoning": "a", "score": 71, "grade": 4}', "score")
+    (28, ',')
+    >>> decision_point('{"reasoning": "a", "score": 71, "grade": 4}', "grade")
+    (41, '}')
+    >>> decision_point('{"reasoning": "a"}', "score") is None
+    True
+    """
+    m = re.search(rf'"{key}"\s*:\s*', text)
+    if m is None:
+        return None
+    value = NUMBER.match(text, m.end())
+    if value is None:
+        return None
+    after = text[value.end() : value.end() + 1] or "}"
+    return m.end(), after
+
+
+def band_of(score: float, bands: list[dict]) -> int:
+    """The grade whose band [min, max) holds `score` (the top band includes its max).
+
+    >>> bands = [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]
+    >>> band_of(49.9, bands), band_of(50, bands), band_of(100, bands)
+    (1, 2, 2)
+    """
+    for b in bands:
+        if b["min"] <= score < b["max"]:
+            return int(b["grade"])
+    return int(max(bands, key=lambda b: b["max"])["grade"])
+
+
+def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> np.ndarray:
+    """log P(candidate | prefix) for each candidate string, exactly (teacher forcing).
+
+    The texts prefix+candidate are tokenized whole (so a tokenizer that merges across the
+    boundary is honoured); their shared leading tokens are run once, and the remaining tokens of
+    all candidates are scored level by level from a copy of that key-value cache.
+    """
+    import torch
+
+    ids = [tokenizer(prefix + c, add_special_tokens=False)["input_ids"] for c in candidates]
+    shared = len(ids[0])
+    for seq in ids[1:]:
+        shared = min(shared, next((i for i, (a, b) in enumerate(zip(ids[0], seq)) if a != b), len(seq)))
+    shared = min(shared, min(len(s) for s in ids) - 1)  # every candidate keeps at least one token to score
+    if shared < 1:
+        raise BeliefError("the candidates share no prefix tokens to condition on")
+    device = model.device
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids[0][:shared]], device=device), use_cache=True)
+        cache = out.past_key_values
+        logp = np.zeros(len(ids))
+        first = torch.log_softmax(out.logits[0, -1].float(), dim=-1).cpu().numpy()
+        suffix = [s[shared:] for s in ids]
+        for i, s in enumerate(suffix):
+            logp[i] = first[s[0]]
+        depth = 1
+        while any(len(s) > depth for s in suffix):
+            nodes = sorted({tuple(s[:depth]) for s in suffix if len(s) > depth})
+            index = {n: k for k, n in enumerate(nodes)}
+            level = copy.deepcopy(cache)
+            level.batch_repeat_interleave(len(nodes))
+            step = model(input_ids=torch.tensor(nodes, device=device), past_key_values=level, use_cache=True)
+            lp = torch.log_softmax(step.logits[:, -1].float(), dim=-1).cpu().numpy()
+            for i, s in enumerate(suffix):
+                if len(s) > depth:
+                    logp[i] += lp[index[tuple(s[:depth])], s[depth]]
+            depth += 1
+    return logp
+
+
+def read(model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: str = "score") -> dict[str, Any] | None:
+    """The model's grade probabilities for one answer it gave, read at `method`'s decision point:
+    {"probs": one per rubric grade, summing to 1, "mass": probability on the candidates}; None when
+    the answer has no such point (an invalid answer has no belief)."""
+    if method not in METHODS:
+        raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
+    grades = list(rubric["grades"])
+    point = decision_point(answer, method)
+    if point is None:
+        return None
+    offset, after = point
+    prefix = prompt_text + answer[:offset]
+    if method == "score":
+        values = list(range(0, 101))
+        logp = candidate_logprobs(model, tokenizer, prefix, [f"{v}{after}" for v in values])
+        owner = [grades.index(band_of(v, rubric["bands"])) for v in values]
+    else:
+        logp = candidate_logprobs(model, tokenizer, prefix, [f"{g}{after}" for g in grades])
+        owner = list(range(len(grades)))
+    top = float(np.max(logp))
+    weights = np.exp(logp - top)
+    probs = np.zeros(len(grades))
+    np.add.at(probs, owner, weights)
+    total = float(probs.sum())
+    if total <= 0 or not math.isfinite(total):
+        raise BeliefError("the model puts no probability on any grade")
+    return {"probs": (probs / total).round(6).tolist(), "mass": round(float(math.exp(top) * total), 6)}
+
+
+def beliefs(
+    model, tokenizer, prompts: list[list[dict]], answers: list[str], rubric: dict, method: str = "score", desc: str = ""
+) -> list[dict[str, Any] | None]:
+    """`read` for each (chat prompt, the model's answer), with a progress bar."""
+    out = []
+    for prompt, answer in tqdm(list(zip(prompts, answers)), desc=f"{desc} beliefs ({method})", unit="fund"):
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        out.append(read(model, tokenizer, text, answer, rubric, method))
+    return out

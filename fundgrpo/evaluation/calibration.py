@@ -1,0 +1,328 @@
+"""How far an evaluator's confidence can be trusted: calibration error, Brier score, reliability,
+selective accuracy, and the two fits that improve them on validation (temperature, cut-points).
+
+Conventions: `probs` is (funds, grades), one column per methodology grade in order; `confidence`
+is the probability an evaluator gives to the grade it reports; an invalid answer (no grade, no
+probabilities) has confidence 0 and counts as wrong. Everything here is plain numpy: the
+bootstrap calls these functions thousands of times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fundgrpo.evaluation.agreement import one_metric
+from fundgrpo.params import CONFIDENCES, GRADE_FROM
+
+COVERAGES = (0.5, 0.7, 0.9)
+
+
+def ece(confidence, correct, bins: int = 10) -> float:
+    """Expected calibration error: the funds-weighted mean |accuracy - confidence| over equal-width bins.
+
+    >>> ece([0.9, 0.9, 0.9, 0.9], [1, 1, 1, 0])
+    0.15
+    >>> ece([1.0, 0.0], [1, 0])
+    0.0
+    """
+    c, y = np.asarray(confidence, dtype=float), np.asarray(correct, dtype=float)
+    which = np.minimum((c * bins).astype(int), bins - 1)
+    total = 0.0
+    for b in range(bins):
+        inside = which == b
+        if inside.any():
+            total += inside.sum() * abs(y[inside].mean() - c[inside].mean())
+    return round(float(total / len(c)), 6)
+
+
+def brier(probs, expert_index) -> float:
+    """Multi-class Brier score: mean over funds of the squared distance between the probabilities
+    and the one-hot expert grade (0 perfect, 2 worst). A proper scoring rule: it cannot be improved
+    by reporting other than what one believes.
+
+    >>> brier([[1.0, 0.0], [0.5, 0.5]], [0, 1])
+    0.25
+    """
+    p = np.asarray(probs, dtype=float)
+    onehot = np.zeros_like(p)
+    onehot[np.arange(len(p)), np.asarray(expert_index, dtype=int)] = 1.0
+    return round(float(((p - onehot) ** 2).sum(axis=1).mean()), 6)
+
+
+def reliability(confidence, correct, bins: int = 10) -> list[dict[str, Any]]:
+    """One row per non-empty bin: its range, mean confidence, accuracy and count (`dvc plots`).
+
+    >>> for row in reliability([0.95, 0.91, 0.15], [1, 0, 0], bins=5): print(row)
+    {'bin': '0.0-0.2', 'confidence': 0.15, 'accuracy': 0.0, 'funds': 1}
+    {'bin': '0.8-1.0', 'confidence': 0.93, 'accuracy': 0.5, 'funds': 2}
+    """
+    c, y = np.asarray(confidence, dtype=float), np.asarray(correct, dtype=float)
+    which = np.minimum((c * bins).astype(int), bins - 1)
+    rows = []
+    for b in range(bins):
+        inside = which == b
+        if inside.any():
+            rows.append(
+                {
+                    "bin": f"{b / bins:.1f}-{(b + 1) / bins:.1f}",
+                    "confidence": round(float(c[inside].mean()), 4),
+                    "accuracy": round(float(y[inside].mean()), 4),
+                    "funds": int(inside.sum()),
+                }
+            )
+    return rows
+
+
+def most_confident(confidence, coverage: float) -> np.ndarray:
+    """Indices of the `coverage` share of funds with the highest confidence (ties broken by order).
+
+    >>> most_confident([0.2, 0.9, 0.5, 0.7], 0.5).tolist()
+    [1, 3]
+    """
+    c = np.asarray(confidence, dtype=float)
+    keep = max(1, int(round(coverage * len(c))))
+    return np.sort(np.argsort(-c, kind="stable")[:keep])
+
+
+def selective(expert, predicted, confidence, grades: list[int], coverages=COVERAGES) -> dict[str, float]:
+    """Exact and QWK on the most confident share of funds, for each coverage; an invalid answer
+    (predicted None) is wrong and least confident.
+
+    >>> s = selective([1, 2, 3, 3], [1, 2, 3, 1], [0.9, 0.8, 0.7, 0.1], [1, 2, 3], coverages=(0.75, 1.0))
+    >>> s["exact_top75"], s["exact_top100"]
+    (1.0, 0.75)
+    """
+    y = np.asarray(expert, dtype=int)
+    p = filled(expert, predicted, grades)
+    out = {}
+    for cov in coverages:
+        rows = most_confident(confidence, cov)
+        tag = round(cov * 100)
+        out[f"exact_top{tag}"] = round(one_metric(y[rows], p[rows], grades, "exact"), 4)
+        out[f"qwk_top{tag}"] = round(one_metric(y[rows], p[rows], grades, "qwk"), 4)
+    return out
+
+
+def filled(expert, predicted, grades: list[int]) -> np.ndarray:
+    """Predicted grades with each missing one (an invalid answer) replaced by the grade farthest
+    from the expert's: a miss that counts fully against the evaluator in every metric.
+
+    >>> filled([1, 4], [2, None], [1, 2, 3, 4, 5]).tolist()
+    [2, 1]
+    """
+    g = np.asarray(grades)
+    return np.array(
+        [int(p) if p is not None else int(g[np.argmax(np.abs(g - int(y)))]) for y, p in zip(expert, predicted)],
+        dtype=int,
+    )
+
+
+def temperature_probs(probs, temperature: float) -> np.ndarray:
+    """Probabilities sharpened (T < 1) or softened (T > 1): p_g^(1/T), renormalised.
+
+    >>> temperature_probs([[0.8, 0.2]], 1.0).round(3).tolist(), temperature_probs([[0.8, 0.2]], 2.0).round(3).tolist()
+    ([[0.8, 0.2]], [[0.667, 0.333]])
+    """
+    p = np.clip(np.asarray(probs, dtype=float), 1e-12, 1.0)
+    logits = np.log(p) / temperature
+    logits -= logits.max(axis=1, keepdims=True)
+    e = np.exp(logits)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+TEMPERATURES = np.exp(np.linspace(np.log(0.05), np.log(20.0), 121))
+
+
+def fit_temperature(probs, expert_index) -> float:
+    """The temperature (on a log grid, 0.05-20) with the lowest negative log-likelihood of the
+    experts' grades: plain temperature scaling, fitted on validation.
+
+    >>> p = [[0.99, 0.01]] * 6 + [[0.01, 0.99]] * 4   # over-sure: right on 7 of 10
+    >>> fit_temperature(p, [0] * 5 + [1] + [1] * 3 + [0]) > 1.5
+    True
+    """
+    p = np.asarray(probs, dtype=float)
+    y = np.asarray(expert_index, dtype=int)
+    best, best_nll = 1.0, np.inf
+    for t in TEMPERATURES:
+        q = temperature_probs(p, t)
+        nll = -np.mean(np.log(np.clip(q[np.arange(len(y)), y], 1e-12, 1.0)))
+        if nll < best_nll - 1e-12:
+            best, best_nll = float(t), nll
+    return round(best, 4)
+
+
+def expected_grade(probs, grades: list[int]) -> np.ndarray:
+    """Probability-weighted mean grade.
+
+    >>> expected_grade([[0.5, 0.5, 0.0]], [1, 2, 3]).tolist()
+    [1.5]
+    """
+    return np.asarray(probs, dtype=float) @ np.asarray(grades, dtype=float)
+
+
+def cut(expected, cutpoints: list[float], grades: list[int]) -> np.ndarray:
+    """The grade of each expected value: grades[i] between cutpoints[i-1] and cutpoints[i].
+
+    >>> cut([1.2, 1.6, 2.9], [1.5, 2.5], [1, 2, 3]).tolist()
+    [1, 2, 3]
+    """
+    return np.asarray(grades)[np.searchsorted(np.asarray(cutpoints), np.asarray(expected, dtype=float), side="right")]
+
+
+def fit_cutpoints(expected, expert, grades: list[int], rounds: int = 3) -> list[float]:
+    """Cut-points on the expected grade that maximise QWK with the experts (coordinate search from
+    the midpoints between grades, each point on a grid between its neighbours): the QWK-optimal
+    rescaling of an expected grade, fitted on validation.
+
+    >>> e = np.array([1.1, 1.2, 1.45, 1.9, 2.2, 2.4, 2.8, 2.9])
+    >>> fit_cutpoints(e, [1, 1, 2, 2, 2, 3, 3, 3], [1, 2, 3])[0] < 1.45
+    True
+    """
+    x = np.asarray(expected, dtype=float)
+    y = np.asarray(expert, dtype=int)
+    points = [(a + b) / 2 for a, b in zip(grades[:-1], grades[1:])]
+
+    def score(ps: list[float]) -> float:
+        return one_metric(y, cut(x, ps, grades), grades, "qwk")
+
+    best = score(points)
+    for _ in range(rounds):
+        for i in range(len(points)):
+            low = points[i - 1] if i > 0 else grades[0]
+            high = points[i + 1] if i + 1 < len(points) else grades[-1]
+            for value in np.linspace(low, high, 41)[1:-1]:
+                trial = points[:i] + [float(value)] + points[i + 1 :]
+                s = score(trial)
+                if s > best + 1e-12:
+                    best, points = s, trial
+    return [round(p, 4) for p in points]
+
+
+def summary(expert, predicted, probs, confidence, grades: list[int], bins: int = 10) -> dict[str, float]:
+    """ECE and top-label Brier of the confidence, multi-class Brier of the probabilities (an invalid
+    answer: uniform probabilities, confidence 0), and the selective figures.
+
+    >>> s = summary([1, 2], [1, None], [[0.9, 0.1], None], [0.9, 0.0], [1, 2])
+    >>> s["ece"], s["brier"]
+    (0.05, 0.26)
+    """
+    g = len(grades)
+    correct = [p is not None and int(p) == int(y) for y, p in zip(expert, predicted)]
+    full = np.array([row if row is not None else [1.0 / g] * g for row in probs], dtype=float)
+    conf = np.asarray(confidence, dtype=float)
+    out = {
+        "ece": round(ece(conf, correct, bins), 4),
+        "brier": round(brier(full, [grades.index(int(y)) for y in expert]), 4),
+        "brier_top": round(float(np.mean((conf - np.asarray(correct, dtype=float)) ** 2)), 4),
+        "confidence_mean": round(float(conf.mean()), 4),
+    }
+    out.update(selective(expert, predicted, conf, grades))
+    return out
+
+
+# ------------------------------------------------------------------ the product's confidence
+
+
+def stated_probs(confidence: float, grade: int, grades: list[int]) -> list[float]:
+    """A stated confidence as grade probabilities: the confidence on the stated grade, the rest
+    shared evenly (all a single number says).
+
+    >>> stated_probs(0.7, 2, [1, 2, 3])
+    [0.15, 0.7, 0.15]
+    """
+    rest = (1.0 - confidence) / (len(grades) - 1) if len(grades) > 1 else 0.0
+    return [round(confidence if g == grade else rest, 6) for g in grades]
+
+
+def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int]) -> dict[str, Any]:
+    """One evaluation's probabilities, grade, expected grade and confidence under a calibration
+    `fit` (`fundgrpo.evaluation.calibration.fit_choice`): `probs` are the raw belief (None for an
+    invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote.
+
+    >>> fit = {"confidence": "temperature", "temperature": 2.0, "grade_from": "greedy", "cutpoints": [1.5]}
+    >>> d = decide([0.8, 0.2], 1, fit, [1, 2])
+    >>> d["grade"], round(d["confidence"], 3), round(d["expected_grade"], 3)
+    (1, 0.667, 1.333)
+    >>> decide(None, None, fit, [1, 2])["grade"] is None
+    True
+    """
+    if probs is None:
+        return {"grade": written, "probs": None, "expected_grade": None, "confidence": None}
+    p = np.asarray(probs, dtype=float)[None, :]
+    if fit.get("confidence") == "temperature":
+        p = temperature_probs(p, fit["temperature"])
+    expected = float(expected_grade(p, grades)[0])
+    grade = written
+    if fit.get("grade_from") == "expected" and fit.get("cutpoints"):
+        grade = int(cut([expected], fit["cutpoints"], grades)[0])
+    elif fit.get("grade_from") == "likeliest":
+        grade = int(grades[int(np.argmax(p[0]))])
+    return {
+        "grade": grade,
+        "probs": [round(float(x), 4) for x in p[0]],
+        "expected_grade": round(expected, 4),
+        "confidence": round(float(p[0, grades.index(int(grade))]), 4) if grade is not None else None,
+    }
+
+
+def fit_choice(
+    expert,
+    written,
+    beliefs: dict[str, list],
+    grades: list[int],
+    confidence: str = "auto",
+    grade_from: str = "greedy",
+    bins: int = 10,
+) -> dict[str, Any]:
+    """Fit the product's confidence on validation: for each belief method (its raw probabilities per
+    fund, None for an invalid answer), the token probabilities as read and temperature-scaled; with
+    `confidence` "auto" the option with the lowest validation ECE (ties: Brier) is used, else the
+    named one with the first method. Cut-points for the expected grade are fitted on the chosen
+    probabilities. Returns the fit with every option's validation figures.
+
+    >>> sure = {"score": [[0.99, 0.01], [0.01, 0.99], [0.99, 0.01], [0.99, 0.01]]}
+    >>> fit = fit_choice([1, 2, 2, 1], [1, 2, 1, 1], sure, [1, 2])
+    >>> fit["method"], fit["confidence"], fit["temperature"] > 1
+    ('score', 'temperature', True)
+    """
+    if confidence not in CONFIDENCES or grade_from not in GRADE_FROM:
+        raise ValueError(
+            f"calibrate: confidence {confidence!r} / grade_from {grade_from!r} not among {CONFIDENCES} / {GRADE_FROM}"
+        )
+    options: dict[str, dict] = {}
+    for method, rows in beliefs.items():
+        seen = [i for i, r in enumerate(rows) if r is not None and written[i] is not None]
+        if not seen:
+            continue
+        probs = np.asarray([rows[i] for i in seen], dtype=float)
+        index = [grades.index(int(expert[i])) for i in seen]
+        temperature = fit_temperature(probs, index)
+        for kind, t in (("token", 1.0), ("temperature", temperature)):
+            fit = {"method": method, "confidence": kind, "temperature": t, "grade_from": "greedy"}
+            decided = [decide(rows[i], written[i], fit, grades) for i in range(len(rows))]
+            options[f"{method}/{kind}"] = {
+                **fit,
+                **summary(
+                    expert,
+                    [d["grade"] for d in decided],
+                    [d["probs"] for d in decided],
+                    [d["confidence"] or 0.0 for d in decided],
+                    grades,
+                    bins,
+                ),  # fmt: skip
+            }
+    if not options:
+        raise ValueError("no valid answer with readable grade probabilities to calibrate on")
+    if confidence == "auto":
+        key = min(options, key=lambda k: (options[k]["ece"], options[k]["brier"]))
+    else:
+        key = next(k for k in options if k.endswith("/" + confidence))
+    chosen = {k: options[key][k] for k in ("method", "confidence", "temperature")}
+    rows = beliefs[chosen["method"]]
+    probs = [decide(r, w, {**chosen, "grade_from": "greedy"}, grades)["probs"] for r, w in zip(rows, written)]
+    seen = [i for i, p in enumerate(probs) if p is not None]
+    cutpoints = fit_cutpoints(expected_grade([probs[i] for i in seen], grades), [expert[i] for i in seen], grades)
+    return {**chosen, "grade_from": grade_from, "cutpoints": cutpoints, "chosen": key, "options": options}
