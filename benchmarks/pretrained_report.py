@@ -119,7 +119,11 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
     with (out / "per_fund.jsonl").open("w") as f:
         for line in (run / "reports/backtest/predictions.jsonl").read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
-            keep = {k: v for k, v in r.items() if k.endswith("_grade") or k.endswith("_valid") or k == "grpo_text"}
+            keep = {
+                k: v
+                for k, v in r.items()
+                if k.endswith(("_grade", "_valid", "_confidence")) or k in ("grpo_text", "grpo_probs")
+            }
             f.write(
                 json.dumps({"share_class_id": r["share_class_id"], "fund_id": fund_of[r["share_class_id"]], **keep})
                 + "\n"
@@ -131,6 +135,9 @@ def collect(run: Path, dataset: str, variant: str) -> Path:
     ):  # written into the run by the benchmarks above
         if (run / extra).exists():
             shutil.copy(run / extra, out / extra)
+    calibration = run / (params.get("calibrate") or {}).get("out", "models/calibration.json")
+    if calibration.exists():  # the calibrate stage's fit and its validation figures
+        shutil.copy(calibration, out / "calibration.json")
     return out
 
 
@@ -485,14 +492,147 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     return out + [""]
 
 
+# Runs of the evidence-and-confidence wave (issue 25), beside the dataset's `sft-grpo` run:
+# variant -> (what it changes, the variant it changes or None for the main run)
+TRUST_VARIANTS = {
+    "evidence": ("statistical estimate in the prompt", None),
+    "evidence-stated": ("estimate in the prompt, stated confidence + calibration reward", "evidence"),
+}
+
+
+def _trust_row(label: str, m: dict, block: dict | None) -> str:
+    b = block or {}
+    return (
+        f"| {label} | {_fmt(m.get('valid_json'))} | {_fmt(m.get('exact'))} | {_fmt(m.get('qwk'))} "
+        f"| {_fmt(b.get('ece'))} | {_fmt(b.get('brier'))} | {_fmt(b.get('exact_top70'))} "
+        f"| {_fmt(m.get('unsupported'))} |"
+    )
+
+
+def _interval(b: dict) -> str:
+    return f"{b['diff']:+.3f} [{b['lo']:+.3f}, {b['hi']:+.3f}]"
+
+
+def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
+    """Evidence in the prompt, grade probabilities, calibrated confidence: the rows of each run that
+    has them, against gradient boosting and against the row each changes."""
+    from fundgrpo.evaluation.agreement import paired_bootstrap
+
+    have = [
+        v
+        for v in ("sft-grpo", *TRUST_VARIANTS)
+        if v in runs and "trust" in runs[v]["summary"]["backtest"]["models"].get("grpo", {})
+    ]
+    if not have:
+        return []
+    main = runs[have[0]]
+    bt = main["summary"]["backtest"]
+    out = [
+        f"### {name}: evidence and confidence",
+        "",
+        "Grade probabilities are read where the grade is decided (`fundgrpo/evaluation/belief.py`); the GRPO rows'",
+        "confidence is the calibrate stage's choice on validation, the SFT rows' the belief at the score as read,",
+        "gradient boosting's its class probability. ECE: expected calibration error (10 bins); Brier: multi-class;",
+        '"top 70 %": exact on the 70 % of funds each evaluator is surest of; "misstated": share of valid answers',
+        "citing a criterion with no data or on the wrong side. An invalid answer is a miss.",
+        "",
+        "| evaluator | valid JSON | exact | QWK | ECE | Brier | exact, top 70 % | misstated |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for variant in have:
+        r = runs[variant]["summary"]
+        models = r["backtest"]["models"]
+        if r["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
+            raise SystemExit(f"{name}/{variant}: another test set than {have[0]}")
+        change = "" if variant == "sft-grpo" else f", {TRUST_VARIANTS[variant][0]}"
+        sft_block = (models["sft"].get("calibration") or {}).get("score")
+        out.append(_trust_row(f"SFT{change}", models["sft"], sft_block))
+        kept = r["train"].get("kept")
+        out.append(
+            _trust_row(
+                f"GRPO{change} (kept {kept}; {models['grpo']['trust'].get('chosen')})",
+                models["grpo"],
+                models["grpo"]["trust"],
+            )
+        )
+    gbm = bt["models"]["gbm"]
+    out.append(_trust_row("gradient boosting", gbm, gbm.get("trust")))
+    rule = bt["models"]["rule"]
+    out.append(_trust_row("rule scorer (the methodology)", rule, None))
+
+    out += ["", "Paired bootstrap by fund (resamples of the test funds, 95 % interval):", ""]
+    out += ["| comparison | exact | QWK | exact, top 70 % | ECE | Brier |", "|---|---|---|---|---|---|"]
+    for variant in have:
+        r = runs[variant]["summary"]
+        comps = r["backtest"].get("comparisons") or {}
+        change = "" if variant == "sft-grpo" else f" ({variant})"
+        for key, title in (("grpo-gbm", "GRPO − gradient boosting"), ("sft-gbm", "SFT − gradient boosting"),
+                           ("grpo-sft (raw beliefs)", "GRPO − SFT, beliefs as read")):  # fmt: skip
+            c = comps.get(key)
+            if not c:
+                continue
+            cells = [_interval(c[k]) if k in c else "–" for k in ("exact", "qwk", "exact_top70", "ece", "brier")]
+            out.append(f"| {title}{change} | " + " | ".join(cells) + " |")
+    grades = sorted({r["expert_grade"] for r in main["per_fund"]})
+    for variant in have:
+        base = TRUST_VARIANTS.get(variant, (None, "-"))[1] if variant != "sft-grpo" else "-"
+        base = base or "sft-grpo"
+        if variant == "sft-grpo" or base not in runs:
+            continue
+        paired, expert, groups = _paired(runs[variant]["per_fund"], runs[base]["per_fund"])
+        for key in ("sft_grade", "grpo_grade"):
+            cells = []
+            for metric in ("exact", "qwk"):
+                b = paired_bootstrap(
+                    expert, [a[key] for a, _ in paired], [z[key] for _, z in paired], groups, grades, metric
+                )
+                cells.append(_interval(b))
+            who = "SFT" if key == "sft_grade" else "GRPO"
+            out.append(f"| {who} ({variant}) − {who} ({base}) | " + " | ".join(cells) + " | – | – | – |")
+
+    for variant in have:
+        run = runs[variant]
+        fit = run.get("calibration")
+        models = run["summary"]["backtest"]["models"]
+        if not fit:
+            continue
+        options = fit.get("options", {})
+        out += [
+            "",
+            f"**Which confidence** ({variant}; `calibrate`, {fit.get('validation_funds')} validation funds, "
+            f"chosen `{fit.get('chosen')}`, temperature {fit.get('temperature')}): validation ECE / Brier of each "
+            "option, and on the test funds the beliefs as read:",
+            "",
+            "| belief | validation ECE | validation Brier | test ECE (as read) | test Brier (as read) |",
+            "|---|---|---|---|---|",
+        ]
+        for key, o in options.items():
+            method, kind = key.split("/")
+            test = (models["grpo"].get("calibration") or {}).get(method) if kind == "token" else None
+            out.append(
+                f"| {key} | {_fmt(o.get('ece'))} | {_fmt(o.get('brier'))} "
+                f"| {_fmt((test or {}).get('ece'))} | {_fmt((test or {}).get('brier'))} |"
+            )
+        ways = models["grpo"].get("grade_from")
+        if ways:
+            out += [
+                "",
+                "The grade reported, on the test funds (GRPO): "
+                + "; ".join(f"{way} exact {_fmt(m['exact'])} / QWK {_fmt(m['qwk'])}" for way, m in ways.items())
+                + " (`calibrate.grade_from`).",
+            ]
+    return out + [""]
+
+
 def report() -> str:
     lines = [
         "# Pretrained evaluators on CPU",
         "",
         "Generated by `python benchmarks/pretrained_report.py report` from the runs collected under",
         "`benchmarks/results/pretrained/` (commands in the script's docstring). Figures are exact agreement with",
-        "the experts' grades, within one grade, quadratic weighted kappa and Spearman on the test funds; an",
-        'invalid answer counts as the middle grade. "cites evidence" is the evidence reward: does the reasoning',
+        "the experts' grades, within one grade, quadratic weighted kappa and Spearman on the test funds; in runs",
+        "before the evidence-and-confidence wave an invalid answer counted as the middle grade, since then as a",
+        'miss. "cites evidence" is the evidence reward: does the reasoning',
         "name the criteria that weigh most for the fund, on the right side. Times are on 2 CPU cores.",
         "",
     ]
@@ -503,11 +643,12 @@ def report() -> str:
                 "summary": json.loads((folder / "summary.json").read_text()),
                 "per_fund": [json.loads(line) for line in (folder / "per_fund.jsonl").read_text().splitlines()],
             }
-            for extra in ("headroom", "overhead", "from_instruct"):
+            for extra in ("headroom", "overhead", "from_instruct", "calibration"):
                 if (folder / f"{extra}.json").exists():
                     run[extra] = json.loads((folder / f"{extra}.json").read_text())
             runs[folder.name] = run
         lines += dataset_section(dataset, runs)
+        lines += trust_section(dataset, runs)
     notes = HERE / "pretrained_notes.md"
     if notes.exists():  # the measured reasons, written by hand beside the generated tables
         lines += [notes.read_text(encoding="utf-8").strip(), ""]
@@ -520,7 +661,9 @@ def main() -> None:
     c = sub.add_parser("collect")
     c.add_argument("run", type=Path)
     c.add_argument("--dataset", required=True)
-    c.add_argument("--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE, *SFT_GRPO_VARIANTS])
+    c.add_argument(
+        "--variant", required=True, choices=["sft-grpo", *VARIANT_GRPO, NO_RULE, *SFT_GRPO_VARIANTS, *TRUST_VARIANTS]
+    )
     sub.add_parser("report")
     args = ap.parse_args()
     if args.command == "collect":

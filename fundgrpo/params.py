@@ -44,7 +44,7 @@ GRADE_FROM = (
     "greedy",
     "likeliest",
     "expected",
-)  # statistical evidence a prompt may show (fundgrpo.evaluation.evidence)
+)  # statistical evidence a prompt may show (fundgrpo.evaluation.statistical)
 
 
 # --------------------------------------------------------------------- sections
@@ -426,7 +426,7 @@ class BaselineParams:
 
 @dataclass(frozen=True)
 class EvidenceParams:
-    """Statistical evidence (stage `evidence`, fundgrpo/evaluation/evidence.py): the gradient-boosting
+    """Statistical evidence (stage `evidence`, fundgrpo/evaluation/statistical.py): the gradient-boosting
     baseline's grade probabilities for every share class. Training and validation funds get
     out-of-fold estimates (funds dealt into `folds` by a seeded hash of the fund id); test, unlabelled
     and new funds the training split's model, saved for `evaluate` and the API. The model and its

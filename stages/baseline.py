@@ -3,7 +3,7 @@ scorer and a tuned gradient-boosting model. `dvc repro baseline` is the rule-onl
 how a methodology agrees with the experts, in seconds, before any LLM is trained.
 
 The gradient-boosting grades are the `evidence` stage's for the test funds: the model fitted on
-`prepare`'s training split (`fundgrpo.evaluation.evidence`; features: the canonical numeric metrics,
+`prepare`'s training split (`fundgrpo.evaluation.statistical`; features: the canonical numeric metrics,
 their within-category percentiles over the whole universe, the category; never the labels nor
 columns that leak the rating company's pipeline), which `prepare` puts in each record. Writes
 metrics/baseline.json; the rule scorer's figures are its "rule" block.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.evaluation import evidence
+from fundgrpo.evaluation import statistical
 from fundgrpo.evaluation.backtesting import metrics as agreement
 from fundgrpo.evaluation.backtesting import rule_predictions
 from fundgrpo.evaluation.baselines import gbm_metrics
@@ -34,7 +34,7 @@ def main() -> None:
             + ", ".join(f"{k}={rule[k]}" for k in ("exact", "within_one", "qwk", "spearman"))
             + f" on {len(test_rows)} test share classes"
         )
-        summary = evidence.read_summary(p.evidence.out_dir)
+        summary = statistical.read_summary(p.evidence.out_dir)
         metrics = gbm_metrics(test_rows, summary, p.baseline, rubric["grades"])
         io.write_json({**metrics, "rule": rule}, p.baseline.metrics)
         shown = ("n_train", "n_test", "exact", "within_one", "qwk", "spearman")

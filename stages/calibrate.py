@@ -14,7 +14,7 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import StageError, run_stage
 from fundgrpo.evaluation import calibration
-from fundgrpo.evaluation.backtesting import evaluate_model
+from fundgrpo.evaluation.backtesting import DEFAULT_FIT, evaluate_model
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 
@@ -30,21 +30,32 @@ def main() -> None:
             "calibrate", tuple(c.beliefs),
         )  # fmt: skip
         readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
-        if not any(b is not None for rows_ in readable.values() for b in rows_):
+        valid = sum(q["valid"] for q in preds)
+        if valid == 0:  # an undertrained model: nothing to fit, its evaluations carry no confidence
+            fit = {
+                **DEFAULT_FIT,
+                "grade_from": "greedy",
+                "chosen": "none: no valid answer on validation",
+                "options": {},
+            }
+            print(f"calibrate: warning: {p.grpo.out_dir} gave no valid answer on the {len(rows)} validation funds")
+        elif not any(b is not None for rows_ in readable.values() for b in rows_):
             raise StageError(
-                f"calibrate: {p.grpo.out_dir} gave no valid answer with readable grade probabilities on the "
-                f"{len(rows)} validation funds (valid JSON {found['valid_json']}); nothing to calibrate"
+                f"calibrate: {p.grpo.out_dir} puts no probability on any grade at its answers' decision points "
+                f"({valid} valid answers on {len(rows)} validation funds; calibrate.beliefs {list(c.beliefs)}): "
+                "its confidence cannot be read"
             )
-        fit = calibration.fit_choice(
-            [r["expert_grade"] for r in rows], [q["grade"] for q in preds], readable, rubric["grades"],
-            c.confidence, c.grade_from, c.bins,
-        )  # fmt: skip
+        else:
+            fit = calibration.fit_choice(
+                [r["expert_grade"] for r in rows], [q["grade"] for q in preds], readable, rubric["grades"],
+                c.confidence, c.grade_from, c.bins,
+            )  # fmt: skip
         fit.update(model=p.grpo.out_dir, validation_funds=len(rows), validation=found)
         io.write_json(fit, c.out)
-        chosen = fit["options"][fit["chosen"]]
+        chosen = fit["options"].get(fit["chosen"], {})
         print(
             f"calibrate: {fit['chosen']} (temperature {fit['temperature']}) on {len(rows)} validation funds: "
-            f"ECE {chosen['ece']}, Brier {chosen['brier']}; cut-points {fit['cutpoints']}; options "
+            f"ECE {chosen.get('ece')}, Brier {chosen.get('brier')}; cut-points {fit['cutpoints']}; options "
             + ", ".join(f"{k} ECE {v['ece']}" for k, v in fit["options"].items())
         )
 

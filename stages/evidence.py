@@ -1,7 +1,7 @@
 """Stage `evidence`: gradient boosting's grade probabilities for every share class, out of fold for
 the training and validation funds, from the training split's model for the rest (saved for new funds).
 
-The stage reads params.yaml and calls `fundgrpo.evaluation.evidence`; the logic, and its documentation, live there.
+The stage reads params.yaml and calls `fundgrpo.evaluation.statistical`; the logic, and its documentation, live there.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.cli import run_stage
-from fundgrpo.evaluation import evidence
+from fundgrpo.evaluation import statistical
 from fundgrpo.params import load_params
 
 
@@ -21,8 +21,8 @@ def main() -> None:
         p = load_params()
         funds = pd.read_parquet(p.validate.out)
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
-        estimates, estimator, summary = evidence.estimate(funds, p.baseline, p.evidence, p.prepare, rubric["grades"])
-        evidence.write(p.evidence.out_dir, estimates, estimator, summary)
+        estimates, estimator, summary = statistical.estimate(funds, p.baseline, p.evidence, p.prepare, rubric["grades"])
+        statistical.write(p.evidence.out_dir, estimates, estimator, summary)
         shown = {k: summary[k] for k in ("out_of_fold", "test", "seconds") if k in summary}
         print(f"evidence: {summary['rows']} share classes, {summary['folds']} folds, {shown}")
 

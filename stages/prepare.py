@@ -12,7 +12,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.evaluation import evidence
+from fundgrpo.evaluation import statistical
 from fundgrpo.methodology.preparation import configured_tokenizer, lengths, run
 from fundgrpo.params import load_params
 
@@ -22,7 +22,7 @@ def main() -> None:
         p = load_params()
         funds = pd.read_parquet(p.validate.out)
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
-        estimates = evidence.read(p.evidence.out_dir, p.prepare)
+        estimates = statistical.read(p.evidence.out_dir, p.prepare)
         datasets, summary = run(funds, rubric, p.prepare, estimates)
         tokenizer = configured_tokenizer(p.model)
         summary["tokenizer"] = p.model.pretrained or "embedded (trained by base on these prompts)"

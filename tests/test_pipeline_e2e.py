@@ -66,16 +66,18 @@ def test_repro_produces_every_output(workspace, first_repro):
             "ingest",
             "validate",
             "methodology",
+            "evidence",
             "prepare",
             "model",
             "sft",
             "grpo",
+            "calibrate",
             "baseline",
             "backtest",
             "register",
         ]
     )
-    assert ran[-4:] == ["sft", "grpo", "backtest", "register"]
+    assert ran[-4:] == ["grpo", "calibrate", "backtest", "register"]
     for path in [
         "data/canonical/funds.parquet",
         "data/validated/funds.parquet",
@@ -89,11 +91,16 @@ def test_repro_produces_every_output(workspace, first_repro):
         "plots/grpo_rewards.json",
         "metrics/baseline.json",
         "plots/confusion_gbm.json",
+        "data/evidence/estimates.parquet",
+        "models/calibration.json",
+        "plots/reliability_gbm.json",
     ]:
         assert (root / path).exists(), path
     backtest = json.loads((root / "metrics/backtest.json").read_text())
     assert set(backtest["models"]) == {"grpo", "sft", "base", "rule", "gbm"}
     assert {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"} <= set(backtest["models"]["grpo"])
+    assert {"ece", "brier", "exact_top70"} <= set(backtest["models"]["gbm"]["trust"])
+    assert "grpo-gbm" in backtest["comparisons"]
 
 
 def test_mlflow_holds_a_registered_version_with_metrics(workspace, first_repro):
@@ -119,4 +126,4 @@ def test_second_repro_is_a_no_op_and_a_grpo_param_reruns_only_downstream(workspa
     ran = stages_run(changed)
     # grpo reruns; backtest only if the weights changed (two tiny steps may leave them
     # identical, and DVC then skips it by hash); nothing upstream of grpo reruns.
-    assert ran[0] == "grpo" and set(ran) <= {"grpo", "backtest", "register"}, ran
+    assert ran[0] == "grpo" and set(ran) <= {"grpo", "calibrate", "backtest", "register"}, ran

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from fundgrpo.params import BELIEF_METHODS
 
+MIN_MASS = 1e-6  # below this the model does not mean any of the candidates: no belief is read
 METHODS = tuple(m for m in BELIEF_METHODS if m != "stated")  # read from the model's tokens
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -113,7 +114,8 @@ def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> 
 def read(model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: str = "score") -> dict[str, Any] | None:
     """The model's grade probabilities for one answer it gave, read at `method`'s decision point:
     {"probs": one per rubric grade, summing to 1, "mass": probability on the candidates}; None when
-    the answer has no such point (an invalid answer has no belief)."""
+    the answer has no such point (an invalid answer has no belief). "probs" is None when the model
+    puts (almost) no probability on any candidate (mass below MIN_MASS): there is nothing to read."""
     if method not in METHODS:
         raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
     grades = list(rubric["grades"])
@@ -134,9 +136,10 @@ def read(model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: 
     probs = np.zeros(len(grades))
     np.add.at(probs, owner, weights)
     total = float(probs.sum())
-    if total <= 0 or not math.isfinite(total):
-        raise BeliefError("the model puts no probability on any grade")
-    return {"probs": (probs / total).round(6).tolist(), "mass": round(float(math.exp(top) * total), 6)}
+    mass = float(math.exp(top) * total) if math.isfinite(top) else 0.0
+    if total <= 0 or not math.isfinite(total) or mass < MIN_MASS:
+        return {"probs": None, "mass": mass}
+    return {"probs": (probs / total).round(6).tolist(), "mass": round(mass, 6)}
 
 
 def beliefs(

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.cli import StageError
-from fundgrpo.evaluation.evidence import for_records
-from fundgrpo.evaluation.evidence import shown as shown_estimate
+from fundgrpo.evaluation.statistical import for_records
+from fundgrpo.evaluation.statistical import shown as shown_estimate
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import prompts
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
@@ -41,7 +41,7 @@ def build_records(
 
     `only` (share class ids) limits the records built; percentiles and medians still come from
     every row, so scoring one fund against a universe costs one prompt, not thousands.
-    `estimates` (`fundgrpo.evaluation.evidence`, indexed by share_class_id) is the statistical
+    `estimates` (`fundgrpo.evaluation.statistical`, indexed by share_class_id) is the statistical
     evidence: each record carries the estimate (`gbm_grade`, `gbm_probs`), and with
     `params.show_model` "gbm" its prompt states it.
 

@@ -39,7 +39,7 @@ from fundgrpo.data import ingestion
 from fundgrpo.data.canonical import BY_NAME
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.evaluation.calibration import filled
-from fundgrpo.evaluation.evidence import load_estimator
+from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.evaluation.backtesting import DEFAULT_FIT, answer, metrics
-from fundgrpo.evaluation.evidence import MODEL as MODEL_FILE
-from fundgrpo.evaluation.evidence import Estimator, EvidenceError, load_estimator
+from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
+from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import BacktestParams, Params, PrepareParams

@@ -55,6 +55,18 @@ LABELS = {
         "none": "Nothing yet",
         "predicted": "predicted",
         "title": "fund-grpo: evaluations",
+        "confidence": "Confidence",
+        "review": "needs an analyst",
+        "review_only": "only those that need an analyst",
+        "sort": "Sort",
+        "sort_none": "as tested",
+        "sort_low": "least confident first",
+        "sort_high": "most confident first",
+        "shown": "Evidence shown to the model",
+        "methodology": "methodology",
+        "statistical": "statistical model",
+        "trust": "How far the confidence can be trusted",
+        "coverage": "exact on the most confident",
     },
     "ko": {
         "funds": "펀드",
@@ -85,6 +97,18 @@ LABELS = {
         "none": "아직 없음",
         "predicted": "예측",
         "title": "fund-grpo: 펀드 평가",
+        "confidence": "확신도",
+        "review": "애널리스트 검토 필요",
+        "review_only": "검토가 필요한 펀드만",
+        "sort": "정렬",
+        "sort_none": "테스트 순서",
+        "sort_low": "확신도 낮은 순",
+        "sort_high": "확신도 높은 순",
+        "shown": "모델에 제시된 근거",
+        "methodology": "방법론",
+        "statistical": "통계 모델",
+        "trust": "확신도의 신뢰성",
+        "coverage": "확신도 상위 펀드의 정확도",
     },
 }
 STYLE = (
@@ -93,6 +117,7 @@ STYLE = (
     "table{border-collapse:collapse;margin:.8rem 0}"
     "td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}\n"
     "th{background:#f3f3f3}.off{background:#fde8e8}.cm td{text-align:center;min-width:2.5rem}"
+    ".review{font-weight:600;color:#a40000}"
 )
 EVALUATORS = {"grpo": "GRPO", "sft": "SFT", "base": "base", "rule": "rule", "gbm": "GBM"}
 
@@ -174,28 +199,56 @@ def page(data: Data, title: str, body: str) -> str:
     )
 
 
-def funds_page(data: Data, category: str = "", disagree: bool = False) -> str:
+SORTS = ("", "low", "high")
+
+
+def needs_review(row: dict, threshold: float) -> bool:
+    """A tested fund an analyst should look at: the policy's answer invalid or less sure than the threshold.
+
+    >>> needs_review({"grpo_valid": True, "grpo_confidence": 0.4}, 0.5), needs_review({"grpo_valid": False}, 0.5)
+    (True, True)
+    """
+    confidence = row.get("grpo_confidence")
+    return not row.get("grpo_valid", True) or confidence is None or confidence < threshold
+
+
+def funds_page(data: Data, category: str = "", disagree: bool = False, review: bool = False, sort: str = "") -> str:
     t = LABELS[data.language()]
+    threshold = data.params.evaluate.review_below
     rows = data.predictions()
     categories = sorted({r["category"] for r in rows})
     shown = [
         r
         for r in rows
-        if (not category or r["category"] == category) and (not disagree or r.get("grpo_grade") != r["expert_grade"])
+        if (not category or r["category"] == category)
+        and (not disagree or r.get("grpo_grade") != r["expert_grade"])
+        and (not review or needs_review(r, threshold))
     ]
+    if sort in ("low", "high"):
+        shown = sorted(shown, key=lambda r: r.get("grpo_confidence") or 0.0, reverse=sort == "high")
     options = "".join(
         f'<option value="{_e(c)}"{" selected" if c == category else ""}>{_e(c)}</option>' for c in categories
+    )
+    sorts = "".join(
+        f'<option value="{k}"{" selected" if k == sort else ""}>{_e(t["sort_" + (k or "none")])}</option>'
+        for k in SORTS
     )
     form = (
         f'<form method="get">{_e(t["category"])} '
         f'<select name="category"><option value="">{_e(t["all"])}</option>{options}</select> '
         f'<label><input type="checkbox" name="disagree" value="1"{" checked" if disagree else ""}> '
         f"{_e(t['disagree'])}</label> "
+        f'<label><input type="checkbox" name="review" value="1"{" checked" if review else ""}> '
+        f"{_e(t['review_only'])} (&lt; {threshold:g})</label> "
+        f'{_e(t["sort"])} <select name="sort">{sorts}</select> '
         f'<button type="submit">{_e(t["filter"])}</button></form>'
     )
     if not rows:
         return page(data, t["funds"], form + f"<p>{_e(t['none'])}</p>")
-    head = "".join(f"<th>{_e(t[k])}</th>" for k in ("fund", "category", "expert", "model", "rule", "gbm", "reasoning"))
+    head = "".join(
+        f"<th>{_e(t[k])}</th>"
+        for k in ("fund", "category", "expert", "model", "confidence", "shown", "rule", "gbm", "reasoning")
+    )
     body = []
     for r in shown:
         try:
@@ -203,16 +256,28 @@ def funds_page(data: Data, category: str = "", disagree: bool = False) -> str:
         except (json.JSONDecodeError, AttributeError):
             reasoning = ""
         off = ' class="off"' if r.get("grpo_grade") != r["expert_grade"] else ""
+        confidence = r.get("grpo_confidence")
+        flag = f' <span class="review">{_e(t["review"])}</span>' if needs_review(r, threshold) else ""
+        evidence = f"{_e(t['methodology'])} {_e(r.get('rule_grade'))}"
+        if r.get("gbm_grade") is not None:
+            evidence += (
+                f"; {_e(t['statistical'])} {_e(r['gbm_grade'])} ({round(100 * (r.get('gbm_confidence') or 0))}%)"
+            )
         body.append(
             f"<tr{off}><td>{_e(r['share_class_id'])}</td><td>{_e(r['category'])}</td><td>{_e(r['expert_grade'])}</td>"
-            f"<td>{_e(r.get('grpo_grade'))}</td><td>{_e(r.get('rule_grade'))}</td><td>{_e(r.get('gbm_grade'))}</td><td>{_e(reasoning)}</td></tr>"
+            f"<td>{_e(r.get('grpo_grade'))}</td>"
+            f"<td>{'' if confidence is None else f'{confidence:.2f}'}{flag}</td><td>{evidence}</td>"
+            f"<td>{_e(r.get('rule_grade'))}</td><td>{_e(r.get('gbm_grade'))}</td><td>{_e(reasoning)}</td></tr>"
         )
     count = f"<p>{len(shown)} / {len(rows)}</p>"
     return page(data, t["funds"], form + count + f"<table><tr>{head}</tr>{''.join(body)}</table>")
 
 
 def confusion_table(pairs: list[dict]) -> str:
-    grades = sorted({p["expert"] for p in pairs} | {p["predicted"] for p in pairs})
+    # grades in order, then "invalid" (an answer with no grade)
+    grades = sorted(
+        {p["expert"] for p in pairs} | {p["predicted"] for p in pairs}, key=lambda g: (isinstance(g, str), g)
+    )
     counts = {(e, q): 0 for e in grades for q in grades}
     for p in pairs:
         counts[(p["expert"], p["predicted"])] += 1
@@ -246,10 +311,26 @@ def backtest_page(data: Data) -> str:
         for n in result["models"]
         if data.confusion(n)
     )
+    trust_keys = ("ece", "brier", "confidence_mean", "exact_top50", "exact_top70", "exact_top90")
+    trusted = [(n, m["trust"]) for n, m in result["models"].items() if m.get("trust")]
+    trust = ""
+    if trusted:
+        trust = (
+            f"<h2>{_e(t['trust'])}</h2><table><tr><th>{_e(t['evaluator'])}</th>"
+            + "".join(f"<th>{k}</th>" for k in trust_keys)
+            + "</tr>"
+            + "".join(
+                f"<tr><td>{_e(EVALUATORS.get(n, n))}</td>"
+                + "".join(f"<td>{_e(m.get(k))}</td>" for k in trust_keys)
+                + "</tr>"
+                for n, m in trusted
+            )
+            + "</table>"
+        )
     return page(
         data,
         t["backtest"],
-        f"<p>{result['n_funds']} test share classes</p><table><tr>{head}</tr>{rows}</table>{matrices}",
+        f"<p>{result['n_funds']} test share classes</p><table><tr>{head}</tr>{rows}</table>{trust}{matrices}",
     )
 
 
@@ -297,8 +378,10 @@ def create_app(root: Path = Path(".")):
         return RedirectResponse("/funds")
 
     @app.get("/funds", response_class=HTMLResponse)
-    def funds(category: str = "", disagree: bool = False):
-        return funds_page(data, category, disagree)
+    def funds(category: str = "", disagree: bool = False, review: bool = False, sort: str = ""):
+        if sort not in SORTS:
+            raise HTTPException(422, f"sort must be one of {list(SORTS)}, got {sort!r}")
+        return funds_page(data, category, disagree, review, sort)
 
     @app.get("/backtest", response_class=HTMLResponse)
     def backtest():

@@ -154,7 +154,7 @@ def run(
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    greedy_keys = [f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS, "top_share", "collapsed")]
+    greedy_keys = [f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS, "top_grade", "top_share", "collapsed")]
     eval_curve = merged_by_step(curves(trainer.state.log_history, ["eval_reward", *greedy_keys]))
     start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
     if any(r["step"] == 0 and r.get("eval_greedy_collapsed") for r in eval_curve):

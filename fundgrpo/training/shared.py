@@ -107,23 +107,23 @@ def curves(log_history: list[dict], keys: list[str]) -> list[dict]:
 GREEDY_METRICS = ("exact", "within_one", "qwk", "spearman")
 
 
-def collapsed(predicted: list, expert: list, share: float) -> tuple[bool, float]:
-    """(has the answering collapsed, the commonest grade's share of the answers): one grade given to
-    more than `share` of the funds while the experts give it to no more than `share` of them.
+def collapsed(predicted: list, expert: list, share: float) -> tuple[bool, int | None, float]:
+    """(has the answering collapsed, the commonest grade, its share of the answers): one grade given
+    to more than `share` of the funds while the experts give it to no more than `share` of them.
     Invalid answers (None) count as answers of no grade.
 
     >>> collapsed([3] * 9 + [4], [1, 2, 3, 3, 3, 4, 4, 5, 5, 2], 0.8)
-    (True, 0.9)
+    (True, 3, 0.9)
     >>> collapsed([3] * 9 + [4], [3] * 10, 0.8), collapsed([1, 2, 3, 4], [1, 2, 3, 4], 0.8)
-    ((False, 0.9), (False, 0.25))
+    ((False, 3, 0.9), (False, 1, 0.25))
     """
     valid = [p for p in predicted if p is not None]
     if not valid:
-        return False, 0.0
-    top = max(set(valid), key=valid.count)
+        return False, None, 0.0
+    top = max(sorted(set(valid)), key=valid.count)
     top_share = valid.count(top) / len(predicted)
     expert_share = sum(int(e) == top for e in expert) / max(1, len(expert))
-    return top_share > share and expert_share <= share, round(top_share, 4)
+    return top_share > share and expert_share <= share, top, round(top_share, 4)
 
 
 COLLAPSED = -2.0  # what a collapsed checkpoint scores on the selection metric: below any real value
@@ -172,7 +172,10 @@ def greedy_validation_callback(
             preds = backtesting.predictions_from_texts(texts, rubric, schema)
             found = backtesting.metrics(rows, preds, rubric["grades"])
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
-            gone, top_share = collapsed([p["grade"] for p in preds], [r["expert_grade"] for r in rows], collapse_share)
+            gone, top, top_share = collapsed(
+                [p["grade"] for p in preds], [r["expert_grade"] for r in rows], collapse_share
+            )
+            greedy["eval_greedy_top_grade"] = float(top) if top is not None else 0.0
             greedy["eval_greedy_top_share"] = top_share
             greedy["eval_greedy_collapsed"] = float(gone)
             metrics.update(greedy)

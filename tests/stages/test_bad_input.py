@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -35,8 +36,16 @@ from fundgrpo.params import Params, from_dict, render
 from tests.support import REPO
 
 SOURCE = "data/raw/funds.csv"
-STAGES = ("ingest", "validate", "methodology", "prepare")
-OUTPUTS = ("data/canonical", "data/validated", "data/schema", "data/prepared", "metrics", "reports/validation")
+STAGES = ("ingest", "validate", "methodology", "evidence", "prepare")
+OUTPUTS = (
+    "data/canonical",
+    "data/validated",
+    "data/schema",
+    "data/evidence",
+    "data/prepared",
+    "metrics",
+    "reports/validation",
+)
 INPUTS = ("params.yaml", SOURCE, "methodology", "profiles", *OUTPUTS)
 
 
@@ -119,6 +128,13 @@ def set_params(**changes) -> Callable[[Path], None]:
         (root / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
     return breaks
+
+
+def drop_estimate(root: Path) -> None:
+    """The evidence table loses one labelled share class (as if computed before it arrived)."""
+    path = root / "data/evidence/estimates.parquet"
+    table = pd.read_parquet(path)
+    table[table["split"] != "unlabelled"].iloc[1:].to_parquet(path, index=False)
 
 
 def methodology(fn: Callable[[dict], None]) -> Callable[[Path], None]:
@@ -417,6 +433,35 @@ CASES = [
         area="methodology",
     ),
     Case("no grade bands", "methodology", methodology(lambda m: m.pop("grades")), ("grades",), area="methodology"),
+    # -- the statistical evidence (stage evidence) that prepare shows and checks
+    Case(
+        "evidence file missing",
+        "prepare",
+        lambda r: (r / "data/evidence/estimates.parquet").unlink(),
+        ("data/evidence/estimates.parquet", "dvc repro evidence"),
+        area="evidence",
+    ),
+    Case(
+        "evidence from another split",
+        "prepare",
+        set_params(prepare__seed=99),
+        ("data/evidence/estimates.parquet", "another split", "dvc repro evidence"),
+        area="evidence",
+    ),
+    Case(
+        "stale evidence (a share class missing)",
+        "prepare",
+        drop_estimate,
+        ("no estimate for 1 share class", "stale", "dvc repro evidence"),
+        area="evidence",
+    ),
+    Case(
+        "confidence threshold outside 0-1",
+        "prepare",
+        set_params(evaluate__review_below=1.5),
+        ("evaluate.review_below", "between 0 and 1"),
+        area="params",
+    ),
     # -- model completions, as the GRPO step hands them to the rewards: scored 0, never an exception
     *[
         Case(f"completion: {label}", f"rewards:{i}", lambda r: None, (), exit=0, area="completions")

@@ -1,4 +1,5 @@
-"""Stage baseline: GBM on prepare's split, its predictions, and the backtest's "gbm" block."""
+"""Stage baseline: the rule scorer and the evidence stage's gradient-boosting grades on prepare's
+test split, and the backtest's "gbm" block."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pandas as pd
 import pytest
 
 from fundgrpo import io
+from fundgrpo.evaluation import statistical
 from fundgrpo.evaluation.backtesting import backtest
-from fundgrpo.evaluation.baselines import BaselineError, evaluate_split
-from fundgrpo.params import BacktestParams, BaselineParams
+from fundgrpo.evaluation.baselines import BaselineError, gbm_metrics
+from fundgrpo.params import BacktestParams, BaselineParams, EvidenceParams, PrepareParams
 from tests.support import REPO
 
 FAST = BaselineParams(max_iter=40, learning_rate=(0.1,), max_leaf_nodes=(7,), min_samples_leaf=5)
@@ -47,19 +49,17 @@ def universe(n_funds: int) -> pd.DataFrame:
     return df.assign(expert_grade=np.ceil(pct * 5).clip(1, 5).astype(int), expert_score=pct * 100)
 
 
-def split(df):
-    test = df["fund_id"].str[1:].astype(int) % 5 == 0
-    return df.loc[~test, "share_class_id"].tolist(), df.loc[test, "share_class_id"].tolist()
-
-
-def test_run_fits_on_train_and_predicts_every_test_share_class():
+def test_the_gbm_block_is_the_evidence_stages_test_estimates():
     df = universe(80)
-    df.loc[df.index[-2:], "expert_grade"] = None  # unlabelled rows stay in the peer universe
     df["expert_grade"] = df["expert_grade"].astype("Int64")
-    train_ids, test_ids = split(df.iloc[:-2])
-    metrics, preds = evaluate_split(FAST, df, train_ids, test_ids)
-    assert [p["share_class_id"] for p in preds] == test_ids
-    assert metrics["n_train"] == len(train_ids) and metrics["n_test"] == len(test_ids)
+    table, _, summary = statistical.estimate(df, FAST, EvidenceParams(), PrepareParams(), [1, 2, 3, 4, 5])
+    test = table[table["split"] == "test"]
+    rows = [
+        {"expert_grade": int(df.set_index("share_class_id").loc[i, "expert_grade"]), "gbm_grade": int(g)}
+        for i, g in zip(test["share_class_id"], test["gbm_grade"])
+    ]
+    metrics = gbm_metrics(rows, summary, FAST, [1, 2, 3, 4, 5])
+    assert metrics["n_test"] == len(rows) and metrics["n_train"] == summary["train_rows"]
     assert {"exact", "within_one", "qwk", "spearman", "chosen", "features"} <= set(metrics)
     assert metrics["exact"] > 0.4 and metrics["within_one"] > 0.8
     assert not {
@@ -72,33 +72,41 @@ def test_run_fits_on_train_and_predicts_every_test_share_class():
     json.dumps(metrics)  # written as metrics/baseline.json
 
 
-def test_stale_split_is_named():
-    df = universe(20)
-    train_ids, test_ids = split(df)
-    with pytest.raises(BaselineError, match="1 test share class"):
-        evaluate_split(FAST, df, train_ids, test_ids + ["GONE"])
+def test_records_without_an_estimate_are_named():
+    with pytest.raises(BaselineError, match="1 test record.*rerun prepare"):
+        gbm_metrics([{"expert_grade": 3}], {"train_rows": 1, "features": [], "chosen": {}}, FAST, [1, 2, 3])
 
 
-def test_backtest_reports_a_gbm_block_and_refuses_stale_predictions():
+def test_backtest_reports_a_gbm_block_and_refuses_stale_records():
     rows = [
-        {"share_class_id": f"S{i}", "expert_grade": g, "expert_score": 50.0, "rule_grade": 3, "rule_score": 50.0}
-        for i, g in enumerate([1, 3, 5, 3])
+        {
+            "share_class_id": f"S{i}",
+            "expert_grade": g,
+            "expert_score": 50.0,
+            "rule_grade": 3,
+            "rule_score": 50.0,
+            "gbm_grade": p,
+            "gbm_probs": [0.2] * 5,
+        }
+        for i, (g, p) in enumerate([(1, 1), (3, 3), (5, 4), (3, 3)])
     ]
-    preds = [{"share_class_id": f"S{i}", "grade": g} for i, g in enumerate([1, 3, 4, 3])]
-    result = backtest(BacktestParams(), rows, RUBRIC, {}, {}, preds)
+    result = backtest(BacktestParams(bootstrap=0), rows, RUBRIC, {}, {})
     assert set(result["models"]) == {"rule", "gbm"}
     assert result["models"]["gbm"]["exact"] == 0.75 and result["models"]["gbm"]["within_one"] == 1.0
-    assert set(backtest(BacktestParams(), rows, RUBRIC, {}, {})["models"]) == {"rule"}  # no baseline given
-    with pytest.raises(ValueError, match="no prediction for 1 test share class"):
-        backtest(BacktestParams(), rows, RUBRIC, {}, {}, preds[:3])
+    assert result["models"]["gbm"]["trust"]["confidence_mean"] == 0.2
+    plain = [{k: v for k, v in r.items() if not k.startswith("gbm")} for r in rows]
+    assert set(backtest(BacktestParams(bootstrap=0), plain, RUBRIC, {}, {})["models"]) == {"rule"}  # no estimates
+    with pytest.raises(ValueError, match="1 test share class.*carry no gradient-boosting grade"):
+        backtest(BacktestParams(bootstrap=0), rows[:3] + plain[3:], RUBRIC, {}, {})
 
 
-def test_main_writes_metrics_and_predictions(tmp_path):
+def test_main_writes_the_rule_and_gbm_figures(tmp_path):
     df = universe(40)
-    train_ids, test_ids = split(df)
-    io.write_parquet(df, tmp_path / "validated.parquet")
-    io.write_jsonl([{"share_class_id": i} for i in train_ids], tmp_path / "prepared/train.jsonl")
+    df["expert_grade"] = df["expert_grade"].astype("Int64")
+    table, estimator, summary = statistical.estimate(df, FAST, EvidenceParams(), PrepareParams(), [1, 2, 3, 4, 5])
+    statistical.write(tmp_path / "ev", table, estimator, summary)
     by_id = df.set_index("share_class_id")
+    test = table[table["split"] == "test"]
     # the rule scorer is right on every test fund but the first, which it puts a grade off
     test_rows = [
         {
@@ -107,15 +115,16 @@ def test_main_writes_metrics_and_predictions(tmp_path):
             "expert_score": float(by_id.loc[i, "expert_score"]),
             "rule_grade": int(by_id.loc[i, "expert_grade"]) % 5 + 1 if n == 0 else int(by_id.loc[i, "expert_grade"]),
             "rule_score": float(by_id.loc[i, "expert_score"]),
+            "gbm_grade": int(g),
         }
-        for n, i in enumerate(test_ids)
+        for n, (i, g) in enumerate(zip(test["share_class_id"], test["gbm_grade"]))
     ]
     io.write_jsonl(test_rows, tmp_path / "prepared/test.jsonl")
     io.write_json(RUBRIC, tmp_path / "schema/rubric.json")
     (tmp_path / "params.yaml").write_text(
-        "validate: {out: validated.parquet}\nprepare: {out_dir: prepared}\nmethodology: {out_dir: schema}\n"
+        "prepare: {out_dir: prepared}\nmethodology: {out_dir: schema}\nevidence: {out_dir: ev}\n"
         "baseline: {max_iter: 30, learning_rate: [0.1], max_leaf_nodes: [7], min_samples_leaf: 5, "
-        "metrics: out/baseline.json, predictions: out/predictions.jsonl}\n"
+        "metrics: out/baseline.json}\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
@@ -124,6 +133,6 @@ def test_main_writes_metrics_and_predictions(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "baseline gbm:" in done.stdout and "baseline rule:" in done.stdout
     written = json.loads((tmp_path / "out/baseline.json").read_text())
-    assert written["n_test"] == len(test_ids)
-    assert written["rule"]["exact"] == round(1 - 1 / len(test_ids), 4)  # the rule-only evaluation
-    assert len(io.read_jsonl(tmp_path / "out/predictions.jsonl")) == len(test_ids)
+    assert written["n_test"] == len(test_rows)
+    assert written["rule"]["exact"] == round(1 - 1 / len(test_rows), 4)  # the rule-only evaluation
+    assert written["exact"] == round(float(np.mean([r["gbm_grade"] == r["expert_grade"] for r in test_rows])), 4)

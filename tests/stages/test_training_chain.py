@@ -205,11 +205,14 @@ def backtest_result(policy, chain, datasets, rubric, schema):
 def test_backtest_reports_every_evaluator(backtest_result):
     assert backtest_result["n_funds"] == 6
     assert set(backtest_result["models"]) == {"grpo", "base", "rule"}
-    common = {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae"}
+    common = {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae", "neutral"}
     assert set(backtest_result["models"]["rule"]) == common
     for name in ("grpo", "base"):  # language models also report how well their reasoning cites the evidence
         m = backtest_result["models"][name]
-        assert set(m) == common | {"evidence", "seconds"} and 0.0 <= m["evidence"] <= 1.0
+        assert common | {"evidence", "unsupported", "seconds"} <= set(m) and 0.0 <= m["evidence"] <= 1.0
+        # an invalid answer is a miss: it cannot raise exact above the share of valid answers
+        assert m["exact"] <= m["valid_json"] and m["neutral"]["exact"] >= m["exact"]
+    assert "grpo-rule" in backtest_result["comparisons"]
     # the test set's expert grades come from the rule, so the rule scorer is exact
     assert backtest_result["models"]["rule"]["exact"] == 1.0
     assert backtest_result["answers_reused"] == {}  # the base answers for itself
@@ -235,6 +238,60 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     assert {k: v for k, v in result["models"]["sft"].items() if k != "seconds"} == {
         k: v for k, v in result["models"]["grpo"].items() if k != "seconds"
     }
+
+
+def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, rubric, schema):
+    """The SFT model's grade probabilities on the reference answers (valid by construction): a
+    distribution over the grades for each, read at the score and at the grade; a calibration fit
+    on them; and every evaluation decided under that fit carries a confidence in 0-1."""
+    from fundgrpo.evaluation import belief, calibration
+    from fundgrpo.training import modelling
+
+    root, _ = chain
+    rows = datasets["validation"]
+    model, tokenizer = modelling.load(root / "sft")
+    read = {
+        m: belief.beliefs(model, tokenizer, [r["prompt"] for r in rows], [r["reference"] for r in rows], rubric, m)
+        for m in ("score", "grade")
+    }
+    for found in read.values():
+        assert all(abs(sum(b["probs"]) - 1) < 1e-4 and 0 < b["mass"] <= 1 for b in found)
+    written = [r["expert_grade"] for r in rows]  # the references state the experts' grades
+    fit = calibration.fit_choice(
+        written, written, {m: [b["probs"] for b in found] for m, found in read.items()}, rubric["grades"]
+    )
+    assert fit["chosen"] in fit["options"] and fit["confidence"] in ("token", "temperature")
+    decided = [calibration.decide(b["probs"], w, fit, rubric["grades"]) for b, w in zip(read[fit["method"]], written)]
+    assert all(0 <= d["confidence"] <= 1 and 1 <= d["expected_grade"] <= 5 for d in decided)
+
+
+def test_calibrate_on_a_model_with_no_valid_answer_writes_no_confidence(chain, datasets, tmp_path):
+    """The untrained base answers nothing valid: calibrate warns and writes a fit that reads the
+    belief as it is (no temperature), instead of failing the pipeline."""
+    import os
+    import subprocess
+    import sys
+
+    from fundgrpo import io
+
+    root, _ = chain
+    io.write_jsonl(datasets["validation"][:4], tmp_path / "prepared/validation.jsonl")
+    io.write_json(meth.rubric(meth.load(REPO / "methodology/default.yaml")), tmp_path / "schema/rubric.json")
+    io.write_json(
+        meth.output_schema(meth.load(REPO / "methodology/default.yaml")), tmp_path / "schema/output_schema.json"
+    )
+    (tmp_path / "params.yaml").write_text(
+        f"prepare: {{out_dir: prepared}}\nmethodology: {{out_dir: schema}}\ngrpo: {{out_dir: {root / 'base'}}}\n"
+        "calibrate: {out: out/calibration.json}\nbacktest: {max_new_tokens: 16}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "stages.calibrate"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gave no valid answer" in done.stdout
+    fit = json.loads((tmp_path / "out/calibration.json").read_text())
+    assert fit["confidence"] == "token" and fit["options"] == {} and fit["validation"]["valid_json"] == 0.0
 
 
 def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, datasets, rubric, schema, monkeypatch):
@@ -269,11 +326,29 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     client = MlflowClient(tracking_uri=reg.tracking_uri)
     assert "champion" not in client.get_registered_model(reg.model_name).aliases
 
-    # 2. beats the rule scorer: champion
-    d2 = register(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [])
+    # 2. beats the rule scorer: champion; its calibration fit travels with the registered model
+    fit = {
+        "method": "score",
+        "confidence": "temperature",
+        "temperature": 1.7,
+        "grade_from": "greedy",
+        "cutpoints": [1.5, 2.5, 3.5, 4.5],
+        "options": {},
+    }
+    d2 = register(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [], fit)
     assert (
         d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     )
+    import mlflow
+
+    from fundgrpo.registry import mlflow_registry
+    from fundgrpo.serving.champion import calibration_of
+
+    mlflow.set_tracking_uri(reg.tracking_uri)
+    folder = mlflow_registry.load_components(f"models:/{reg.model_name}/{d2['version']}", tmp_path / "served")
+    assert calibration_of(folder, params) == {
+        k: fit[k] for k in ("method", "confidence", "temperature", "grade_from", "cutpoints")
+    }
 
     # 3. worse than the champion on the same test set: the champion stays
     d3 = register(params, candidate(0.7), train, [], rows, rubric, schema, [])
@@ -438,7 +513,12 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {
         k: start_metrics[k] for k in ("valid_json", "exact", "within_one", "qwk")
     }
-    assert out["best_value"] == max(curve[2]["eval_greedy_qwk"], curve[4]["eval_greedy_qwk"])
+    from fundgrpo.training.shared import COLLAPSED
+
+    def selected(r):  # a collapsed checkpoint scores below any real value (grpo.collapse_share)
+        return COLLAPSED if r["eval_greedy_collapsed"] else r["eval_greedy_qwk"]
+
+    assert out["best_value"] == max(selected(curve[2]), selected(curve[4]))
     assert out["best_value"] <= out["start_value"] and out["kept"] == "start"
     # three evaluations, each timed: both kinds are part of the stage's seconds
     assert 0 < out["greedy_eval_seconds"] and 0 < out["sampled_eval_seconds"]
@@ -447,6 +527,42 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     assert all(torch.equal(start[k], kept[k]) for k in start)
     with pytest.raises(ValueError, match="best_metric"):
         train.best_metric_key(replace(params, best_metric="accuracy"))
+
+
+def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, rubric, schema, tmp_path, capsys):
+    """An evaluation whose greedy answers give one grade to more than grpo.collapse_share of the funds
+    (while the experts give it to fewer) is flagged collapsed; such a checkpoint is never the kept one,
+    and the stage says so. (A low share and a high learning rate make it likely on this tiny chain.)"""
+    from fundgrpo.training import grpo_trainer as train
+
+    root, _ = chain
+    params = GrpoParams(
+        max_steps=4,
+        save_steps=2,
+        eval_steps=2,
+        eval_prompts=4,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=48,
+        logging_steps=1,
+        warmup_steps=0,
+        learning_rate=3e-3,
+        collapse_share=0.3,
+    )
+    out = train.run(
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
+        datasets["validation"], tmp_path / "ckpt",
+    )  # fmt: skip
+    curve = {r["step"]: r for r in out["eval_curve"]}
+    experts = [r["expert_grade"] for r in datasets["validation"]]
+    for step, r in curve.items():  # the flag follows its definition
+        expert_share = experts.count(int(r["eval_greedy_top_grade"])) / len(experts)
+        assert r["eval_greedy_collapsed"] == float(step in out["collapsed_steps"])
+        assert bool(r["eval_greedy_collapsed"]) == (r["eval_greedy_top_share"] > 0.3 and expert_share <= 0.3)
+    kept = 0 if out["kept"] == "start" else int(out["kept"].split()[1])
+    assert kept not in out["collapsed_steps"] or set(out["collapsed_steps"]) == set(curve)
+    if out["collapsed_steps"]:
+        assert "collapsed onto one grade" in capsys.readouterr().out
 
 
 def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ import pandas as pd
 
 from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.evaluation.backtesting import answer
-from fundgrpo.evaluation.evidence import load_estimator
+from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry

@@ -85,7 +85,14 @@ def test_evaluate_store_and_read_back(setup):
         body = done.json()
         assert body["model_version"] == str(root / "models/policy")
         assert [e["share_class_id"] for e in body["evaluations"]] == ["API-0", "API-1"]
-        assert all(1 <= e["grade"] <= 5 and isinstance(e["valid"], bool) for e in body["evaluations"])
+        for e in body["evaluations"]:  # an invalid answer has no grade and says why; a valid one its belief
+            assert isinstance(e["valid"], bool) and (e["grade"] is None) == (not e["valid"])
+            assert (e["reason"] is None) == e["valid"] and (e["confidence"] is None) == (not e["valid"])
+            if e["valid"]:
+                assert 1 <= e["grade"] <= 5 and abs(sum(e["probabilities"].values()) - 1) < 1e-3
+                assert e["confidence"] == pytest.approx(e["probabilities"][str(e["grade"])], abs=1e-4)
+            assert e["needs_analyst"] == (not e["valid"] or e["confidence"] < 0.5 or bool(e["flags"]))
+            assert e["evidence"]["gbm_grade"] in range(1, 6) and e["evidence"]["peers"] > 1
         stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
         assert stored["grade"] == body["evaluations"][1]["grade"] and stored["model_version"] == body["model_version"]
         assert client.get("/v1/evaluations/NOPE", headers=h).status_code == 404
@@ -101,6 +108,24 @@ def test_evaluate_store_and_read_back(setup):
                 )
             )
         assert codes == [200] * 4
+
+
+def test_thin_or_peerless_funds_are_flagged_not_graded_as_real(setup):
+    """A fund sent with only its id and category, or in a category with no peers: the evaluation says
+    what is missing and needs an analyst; whatever the model writes, no made-up middle grade."""
+    root, settings, keys, reference = setup
+    h = {"X-API-Key": keys["analyst"]}
+    bare = {"share_class_id": "BARE", "category": reference["category"].iloc[0]}
+    alone = fund(reference, 0, category="A category of its own")
+    with TestClient(create_app(root, settings)) as client:
+        done = client.post("/v1/evaluations", json={"funds": [bare, alone]}, headers=h)
+        assert done.status_code == 200, done.text
+        thin, lonely = done.json()["evaluations"]
+    assert thin["needs_analyst"] and sum(f.startswith("no data:") for f in thin["flags"]) == 5  # every criterion
+    assert "sharpe_3y" in " ".join(thin["flags"])
+    assert lonely["needs_analyst"] and any(f.startswith("no peers:") for f in lonely["flags"])
+    for e in (thin, lonely):
+        assert (e["grade"] is None) == (not e["valid"])
 
 
 def test_keys_scopes_limits_and_bad_input(setup, caplog):

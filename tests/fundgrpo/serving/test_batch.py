@@ -55,18 +55,32 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
         "score",
         "reasoning",
         "valid",
+        "reason",
+        "confidence",
+        "expected_grade",
+        "needs_analyst",
+        "flags",
         "rule_grade",
         "gbm_grade",
+        "gbm_confidence",
         "expert_grade",
         "seen_in_training",
         "model",
+        *(f"p_{g}" for g in range(1, 6)),
     } <= set(out.columns)
     assert not out["seen_in_training"].any()
+    valid = out["valid"].astype(bool)
+    # an invalid answer carries no grade, no probabilities, and says why; it always needs an analyst
+    assert out.loc[valid, "grade"].between(1, 5).all() and out.loc[~valid, "grade"].isna().all()
+    assert out.loc[~valid, "reason"].notna().all() and out.loc[~valid, "needs_analyst"].all()
+    assert out.loc[~valid, "flags"].str.contains("invalid answer").all()
+    probs = out.loc[valid, [f"p_{g}" for g in range(1, 6)]]
+    assert ((probs.sum(axis=1) - 1).abs() < 1e-3).all()
+    assert (out.loc[valid, "confidence"] <= probs.max(axis=1) + 1e-9).all()
     assert (
-        out["grade"].between(1, 5).all()
-        and out["rule_grade"].between(1, 5).all()
-        and out["gbm_grade"].between(1, 5).all()
-    )
+        out.loc[valid, "needs_analyst"] == (out.loc[valid, "confidence"] < 0.5) | out.loc[valid, "flags"].notna()
+    ).all()
+    assert out["rule_grade"].between(1, 5).all() and out["gbm_grade"].between(1, 5).all()
     assert (
         out["model"].str.fullmatch(r"models:/fund-evaluator/\d+").all()
     )  # the alias resolved to the version that answered

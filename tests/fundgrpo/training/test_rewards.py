@@ -8,6 +8,7 @@ import yaml
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import RULE_REWARDS, GrpoParams, RewardWeights
 from fundgrpo.training.rewards import REWARDS, bind, example_methodology, json_reward
+from tests.support import REPO
 
 
 @pytest.fixture(params=["default.yaml", "default_ko.yaml"])
@@ -136,3 +137,46 @@ def test_each_reward_imports_and_runs_on_its_own():
     """Module-level: a reward is called with its settings as keywords, no factory needed."""
     _, schema = example_methodology()
     assert json_reward(['{"grade": 1, "score": 10, "reasoning": "fine"}'], schema=schema) == [1.0]
+
+
+def test_a_collapsed_policy_earns_less_grade_reward_than_a_useful_start():
+    """The attractor seen on a real export: GRPO's reward rose while greedy answers collapsed onto the
+    commonest grade. Weighted by the grade's rarity, answering one grade to every fund earns
+    1 / number of grades, less than a start that is right on most funds; unweighted it earns more."""
+    m = meth.load(REPO / "methodology/default.yaml")
+    rubric, schema = meth.rubric(m), meth.output_schema(m)
+    experts = [3] * 60 + [2] * 15 + [4] * 15 + [1] * 5 + [5] * 5  # an imbalanced export
+    # the start: right on 65 % of funds (its misses one grade off, spread over the grades)
+    start = [g if i % 20 < 13 else (g + 1 if g < 5 else g - 1) for i, g in enumerate(experts)]
+    collapsed = [3] * len(experts)
+    rows = [{"expert_grade": g} for g in experts]
+
+    def mean_grade_reward(grades, params):
+        fn = bind(rubric, schema, params, rows)["grade"]
+        got = fn([answer(g, 50, "Sharpe ratio top 10%") for g in grades], expert_grade=experts)
+        return sum(got) / len(got)
+
+    balanced = GrpoParams()  # balance_grades is the default
+    assert mean_grade_reward(collapsed, balanced) == pytest.approx(1 / 5, abs=1e-3)
+    assert mean_grade_reward(collapsed, balanced) < mean_grade_reward(start, balanced)
+    plain = replace(GrpoParams(), balance_grades=False)
+    assert mean_grade_reward(collapsed, plain) < mean_grade_reward(start, plain)  # here the start wins anyway,
+    worse_start = [g if i % 20 < 10 else (g + 1 if g < 5 else g - 1) for i, g in enumerate(experts)]  # right on 50 %
+    assert mean_grade_reward(collapsed, plain) > mean_grade_reward(worse_start, plain)  # unweighted: collapse pays
+    assert mean_grade_reward(collapsed, balanced) < mean_grade_reward(worse_start, balanced)  # weighted: it does not
+
+
+def test_the_calibration_reward_is_a_proper_score():
+    """Stating the true hit rate earns the most on average: 1 - Brier of the stated confidence."""
+    _, schema = example_methodology()
+    right_70 = [1] * 7 + [2] * 3  # the answer (grade 1) is right on 7 of 10 funds
+
+    def mean(confidence):
+        said = [f'{{"grade": 1, "score": 20, "reasoning": "ok", "confidence": {confidence}}}'] * 10
+        got = REWARDS["calibration"](said, right_70, schema=schema)
+        return sum(got) / len(got)
+
+    best = max(range(0, 101, 10), key=mean)
+    assert best == 70 and mean(70) > mean(100) and mean(70) > mean(30)
+    assert REWARDS["calibration"](["{"], [1], schema=schema) == [0.0]  # malformed: 0
+    assert REWARDS["calibration"](['{"grade": 1, "score": 5, "reasoning": "ok"}'], [None], schema=schema) == [None]

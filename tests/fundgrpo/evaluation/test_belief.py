@@ -1,0 +1,77 @@
+"""Grade probabilities read from a real (small, randomly initialised) causal LM: the trie with one
+shared key-value cache gives exactly what scoring each candidate on its own gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fundgrpo.evaluation import belief
+from fundgrpo.params import ModelArchParams
+from fundgrpo.training import modelling
+
+RUBRIC = {
+    "grades": [1, 2, 3],
+    "bands": [
+        {"grade": 1, "min": 0, "max": 32.5},
+        {"grade": 2, "min": 32.5, "max": 67.5},
+        {"grade": 3, "min": 67.5, "max": 100},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def small():
+    import torch
+
+    torch.set_num_threads(1)
+    corpus = ['{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}', "Rate this fund. 0123456789"] * 20
+    tokenizer = modelling.build_tokenizer(corpus, 300)
+    arch = ModelArchParams(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           num_key_value_heads=1, head_dim=16)  # fmt: skip
+    model = modelling.build_model(arch, tokenizer)
+    model.eval()
+    return model, tokenizer
+
+
+def naive_logprob(model, tokenizer, prefix: str, candidate: str, shared: int) -> float:
+    """log P(candidate tokens | prefix) by one full forward pass over prefix + candidate."""
+    import torch
+
+    ids = tokenizer(prefix + candidate, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return float(sum(logp[i - 1, ids[i]] for i in range(shared, len(ids))))
+
+
+def test_the_trie_equals_scoring_each_candidate_alone(small):
+    model, tokenizer = small
+    prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
+    candidates = [f"{v}," for v in (0, 7, 10, 71, 99, 100)]
+    got = belief.candidate_logprobs(model, tokenizer, prefix, candidates)
+    shared = len(tokenizer(prefix, add_special_tokens=False)["input_ids"])
+    want = [naive_logprob(model, tokenizer, prefix, c, shared) for c in candidates]
+    assert np.allclose(got, want, atol=1e-4)
+
+
+def test_read_maps_scores_through_the_bands(small):
+    model, tokenizer = small
+    answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
+    found = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "score")
+    assert len(found["probs"]) == 3 and sum(found["probs"]) == pytest.approx(1.0, abs=1e-5)
+    assert 0 < found["mass"] <= 1
+    # the band sums: grade 1 holds scores 0-32, so its share is what those 33 candidates get
+    prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
+    logp = belief.candidate_logprobs(model, tokenizer, prefix, [f"{v}," for v in range(101)])
+    p = np.exp(logp - logp.max())
+    assert found["probs"][0] == pytest.approx(p[:33].sum() / p.sum(), abs=1e-5)
+    grade = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "grade")
+    assert sum(grade["probs"]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_an_answer_without_a_decision_point_has_no_belief(small):
+    model, tokenizer = small
+    assert belief.read(model, tokenizer, "x", '{"reasoning": "no score here"}', RUBRIC, "score") is None
+    with pytest.raises(belief.BeliefError, match="belief method must be one of"):
+        belief.read(model, tokenizer, "x", '{"score": 5}', RUBRIC, "stated")
