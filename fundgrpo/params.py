@@ -39,7 +39,7 @@ SHOWN_MODELS = ("none", "gbm")
 # Where a model's grade probabilities are read (fundgrpo.evaluation.belief): at the score, at the
 # grade token, or the confidence its answer states (prepare.stated_confidence).
 BELIEF_METHODS = ("score", "grade", "stated")
-CONFIDENCES = ("auto", "token", "temperature")  # the product's confidence (fundgrpo.evaluation.calibration)
+CONFIDENCES = ("auto", "token", "temperature", "pooled")  # the product's belief (fundgrpo.evaluation.calibration)
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -376,18 +376,20 @@ class BacktestParams:
 
 @dataclass(frozen=True)
 class CalibrateParams:
-    """The policy's confidence (stage `calibrate`, fundgrpo/evaluation/calibration.py), fitted on the
-    validation funds: its grade probabilities read at each of `beliefs`, as read (`token`) or
-    rescaled by one temperature (`temperature`); `auto` uses the option with the lowest validation
-    ECE. The confidence of an evaluation is the probability of its grade."""
+    """The evaluator's belief and confidence (stage `calibrate`, fundgrpo/evaluation/calibration.py),
+    fitted on the validation funds: the policy's grade probabilities read at each of `beliefs`, as
+    read (`token`), rescaled by one temperature (`temperature`), or pooled with the statistical
+    estimate's probabilities (`pooled`: p_lm^a x p_gbm^b, the language model departing from the
+    estimate where it is surer); `auto` uses the option with the lowest validation Brier score. The
+    confidence of an evaluation is the probability of its grade."""
 
     beliefs: tuple[str, ...] = ("score", "grade", "stated")  # stated: used when the answers state one
-    confidence: str = "auto"  # auto | token | temperature
-    # The grade reported: greedy (the one the model wrote), likeliest (the most probable under the
-    # belief: the written score's digits are chosen one at a time, the band's probability sums
-    # them), or expected (the expected grade cut at points fitted on validation for the best QWK,
-    # the QWK-optimal rescaling). The backtest reports all three (block `grade_from`).
-    grade_from: str = "greedy"
+    confidence: str = "auto"  # auto | token | temperature | pooled
+    # The grade reported: likeliest (the most probable under the belief: the written score's digits
+    # are chosen one at a time, a band's probability sums them), greedy (the one the model wrote),
+    # or expected (the expected grade cut at points fitted on validation for the best QWK, the
+    # QWK-optimal rescaling). The backtest reports all three (block `grade_from`).
+    grade_from: str = "likeliest"
     bins: int = 10  # for the expected calibration error
     out: str = "models/calibration.json"
 

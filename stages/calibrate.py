@@ -1,10 +1,11 @@
-"""Stage `calibrate`: the policy's confidence, fitted on the validation funds.
+"""Stage `calibrate`: the evaluator's belief and confidence, fitted on the validation funds.
 
 Answers every validation fund greedily with the trained policy, reads its grade probabilities at
-each of `calibrate.beliefs` (fundgrpo/evaluation/belief.py), and fits the product's confidence
-(fundgrpo/evaluation/calibration.py: the probabilities as read or temperature-scaled, the one with
-the lowest validation ECE under `confidence: auto`, and cut-points for the expected grade). Writes
-`calibrate.out`, which the backtest applies to the test funds and `register` logs with the model.
+each of `calibrate.beliefs` (fundgrpo/evaluation/belief.py), and fits the product's belief
+(fundgrpo/evaluation/calibration.py: the probabilities as read, temperature-scaled, or pooled with
+the statistical estimate's (out of fold on these funds); the one with the lowest validation Brier
+score under `confidence: auto`; cut-points for the expected grade). Writes `calibrate.out`, which the
+backtest applies to the test funds and `register` logs with the model.
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def main() -> None:
                 "its confidence cannot be read"
             )
         else:
+            gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
             fit = calibration.fit_choice(
                 [r["expert_grade"] for r in rows], [q["grade"] for q in preds], readable, rubric["grades"],
-                c.confidence, c.grade_from, c.bins,
+                c.confidence, c.grade_from, c.bins, gbm,
             )  # fmt: skip
         fit.update(model=p.grpo.out_dir, validation_funds=len(rows), validation=found)
         io.write_json(fit, c.out)

@@ -155,7 +155,8 @@ def evaluate_model(
         for p, b in zip(preds, read[method]):
             p.setdefault("beliefs", {})[method] = b
     if fit is not None:
-        decided = [calibration.decide(b, w, fit, grades) for b, w in zip(read[fit["method"]], written)]
+        gbm = [r.get("gbm_probs") for r in rows]  # a pooled fit weighs the statistical estimate too
+        decided = [calibration.decide(b, w, fit, grades, q) for b, w, q in zip(read[fit["method"]], written, gbm)]
         for p, d in zip(preds, decided):
             p.update(written_grade=p["grade"], **d)
         result["trust"] = calibration.summary(
@@ -166,8 +167,8 @@ def evaluate_model(
         result["grade_from"] = {}  # the three ways to report a grade, on these funds
         for way in GRADE_FROM:
             chosen = [
-                calibration.decide(b, w, {**fit, "grade_from": way}, grades)["grade"]
-                for b, w in zip(read[fit["method"]], written)
+                calibration.decide(b, w, {**fit, "grade_from": way}, grades, q)["grade"]
+                for b, w, q in zip(read[fit["method"]], written, gbm)
             ]
             found = metrics(rows, [{**p, "grade": g} for p, g in zip(preds, chosen)], grades)
             result["grade_from"][way] = {k: found[k] for k in ("exact", "within_one", "qwk", "spearman")}
@@ -202,8 +203,9 @@ def answer(
             p["unsupported"] = unsupported(p["reasoning"], r["evidence"], rubric)
     if fit is not None and any(p["valid"] for p in preds):
         read, _ = read_beliefs(model, tokenizer, rows, preds, rubric, fit["method"], desc)
-        for p, b in zip(preds, read):
-            p.update(written_grade=p["grade"], **calibration.decide(b, p["grade"], fit, rubric["grades"]))
+        for p, b, r in zip(preds, read, rows):
+            decided = calibration.decide(b, p["grade"], fit, rubric["grades"], r.get("gbm_probs"))
+            p.update(written_grade=p["grade"], **decided)
     return preds
 
 

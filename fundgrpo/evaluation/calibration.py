@@ -237,10 +237,50 @@ def stated_probs(confidence: float, grade: int, grades: list[int]) -> list[float
     return [round(confidence if g == grade else rest, 6) for g in grades]
 
 
-def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int]) -> dict[str, Any]:
+def pooled(probs, gbm, a: float, b: float) -> np.ndarray:
+    """Logarithmic pooling of the language model's belief with the statistical estimate's class
+    probabilities: p proportional to p_lm^a x p_gbm^b (a = 1, b = 0: the belief as it is).
+
+    >>> pooled([[0.5, 0.5]], [[0.9, 0.1]], 1.0, 1.0).round(3).tolist()
+    [[0.9, 0.1]]
+    """
+    lp = a * np.log(np.clip(np.asarray(probs, dtype=float), 1e-12, 1.0))
+    lp = lp + b * np.log(np.clip(np.asarray(gbm, dtype=float), 1e-12, 1.0))
+    lp -= lp.max(axis=1, keepdims=True)
+    e = np.exp(lp)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+POOL_GRID = np.round(np.linspace(0.0, 2.0, 11), 2)
+
+
+def fit_pool(probs, gbm, expert_index) -> tuple[float, float]:
+    """(a, b) on a 0-2 grid with the lowest negative log-likelihood of the experts' grades under
+    `pooled`, fitted on validation (with the statistical estimates out of fold there, as for tests).
+
+    >>> lm, gbm = [[0.6, 0.4], [0.6, 0.4], [0.4, 0.6]], [[0.9, 0.1], [0.8, 0.2], [0.2, 0.8]]
+    >>> a, b = fit_pool(lm, gbm, [0, 0, 1])
+    >>> b > 0
+    True
+    """
+    y = np.asarray(expert_index, dtype=int)
+    best, best_nll = (1.0, 0.0), np.inf
+    for a in POOL_GRID:
+        for b in POOL_GRID:
+            if a == 0 and b == 0:
+                continue
+            q = pooled(probs, gbm, a, b)
+            nll = -np.mean(np.log(np.clip(q[np.arange(len(y)), y], 1e-12, 1.0)))
+            if nll < best_nll - 1e-12:
+                best, best_nll = (float(a), float(b)), nll
+    return best
+
+
+def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], gbm=None) -> dict[str, Any]:
     """One evaluation's probabilities, grade, expected grade and confidence under a calibration
     `fit` (`fundgrpo.evaluation.calibration.fit_choice`): `probs` are the raw belief (None for an
-    invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote.
+    invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote,
+    `gbm` the statistical estimate's probabilities (needed by a `pooled` fit).
 
     >>> fit = {"confidence": "temperature", "temperature": 2.0, "grade_from": "greedy", "cutpoints": [1.5]}
     >>> d = decide([0.8, 0.2], 1, fit, [1, 2])
@@ -248,12 +288,19 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int]) -
     (1, 0.667, 1.333)
     >>> decide(None, None, fit, [1, 2])["grade"] is None
     True
+    >>> pool = {"confidence": "pooled", "pool": [1.0, 1.0], "grade_from": "likeliest"}
+    >>> decide([0.6, 0.4], 1, pool, [1, 2], gbm=[0.1, 0.9])["grade"]
+    2
     """
     if probs is None:
         return {"grade": written, "probs": None, "expected_grade": None, "confidence": None}
     p = np.asarray(probs, dtype=float)[None, :]
     if fit.get("confidence") == "temperature":
         p = temperature_probs(p, fit["temperature"])
+    elif fit.get("confidence") == "pooled":
+        if gbm is None:
+            raise ValueError("a pooled calibration needs the statistical estimate's probabilities (stage evidence)")
+        p = pooled(p, [gbm], *fit["pool"])
     expected = float(expected_grade(p, grades)[0])
     grade = written
     if fit.get("grade_from") == "expected" and fit.get("cutpoints"):
@@ -274,14 +321,18 @@ def fit_choice(
     beliefs: dict[str, list],
     grades: list[int],
     confidence: str = "auto",
-    grade_from: str = "greedy",
+    grade_from: str = "likeliest",
     bins: int = 10,
+    gbm: list | None = None,
 ) -> dict[str, Any]:
-    """Fit the product's confidence on validation: for each belief method (its raw probabilities per
-    fund, None for an invalid answer), the token probabilities as read and temperature-scaled; with
-    `confidence` "auto" the option with the lowest validation ECE (ties: Brier) is used, else the
-    named one with the first method. Cut-points for the expected grade are fitted on the chosen
-    probabilities. Returns the fit with every option's validation figures.
+    """Fit the product's belief on validation. For each belief method (its raw probabilities per
+    fund, None for an invalid answer): the probabilities as read (`token`), temperature-scaled
+    (`temperature`, by log-likelihood), and, given the statistical estimate's probabilities `gbm`,
+    pooled with them (`pooled`, exponents by log-likelihood). With `confidence` "auto" the option
+    with the lowest validation Brier score is used (a proper score: it rewards being right and
+    saying how sure; ECE on a few hundred funds is noisy), else the named kind with the first
+    method. Cut-points for the expected grade are fitted on the chosen probabilities. Returns the
+    fit with every option's validation figures (under `grade_from`).
 
     >>> sure = {"score": [[0.99, 0.01], [0.01, 0.99], [0.99, 0.01], [0.99, 0.01]]}
     >>> fit = fit_choice([1, 2, 2, 1], [1, 2, 1, 1], sure, [1, 2])
@@ -299,12 +350,17 @@ def fit_choice(
             continue
         probs = np.asarray([rows[i] for i in seen], dtype=float)
         index = [grades.index(int(expert[i])) for i in seen]
-        temperature = fit_temperature(probs, index)
-        for kind, t in (("token", 1.0), ("temperature", temperature)):
-            fit = {"method": method, "confidence": kind, "temperature": t, "grade_from": "greedy"}
-            decided = [decide(rows[i], written[i], fit, grades) for i in range(len(rows))]
+        kinds = [("token", {"temperature": 1.0}), ("temperature", {"temperature": fit_temperature(probs, index)})]
+        if gbm is not None:
+            kinds.append(("pooled", {"temperature": 1.0, "pool": list(fit_pool(probs, [gbm[i] for i in seen], index))}))
+        for kind, extra in kinds:
+            fit = {"method": method, "confidence": kind, **extra, "grade_from": grade_from}
+            decided = [
+                decide(rows[i], written[i], fit, grades, gbm[i] if gbm is not None else None) for i in range(len(rows))
+            ]
             options[f"{method}/{kind}"] = {
                 **fit,
+                **{k: v for k, v in zip(("exact", "qwk"), _agreement(expert, [d["grade"] for d in decided], grades))},
                 **summary(
                     expert,
                     [d["grade"] for d in decided],
@@ -312,17 +368,29 @@ def fit_choice(
                     [d["confidence"] or 0.0 for d in decided],
                     grades,
                     bins,
-                ),  # fmt: skip
+                ),
             }
     if not options:
         raise ValueError("no valid answer with readable grade probabilities to calibrate on")
     if confidence == "auto":
-        key = min(options, key=lambda k: (options[k]["ece"], options[k]["brier"]))
+        key = min(options, key=lambda k: (options[k]["brier"], options[k]["ece"]))
     else:
-        key = next(k for k in options if k.endswith("/" + confidence))
-    chosen = {k: options[key][k] for k in ("method", "confidence", "temperature")}
+        key = next((k for k in options if k.endswith("/" + confidence)), None)
+        if key is None:
+            raise ValueError(f"calibrate.confidence {confidence!r}: no such option here (options: {sorted(options)})")
+    chosen = {k: options[key][k] for k in ("method", "confidence", "temperature", "pool") if k in options[key]}
     rows = beliefs[chosen["method"]]
-    probs = [decide(r, w, {**chosen, "grade_from": "greedy"}, grades)["probs"] for r, w in zip(rows, written)]
+    probs = [
+        decide(r, w, {**chosen, "grade_from": "greedy"}, grades, gbm[i] if gbm is not None else None)["probs"]
+        for i, (r, w) in enumerate(zip(rows, written))
+    ]
     seen = [i for i, p in enumerate(probs) if p is not None]
     cutpoints = fit_cutpoints(expected_grade([probs[i] for i in seen], grades), [expert[i] for i in seen], grades)
     return {**chosen, "grade_from": grade_from, "cutpoints": cutpoints, "chosen": key, "options": options}
+
+
+def _agreement(expert, predicted, grades: list[int]) -> tuple[float, float]:
+    """(exact, QWK) with an invalid answer (None) as a miss."""
+    y = np.asarray(expert, dtype=int)
+    p = filled(expert, predicted, grades)
+    return round(one_metric(y, p, grades, "exact"), 4), round(one_metric(y, p, grades, "qwk"), 4)

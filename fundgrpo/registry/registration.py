@@ -49,7 +49,7 @@ def serving_fit(fit: dict) -> dict:
     ...              "cutpoints": [1.5], "options": {}})
     {'method': 'score', 'confidence': 'token', 'temperature': 1.0, 'grade_from': 'greedy', 'cutpoints': [1.5]}
     """
-    return {k: fit[k] for k in ("method", "confidence", "temperature", "grade_from", "cutpoints")}
+    return {k: fit[k] for k in ("method", "confidence", "temperature", "pool", "grade_from", "cutpoints") if k in fit}
 
 
 def dvc_experiment() -> dict[str, str]:
