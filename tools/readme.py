@@ -38,18 +38,28 @@ def _f(v) -> str:
 def default_table(root: Path) -> list[str]:
     backtest = json.loads((root / "metrics/backtest.json").read_text(encoding="utf-8"))
     out = [
-        f"Embedded default (`dvc repro`, `metrics/backtest.json`, {backtest['n_funds']} test share classes):",
+        f"Embedded default (`dvc repro`, `metrics/backtest.json`, {backtest['n_funds']} test share classes; an invalid",
+        "answer is a miss; ECE and the most confident 70 % use each evaluator's confidence):",
         "",
-        "| evaluator | valid JSON | exact | within one | QWK | Spearman |",
-        "|---|---|---|---|---|---|",
+        "| evaluator | valid JSON | exact | within one | QWK | Spearman | ECE | exact, most confident 70 % |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key, label in ROWS.items():
         m = backtest["models"].get(key)
         if m:
+            trust = m.get("trust") or {}
             out.append(
                 f"| {label} | {_f(m.get('valid_json'))} | {_f(m['exact'])} | {_f(m['within_one'])} | "
-                f"{_f(m['qwk'])} | {_f(m['spearman'])} |"
+                f"{_f(m['qwk'])} | {_f(m['spearman'])} | {_f(trust.get('ece'))} | {_f(trust.get('exact_top70'))} |"
             )
+    trust = (backtest["models"].get("grpo") or {}).get("trust", {})
+    if trust.get("chosen"):
+        out += [
+            "",
+            f"The GRPO row is the evaluator as served: its grade probabilities `{trust['chosen']}` "
+            f"(`models/calibration.json`, fitted on validation), its grade `{trust.get('grade_from')}` "
+            "(`calibrate.grade_from`).",
+        ]
     return out
 
 

@@ -164,6 +164,7 @@ def evaluate_model(
             [d["confidence"] or 0.0 for d in decided], grades,
         )  # fmt: skip
         result["trust"]["chosen"] = fit.get("chosen", f"{fit['method']}/{fit['confidence']}")
+        result["trust"]["grade_from"] = fit.get("grade_from", "greedy")
         result["grade_from"] = {}  # the three ways to report a grade, on these funds
         for way in GRADE_FROM:
             chosen = [

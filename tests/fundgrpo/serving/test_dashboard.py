@@ -68,6 +68,20 @@ def test_every_page_renders_in_a_browser(trained):
         filtered = browse(f"{base}/funds?category={category.replace(' ', '%20')}&disagree=1", "funds_filtered.png")
         expected = sum(1 for r in rows if r["category"] == category and r["grpo_grade"] != r["expert_grade"])
         assert f"{expected} / {len(rows)}" in filtered
+        # confidence: the least sure first, only those that need an analyst, the evidence shown
+        review = [r for r in rows if dashboard.needs_review(r, 0.5)]
+        queue = browse(f"{base}/funds?review=1&sort=low", "funds_review.png")
+        assert f"{len(review)} / {len(rows)}" in queue and "Evidence shown to the model" in queue
+        ordered = sorted(review, key=lambda r: r.get("grpo_confidence") or 0.0)
+        if len(ordered) > 1:
+            positions = [queue.index(f"<td>{r['share_class_id']}</td>") for r in (ordered[0], ordered[-1])]
+            assert positions[0] < positions[1]
+        import urllib.error
+        import urllib.request
+
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(f"{base}/funds?sort=sideways", timeout=30)
+        assert bad.value.code == 422
         backtest = browse(f"{base}/backtest", "backtest.png")
         assert "qwk" in backtest and "GRPO" in backtest and 'class="cm"' in backtest
         models = browse(f"{base}/models", "models.png")
