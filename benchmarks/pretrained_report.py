@@ -179,7 +179,8 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
     grades = sorted({r["expert_grade"] for r in per_fund})
     p = s["params"]
     out += [
-        f"Model `{p['model']['pretrained']}`, prompts `{p['prepare'].get('prompt_style', 'full')}` "
+        f"Model `{p['model']['pretrained'] or 'embedded (about 1M parameters, tokenizer trained on the prompts)'}`, "
+        f"prompts `{p['prepare'].get('prompt_style', 'full')}` "
         f"({s['prepare'].get('prompt_tokens_mean', '?')} tokens on average, "
         f"answers {s['prepare'].get('answer_tokens_mean', '?')}), "
         f"methodology `{p['methodology']['path']}`, its own score and grade in the prompt (`show_rule`): "
@@ -495,8 +496,9 @@ def dataset_section(name: str, runs: dict[str, dict]) -> list[str]:
 # Runs of the evidence-and-confidence wave (issue 25), beside the dataset's `sft-grpo` run:
 # variant -> (what it changes, the variant it changes or None for the main run)
 TRUST_VARIANTS = {
+    "pooled": ("beliefs read and pooled", None),  # the evaluator as served, on a profile run before it existed
     "evidence": ("statistical estimate in the prompt", None),
-    "evidence-stated": ("estimate in the prompt, stated confidence + calibration reward", "evidence"),
+    "stated": ("stated confidence + calibration reward", None),
 }
 
 
@@ -544,7 +546,7 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
         models = r["backtest"]["models"]
         if r["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
             raise SystemExit(f"{name}/{variant}: another test set than {have[0]}")
-        change = "" if variant == "sft-grpo" else f", {TRUST_VARIANTS[variant][0]}"
+        change = "" if variant == have[0] else f", {TRUST_VARIANTS[variant][0]}"
         sft_block = (models["sft"].get("calibration") or {}).get("score")
         out.append(_trust_row(f"SFT{change}", models["sft"], sft_block))
         kept = r["train"].get("kept")
@@ -565,7 +567,7 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
     for variant in have:
         r = runs[variant]["summary"]
         comps = r["backtest"].get("comparisons") or {}
-        change = "" if variant == "sft-grpo" else f" ({variant})"
+        change = "" if variant == have[0] else f" ({variant})"
         for key, title in (("grpo-gbm", "GRPO − gradient boosting"), ("sft-gbm", "SFT − gradient boosting"),
                            ("grpo-sft (raw beliefs)", "GRPO − SFT, beliefs as read")):  # fmt: skip
             c = comps.get(key)
@@ -574,11 +576,8 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
             cells = [_interval(c[k]) if k in c else "–" for k in ("exact", "qwk", "exact_top70", "ece", "brier")]
             out.append(f"| {title}{change} | " + " | ".join(cells) + " |")
     grades = sorted({r["expert_grade"] for r in main["per_fund"]})
-    for variant in have:
-        base = TRUST_VARIANTS.get(variant, (None, "-"))[1] if variant != "sft-grpo" else "-"
-        base = base or "sft-grpo"
-        if variant == "sft-grpo" or base not in runs:
-            continue
+    for variant in have[1:]:  # against the run it changes: the first with the evaluator's figures
+        base = TRUST_VARIANTS[variant][1] or have[0]
         paired, expert, groups = _paired(runs[variant]["per_fund"], runs[base]["per_fund"])
         for key in ("sft_grade", "grpo_grade"):
             cells = []

@@ -385,11 +385,12 @@ class CalibrateParams:
 
     beliefs: tuple[str, ...] = ("score", "grade", "stated")  # stated: used when the answers state one
     confidence: str = "auto"  # auto | token | temperature | pooled
-    # The grade reported: likeliest (the most probable under the belief: the written score's digits
-    # are chosen one at a time, a band's probability sums them), greedy (the one the model wrote),
-    # or expected (the expected grade cut at points fitted on validation for the best QWK, the
-    # QWK-optimal rescaling). The backtest reports all three (block `grade_from`).
-    grade_from: str = "likeliest"
+    # The grade reported: expected (the expected grade under the belief, cut at points fitted on
+    # validation for the best QWK: the QWK-optimal rescaling), likeliest (the most probable grade:
+    # the written score's digits are chosen one at a time, a band's probability sums them) or greedy
+    # (the one the model wrote). The backtest reports all three (block `grade_from`); measured on the
+    # embedded default, pooled: expected QWK 0.84 / exact 0.68, likeliest 0.83 / 0.69, greedy 0.78 / 0.63.
+    grade_from: str = "expected"
     bins: int = 10  # for the expected calibration error
     out: str = "models/calibration.json"
 

@@ -156,7 +156,8 @@ def evaluate_model(
             p.setdefault("beliefs", {})[method] = b
     if fit is not None:
         gbm = [r.get("gbm_probs") for r in rows]  # a pooled fit weighs the statistical estimate too
-        decided = [calibration.decide(b, w, fit, grades, q) for b, w, q in zip(read[fit["method"]], written, gbm)]
+        beliefs = read.get(fit["method"], [None] * len(preds))  # none where no answer is valid
+        decided = [calibration.decide(b, w, fit, grades, q) for b, w, q in zip(beliefs, written, gbm)]
         for p, d in zip(preds, decided):
             p.update(written_grade=p["grade"], **d)
         result["trust"] = calibration.summary(
@@ -169,7 +170,7 @@ def evaluate_model(
         for way in GRADE_FROM:
             chosen = [
                 calibration.decide(b, w, {**fit, "grade_from": way}, grades, q)["grade"]
-                for b, w, q in zip(read[fit["method"]], written, gbm)
+                for b, w, q in zip(beliefs, written, gbm)
             ]
             found = metrics(rows, [{**p, "grade": g} for p, g in zip(preds, chosen)], grades)
             result["grade_from"][way] = {k: found[k] for k in ("exact", "within_one", "qwk", "spearman")}

@@ -321,7 +321,7 @@ def fit_choice(
     beliefs: dict[str, list],
     grades: list[int],
     confidence: str = "auto",
-    grade_from: str = "likeliest",
+    grade_from: str = "expected",
     bins: int = 10,
     gbm: list | None = None,
 ) -> dict[str, Any]:

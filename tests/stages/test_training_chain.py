@@ -198,8 +198,11 @@ def backtest_result(policy, chain, datasets, rubric, schema):
     from fundgrpo.evaluation.backtesting import backtest
 
     root, _ = chain
+    from fundgrpo.evaluation.backtesting import DEFAULT_FIT
+
     models = {"grpo": policy[0], "base": root / "base"}
-    return backtest(BacktestParams(max_new_tokens=24, max_funds=6), datasets["test"], rubric, schema, models)
+    params = BacktestParams(max_new_tokens=24, max_funds=6)
+    return backtest(params, datasets["test"], rubric, schema, models, {"grpo": DEFAULT_FIT})
 
 
 def test_backtest_reports_every_evaluator(backtest_result):
@@ -213,6 +216,9 @@ def test_backtest_reports_every_evaluator(backtest_result):
         # an invalid answer is a miss: it cannot raise exact above the share of valid answers
         assert m["exact"] <= m["valid_json"] and m["neutral"]["exact"] >= m["exact"]
     assert "grpo-rule" in backtest_result["comparisons"]
+    # the policy's confidence under the calibration fit, whether or not any of its answers is valid
+    trust = backtest_result["models"]["grpo"]["trust"]
+    assert {"ece", "brier", "exact_top70", "chosen"} <= set(trust) and 0 <= trust["confidence_mean"] <= 1
     # the test set's expert grades come from the rule, so the rule scorer is exact
     assert backtest_result["models"]["rule"]["exact"] == 1.0
     assert backtest_result["answers_reused"] == {}  # the base answers for itself
@@ -448,6 +454,8 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
         max_completion_length=16,
         logging_steps=1,
         warmup_steps=0,
+        best_metric="reward",
+        collapse_share=1.0,  # never flagged: this checks the reward's choice alone
     )
     out = train.run(
         params,
