@@ -119,11 +119,13 @@ def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str], pru
     return logp
 
 
-def read(model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: str = "score") -> dict[str, Any] | None:
+def read(
+    model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: str = "score", min_mass: float = MIN_MASS
+) -> dict[str, Any] | None:
     """The model's grade probabilities for one answer it gave, read at `method`'s decision point:
     {"probs": one per rubric grade, summing to 1, "mass": probability on the candidates}; None when
     the answer has no such point (an invalid answer has no belief). "probs" is None when the model
-    puts (almost) no probability on any candidate (mass below MIN_MASS): there is nothing to read."""
+    puts (almost) no probability on any candidate (mass below `min_mass`): there is nothing to read."""
     if method not in METHODS:
         raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
     grades = list(rubric["grades"])
@@ -145,7 +147,7 @@ def read(model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: 
     np.add.at(probs, owner, weights)
     total = float(probs.sum())
     mass = float(math.exp(top) * total) if math.isfinite(top) else 0.0
-    if total <= 0 or not math.isfinite(total) or mass < MIN_MASS:
+    if total <= 0 or not math.isfinite(total) or mass < min_mass:
         return {"probs": None, "mass": mass}
     return {"probs": (probs / total).round(6).tolist(), "mass": round(mass, 6)}
 

@@ -73,6 +73,15 @@ def test_read_maps_scores_through_the_bands(small):
     assert sum(grade["probs"]) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_model_that_means_none_of_the_grades_gives_no_probabilities(small):
+    """Below the mass floor (here set above what any model puts on the candidates) nothing is read:
+    the evaluation then carries no confidence rather than a made-up one."""
+    model, tokenizer = small
+    answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
+    found = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "score", min_mass=1.01)
+    assert found["probs"] is None and 0 < found["mass"] <= 1
+
+
 def test_an_answer_without_a_decision_point_has_no_belief(small):
     model, tokenizer = small
     assert belief.read(model, tokenizer, "x", '{"reasoning": "no score here"}', RUBRIC, "score") is None
