@@ -194,11 +194,13 @@ def answer(
     batch_size: int,
     desc: str,
     fit: dict | None = None,
+    deadline: float | None = None,
 ) -> list[dict]:
     """The model's greedy evaluations of `rows`, parsed; each valid one's misstated criteria
     (`unsupported`, where the rows carry their evidence) and, with `fit`, its probabilities,
-    expected grade and confidence (`calibration.decide`)."""
-    texts = modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, batch_size, desc=desc)
+    expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`."""
+    prompts = [r["prompt"] for r in rows]
+    texts = modelling.generate(model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline)
     preds = predictions_from_texts(texts, rubric, schema)
     for p, r in zip(preds, rows):
         if "evidence" in r:

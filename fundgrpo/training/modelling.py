@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -183,13 +184,25 @@ def generate(
     max_new_tokens: int = 96,
     batch_size: int = 32,
     desc: str = "generate",
+    deadline: float | None = None,
 ) -> list[str]:
-    """Greedy answers for chat conversations, in batches, with a progress bar."""
+    """Greedy answers for chat conversations, in batches, with a progress bar. With `deadline` (a
+    `time.monotonic()` instant) generation stops there: the answers cut short are incomplete (and so
+    invalid), and batches not started get none; a server uses it to free the model at a request's timeout."""
     import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
 
+    class Until(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            return torch.full((input_ids.shape[0],), time.monotonic() > deadline, dtype=torch.bool)
+
+    stopping = StoppingCriteriaList([Until()]) if deadline is not None else None
     texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
     out: list[str] = []
     for start in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch"):
+        if deadline is not None and time.monotonic() > deadline:
+            out.extend([""] * len(texts[start : start + batch_size]))
+            continue
         batch = tokenizer(
             texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
         )
@@ -201,6 +214,7 @@ def generate(
                 do_sample=False,
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
+                stopping_criteria=stopping,
             )
         new = ids[:, batch["input_ids"].shape[1] :]
         out.extend(tokenizer.batch_decode(new, skip_special_tokens=True))

@@ -134,6 +134,22 @@ def test_base_with_a_pretrained_name_writes_a_pointer(tmp_path):
     assert modelling.resolve(tmp_path) == "Qwen/Qwen3-0.6B"
 
 
+def test_generation_stops_at_its_deadline(chain, datasets):
+    """What frees the API's model at a request's timeout: past the deadline no batch starts, and a
+    running one stops at its next token."""
+    import time
+
+    from fundgrpo.training import modelling
+
+    root, _ = chain
+    model, tokenizer = modelling.load(root / "base")
+    prompts = [r["prompt"] for r in datasets["test"][:6]]
+    assert modelling.generate(model, tokenizer, prompts, 32, 3, deadline=time.monotonic() - 1) == [""] * 6
+    full = modelling.generate(model, tokenizer, prompts[:3], 32, 3)
+    cut = modelling.generate(model, tokenizer, prompts[:3], 32, 3, deadline=time.monotonic())
+    assert all(len(tokenizer(c)["input_ids"]) <= 1 < len(tokenizer(f)["input_ids"]) for c, f in zip(cut, full))
+
+
 def test_sft_trains(chain):
     root, info = chain
     assert info["steps"] > 0 and np.isfinite(info["train_loss"])

@@ -1,4 +1,4 @@
-"""`python -m fundgrpo.serving.api add-key NAME --scopes ...` and `... serve --host --port`."""
+"""`python -m fundgrpo.serving.api add-key NAME --scopes ...`, `list-keys`, `revoke-key NAME`, `serve`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import fundgrpo.serving.api as api_package
 from fundgrpo.cli import offline
 from fundgrpo.serving.api.app import create_app
-from fundgrpo.serving.api.keys import add_key
+from fundgrpo.serving.api.keys import add_key, list_keys, revoke_key
 from fundgrpo.serving.api.settings import ApiSettings
 
 
@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("add-key", help="create an API key (printed once; only its hash is stored)")
     k.add_argument("name")
     k.add_argument("--scopes", default="read,evaluate")
+    sub.add_parser("list-keys", help="the keys' names and scopes (a running server follows the file)")
+    r = sub.add_parser("revoke-key", help="remove a key; a running server refuses it from its next request")
+    r.add_argument("name")
     s = sub.add_parser("serve", help="serve the API with uvicorn")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
@@ -39,11 +42,31 @@ def main(argv: list[str] | None = None) -> int:
         print(key)
         print(f"(stored as a SHA-256 hash in {settings.keys_file}; the key is not shown again)", file=sys.stderr)
         return 0
+    if args.command == "list-keys":
+        for k in list_keys(settings.keys_file):
+            print(f"{k['name']}\t{','.join(k['scopes'])}")
+        return 0
+    if args.command == "revoke-key":
+        try:
+            revoke_key(settings.keys_file, args.name)
+        except ValueError as err:
+            print(f"revoke-key failed: {err}", file=sys.stderr)
+            return 1
+        print(f"revoked {args.name}")
+        return 0
     import uvicorn
 
     offline()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    uvicorn.run(create_app(Path("."), settings), host=args.host, port=args.port, access_log=False)
+    # on SIGTERM: stop accepting, fail the queued requests, let the running generation finish (it
+    # stops by itself at its request's timeout) for at most that long
+    uvicorn.run(
+        create_app(Path("."), settings),
+        host=args.host,
+        port=args.port,
+        access_log=False,
+        timeout_graceful_shutdown=int(settings.timeout_s) + 5,
+    )
     return 0
 
 

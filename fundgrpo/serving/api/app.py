@@ -16,7 +16,7 @@ from fastapi.security import APIKeyHeader
 
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving.api.evaluator import Evaluator
-from fundgrpo.serving.api.keys import hash_key, load_keys
+from fundgrpo.serving.api.keys import KeyRing, hash_key
 from fundgrpo.serving.api.limits import RateLimiter
 from fundgrpo.serving.api.schemas import EvaluationRequest
 from fundgrpo.serving.api.settings import ApiSettings
@@ -34,7 +34,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     @asynccontextmanager
     async def lifespan(app):
         state["store"] = Store(settings.db_url)
-        state["keys"] = load_keys(settings.keys_file if settings.keys_file.is_absolute() else root / settings.keys_file)
+        state["keys"] = KeyRing(settings.keys_file if settings.keys_file.is_absolute() else root / settings.keys_file)
         state["limiter"] = RateLimiter(settings.rate_per_min)
         evaluator = Evaluator(root, settings)
         evaluator.queue = asyncio.Queue()
@@ -45,6 +45,10 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         except Exception as err:  # noqa: BLE001 - no model yet: /readyz says so, requests get 503
             state["load_error"] = str(err)
         yield
+        # stopping: no new work, the queued requests fail at once (503), the one generating finishes
+        # within its timeout (uvicorn waits timeout_graceful_shutdown for it)
+        evaluator.closing = True
+        evaluator.fail_waiting("the server is stopping")
         worker.cancel()
 
     app = FastAPI(title="fund-grpo evaluations", version="1", lifespan=lifespan)
@@ -54,8 +58,21 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     async def limits_and_access_log(request: Request, call_next):
         started = time.perf_counter()
         length = request.headers.get("content-length")
-        if length and int(length) > settings.max_bytes:
-            response = JSONResponse({"detail": f"request body over {settings.max_bytes} bytes"}, status_code=413)
+        too_big = JSONResponse({"detail": f"request body over {settings.max_bytes} bytes"}, status_code=413)
+        if length and (not length.isdigit() or int(length) > settings.max_bytes):
+            response = too_big
+        elif not length and request.method in ("POST", "PUT", "PATCH"):
+            # a streamed (chunked) body states no length: read it up to the limit, refuse beyond
+            body = bytearray()
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > settings.max_bytes:
+                    break
+            if len(body) > settings.max_bytes:
+                response = too_big
+            else:
+                request._body = bytes(body)  # what the endpoint reads (Starlette caches the body here)
+                response = await call_next(request)
         else:
             response = await call_next(request)
         ACCESS.info(
@@ -97,11 +114,11 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     def readyz():
         evaluator = state.get("evaluator")
         ok = evaluator is not None and evaluator.current is not None and state["store"].ping()
-        body = {
-            "ready": ok,
-            "model_version": evaluator.current.version if ok else None,
-            "error": state.get("load_error"),
-        }
+        error = state.get("load_error")
+        stuck = evaluator.stuck_for() if evaluator is not None else 0.0
+        if ok and stuck > 5.0:  # a generation past its timeout and not yet stopped: the queue is stuck
+            ok, error = False, f"generation running {stuck:.0f} s past its {settings.timeout_s:g} s timeout"
+        body = {"ready": ok, "model_version": evaluator.current.version if ok else None, "error": error}
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.post("/v1/evaluations")
@@ -123,6 +140,10 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
             version, rows = await evaluator.evaluate([f.model_dump() for f in body.funds])
         except asyncio.TimeoutError:
             raise HTTPException(504, f"generation took over {settings.timeout_s} s") from None
+        except RuntimeError as err:
+            if "stopping" not in str(err):
+                raise
+            raise HTTPException(503, "the server is stopping: try again", headers={"Retry-After": "5"}) from None
         state["store"].add(rows, version)
         return {"model_version": version, "evaluations": rows}
 

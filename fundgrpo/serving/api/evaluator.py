@@ -54,6 +54,8 @@ class Evaluator:
         self.checked_at = 0.0
         self.swap_lock = threading.Lock()
         self.queue: asyncio.Queue | None = None
+        self.busy_since: float | None = None  # monotonic time the running generation started
+        self.closing = False
 
     # -- which version
 
@@ -126,13 +128,29 @@ class Evaluator:
         lacking = missing_criteria(frame, self.rubric)
         return [{**by_id[str(f["share_class_id"])], "lacking": lacks} for f, lacks in zip(funds, lacking)]
 
-    def generate(self, loaded: Loaded, records: list[dict]) -> list[dict]:
+    def generate(self, loaded: Loaded, records: list[dict], deadline: float | None = None) -> list[dict]:
 
         b = self.params.backtest
         return answer(
             loaded.model, loaded.tokenizer, records, self.rubric, self.schema, b.max_new_tokens, b.batch_size, "api",
-            loaded.fit,
+            loaded.fit, deadline,
         )  # fmt: skip
+
+    def stuck_for(self) -> float:
+        """Seconds the running generation has gone past a request's timeout (0 when none has)."""
+        if self.busy_since is None:
+            return 0.0
+        return max(0.0, time.monotonic() - self.busy_since - self.settings.timeout_s)
+
+    def fail_waiting(self, reason: str) -> int:
+        """Fail every queued request (a stopping server): each gets `reason` instead of waiting on."""
+        failed = 0
+        while self.queue is not None and not self.queue.empty():
+            _, _, fut, _ = self.queue.get_nowait()
+            if not fut.done():
+                fut.set_exception(RuntimeError(reason))
+                failed += 1
+        return failed
 
     async def batcher(self) -> None:
         """Collect requests for `batch_wait_ms`, generate once per version, hand each its answers."""
@@ -149,19 +167,25 @@ class Evaluator:
                     break
             by_version: dict[str, list] = {}
             for item in batch:
-                by_version.setdefault(item[0].version, []).append(item)
+                if not item[2].done():  # a request that already timed out is not generated for
+                    by_version.setdefault(item[0].version, []).append(item)
             for items in by_version.values():
                 loaded = items[0][0]
-                records = [r for _, recs, _ in items for r in recs]
+                records = [r for _, recs, _, _ in items for r in recs]
+                # stop generating when the earliest request's timeout is reached: the model is freed
+                deadline = min(enqueued for *_, enqueued in items) + self.settings.timeout_s
+                self.busy_since = time.monotonic()
                 try:
-                    answers = await loop.run_in_executor(None, self.generate, loaded, records)
+                    answers = await loop.run_in_executor(None, self.generate, loaded, records, deadline)
                 except Exception as err:  # noqa: BLE001 - each waiting request gets the failure
-                    for _, _, fut in items:
+                    for _, _, fut, _ in items:
                         if not fut.done():
                             fut.set_exception(err)
                     continue
+                finally:
+                    self.busy_since = None
                 start = 0
-                for _, recs, fut in items:
+                for _, recs, fut, _ in items:
                     if not fut.done():
                         fut.set_result(answers[start : start + len(recs)])
                     start += len(recs)
@@ -172,7 +196,9 @@ class Evaluator:
         records = await loop.run_in_executor(None, self.records, funds)
         fut: asyncio.Future = loop.create_future()
         assert self.queue is not None
-        await self.queue.put((loaded, records, fut))
+        if self.closing:
+            raise RuntimeError("the server is stopping")
+        await self.queue.put((loaded, records, fut, time.monotonic()))
         answers = await asyncio.wait_for(fut, self.settings.timeout_s)
         grades = self.rubric["grades"]
         out = []
@@ -195,7 +221,11 @@ class Evaluator:
                     "confidence": p.get("confidence"),
                     "needs_analyst": needs_analyst(p, self.params.evaluate.review_below, flagged),
                     "flags": flagged,
-                    "evidence": {  # what the model was shown beside the metrics
+                    "evidence": {  # beside the metrics; `in_prompt` says which of it the model was shown
+                        "in_prompt": {
+                            "rule": self.params.prepare.show_rule,
+                            "gbm": self.params.prepare.show_model == "gbm",
+                        },
                         "rule_grade": record["rule_grade"],
                         "rule_score": round(record["rule_score"], 2),
                         "gbm_grade": record.get("gbm_grade"),

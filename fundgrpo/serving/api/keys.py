@@ -31,8 +31,10 @@ def add_key(keys_file: Path, name: str, scopes: list[str]) -> str:
     key = "fg_" + secrets.token_urlsafe(32)
     data["keys"].append({"name": name, "sha256": hash_key(key), "scopes": sorted(set(scopes))})
     keys_file.parent.mkdir(parents=True, exist_ok=True)
-    keys_file.write_text(json.dumps(data, indent=2) + "\n")
-    os.chmod(keys_file, 0o600)
+    tmp = keys_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.chmod(tmp, 0o600)
+    tmp.replace(keys_file)  # atomic: a running server never reads a half-written file
     return key
 
 
@@ -43,3 +45,40 @@ def load_keys(keys_file: Path) -> dict[str, dict]:
     return {
         k["sha256"]: {"name": k["name"], "scopes": set(k["scopes"])} for k in json.loads(keys_file.read_text())["keys"]
     }
+
+
+def list_keys(keys_file: Path) -> list[dict]:
+    """Each key's name and scopes (never its hash)."""
+    if not keys_file.exists():
+        return []
+    return [{"name": k["name"], "scopes": k["scopes"]} for k in json.loads(keys_file.read_text())["keys"]]
+
+
+def revoke_key(keys_file: Path, name: str) -> None:
+    """Remove the key named `name`; a running server stops accepting it at its next request."""
+    data = json.loads(keys_file.read_text()) if keys_file.exists() else {"keys": []}
+    kept = [k for k in data["keys"] if k["name"] != name]
+    if len(kept) == len(data["keys"]):
+        raise ValueError(f"no key named {name!r} in {keys_file}")
+    tmp = keys_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({**data, "keys": kept}, indent=2) + "\n")
+    os.chmod(tmp, 0o600)
+    tmp.replace(keys_file)  # atomic: a server reading it sees the old or the new list, never half
+
+
+class KeyRing:
+    """The keys file as the server sees it: read again whenever it changed on disk, so keys added or
+    revoked while the server runs take effect at the next request, without a restart."""
+
+    def __init__(self, keys_file: Path) -> None:
+        self.keys_file, self.stamp, self.keys = keys_file, None, {}
+
+    def get(self, key_hash: str) -> dict | None:
+        try:
+            st = self.keys_file.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        if stamp != self.stamp:
+            self.keys, self.stamp = load_keys(self.keys_file), stamp
+        return self.keys.get(key_hash)

@@ -8,10 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from fundgrpo.data.canonical import COLUMNS
 
+# Text fields are capped: a 200 KB fund name once held every later evaluation behind it (its prompt
+# is generated token by token). Ids and categories are short in every export seen; names under 200.
+MAX_TEXT = {"share_class_id": 100, "fund_id": 100, "category": 200, "name": 300}
+
 
 def _fund_field(c) -> tuple[Any, Any]:
     if c.kind in ("id", "text"):
-        return (str, ...) if c.name in ("share_class_id", "category") else (Optional[str], None)
+        cap = MAX_TEXT.get(c.name, 300)
+        if c.name in ("share_class_id", "category"):
+            return (str, Field(..., min_length=1, max_length=cap))
+        return (Optional[str], Field(None, max_length=cap))
     if c.kind == "grade":
         return (Optional[int], Field(None, ge=int(c.low), le=int(c.high)))
     return (Optional[float], Field(None, ge=c.low, le=c.high, description=c.description))

@@ -93,6 +93,7 @@ def test_evaluate_store_and_read_back(setup):
                 assert e["confidence"] == pytest.approx(e["probabilities"][str(e["grade"])], abs=1e-4)
             assert e["needs_analyst"] == (not e["valid"] or e["confidence"] < 0.5 or bool(e["flags"]))
             assert e["evidence"]["gbm_grade"] in range(1, 6) and e["evidence"]["peers"] > 1
+            assert e["evidence"]["in_prompt"] == {"rule": True, "gbm": False}  # the defaults: show_rule, no estimate
         stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
         assert stored["grade"] == body["evaluations"][1]["grade"] and stored["model_version"] == body["model_version"]
         assert client.get("/v1/evaluations/NOPE", headers=h).status_code == 404
@@ -156,6 +157,21 @@ def test_keys_scopes_limits_and_bad_input(setup, caplog):
         assert malformed.status_code == 422
         big = client.post("/v1/evaluations", content=b"x" * 5000, headers={**h, "Content-Type": "application/json"})
         assert big.status_code == 413
+        # a streamed body states no length: read up to the limit, refused beyond it
+        streamed = client.post(
+            "/v1/evaluations",
+            content=(b"x" * 1000 for _ in range(5)),
+            headers={**h, "Content-Type": "application/json"},
+        )
+        assert streamed.status_code == 413 and "content-length" not in streamed.request.headers
+        small = json.dumps({"funds": []}).encode()
+        assert (
+            client.post(
+                "/v1/evaluations", content=iter([small]), headers={**h, "Content-Type": "application/json"}
+            ).status_code
+            == 422
+        )
+        assert "name" in detail({"funds": [fund(reference, 0, name="N" * 301)]})  # text fields are capped
         codes = [client.get("/v1/model", headers=h).status_code for _ in range(12)]
         assert codes[-1] == 429 and 200 in codes  # 12 a minute, some already spent above
     # the access log: one JSON line per request, naming the key's owner, never the key
@@ -163,6 +179,29 @@ def test_keys_scopes_limits_and_bad_input(setup, caplog):
     assert {"method", "path", "status", "ms", "key"} <= set(lines[-1]) and lines[-1]["key"] == "analyst"
     assert {401, 403, 413, 422, 429} <= {line["status"] for line in lines}
     assert not any(keys["analyst"] in r.getMessage() or keys["reader"] in r.getMessage() for r in caplog.records)
+
+
+def test_keys_added_and_revoked_while_the_server_runs(setup, tmp_path):
+    """The key file is read again when it changes: a key added after start is accepted, a revoked one
+    refused at its next request, without a restart; `list-keys` names them, never their hashes."""
+    root, settings, keys, reference = setup
+    env = {**os.environ, "FUNDGRPO_API_KEYS": str(settings.keys_file), "PYTHONPATH": str(REPO)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "fundgrpo.serving.api", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    with TestClient(create_app(root, settings)) as client:
+        late = cli("add-key", "late", "--scopes", "read").stdout.strip()
+        assert client.get("/v1/model", headers={"X-API-Key": late}).status_code == 200
+        listed = cli("list-keys").stdout
+        assert "late\tread" in listed and "analyst\tevaluate,read" in listed and late not in listed
+        assert cli("revoke-key", "late").returncode == 0
+        assert client.get("/v1/model", headers={"X-API-Key": late}).status_code == 401
+        assert client.get("/v1/model", headers={"X-API-Key": keys["reader"]}).status_code == 200  # the others stay
+        gone = cli("revoke-key", "late")
+        assert gone.returncode == 1 and "no key named 'late'" in gone.stderr
 
 
 def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):

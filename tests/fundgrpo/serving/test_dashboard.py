@@ -71,7 +71,7 @@ def test_every_page_renders_in_a_browser(trained):
         # confidence: the least sure first, only those that need an analyst, the evidence shown
         review = [r for r in rows if dashboard.needs_review(r, 0.5)]
         queue = browse(f"{base}/funds?review=1&sort=low", "funds_review.png")
-        assert f"{len(review)} / {len(rows)}" in queue and "Evidence shown to the model" in queue
+        assert f"{len(review)} / {len(rows)}" in queue and "Evidence (* in the model" in queue
         ordered = sorted(review, key=lambda r: r.get("grpo_confidence") or 0.0)
         if len(ordered) > 1:
             positions = [queue.index(f"<td>{r['share_class_id']}</td>") for r in (ordered[0], ordered[-1])]
