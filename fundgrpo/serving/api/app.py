@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader
+from fastapi.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
 
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving.api.evaluator import Evaluator
@@ -51,7 +54,20 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         evaluator.fail_waiting("the server is stopping")
         worker.cancel()
 
-    app = FastAPI(title="fund-grpo evaluations", version="1", lifespan=lifespan)
+    # /docs from local assets: FastAPI's default page loads Swagger UI from a CDN, blank offline
+    app = FastAPI(title="fund-grpo evaluations", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url,
+            title=f"{app.title} - docs",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )
+
     header = APIKeyHeader(name="X-API-Key", auto_error=False)
 
     @app.middleware("http")

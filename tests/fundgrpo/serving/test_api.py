@@ -79,6 +79,10 @@ def test_evaluate_store_and_read_back(setup):
     root, settings, keys, reference = setup
     with TestClient(create_app(root, settings)) as client:
         assert client.get("/healthz").status_code == 200 and client.get("/readyz").json()["ready"]
+        # /docs offline: Swagger UI's page and assets served here, nothing from a CDN
+        docs = client.get("/docs").text
+        assert "/docs-assets/swagger-ui-bundle.js" in docs and "cdn." not in docs
+        assert client.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
         h = {"X-API-Key": keys["analyst"]}
         done = client.post("/v1/evaluations", json={"funds": [fund(reference, 0), fund(reference, 1)]}, headers=h)
         assert done.status_code == 200, done.text
