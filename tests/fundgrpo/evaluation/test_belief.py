@@ -1,5 +1,5 @@
-"""Grade probabilities read from a real (small, randomly initialised) causal LM: the trie with one
-shared key-value cache gives exactly what scoring each candidate on its own gives."""
+"""Grade probabilities read from a real (small, randomly initialised) causal LM: the trie under one
+tree attention mask gives exactly what scoring each candidate on its own gives."""
 
 from __future__ import annotations
 
@@ -49,13 +49,16 @@ def test_the_trie_equals_scoring_each_candidate_alone(small):
     model, tokenizer = small
     prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
     candidates = [f"{v}," for v in (0, 7, 10, 71, 99, 100)]
-    got = belief.candidate_logprobs(model, tokenizer, prefix, candidates, prune=0.0)
+    got = belief.candidate_logprobs(model, tokenizer, prefix, candidates)
     shared = len(tokenizer(prefix, add_special_tokens=False)["input_ids"])
     want = [naive_logprob(model, tokenizer, prefix, c, shared) for c in candidates]
     assert np.allclose(got, want, atol=1e-4)
-    # pruning: a candidate is overstated by at most the prune level, never understated
-    pruned = belief.candidate_logprobs(model, tokenizer, prefix, candidates, prune=1e-3)
-    assert (np.exp(pruned) >= np.exp(want) - 1e-6).all() and (np.exp(pruned) - np.exp(want) <= 1e-3).all()
+    every = [f"{v}," for v in range(101)]  # the whole trie of scores, one pass
+    assert np.allclose(
+        belief.candidate_logprobs(model, tokenizer, prefix, every),
+        [naive_logprob(model, tokenizer, prefix, c, shared) for c in every],
+        atol=1e-4,
+    )
 
 
 def test_read_maps_scores_through_the_bands(small):
@@ -66,7 +69,7 @@ def test_read_maps_scores_through_the_bands(small):
     assert 0 < found["mass"] <= 1
     # the band sums: grade 1 holds scores 0-32, so its share is what those 33 candidates get
     prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
-    logp = belief.candidate_logprobs(model, tokenizer, prefix, [f"{v}," for v in range(101)], prune=belief.PRUNE)
+    logp = belief.candidate_logprobs(model, tokenizer, prefix, [f"{v}," for v in range(101)])
     p = np.exp(logp - logp.max())
     assert found["probs"][0] == pytest.approx(p[:33].sum() / p.sum(), abs=1e-5)
     grade = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "grade")
