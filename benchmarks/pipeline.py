@@ -118,9 +118,10 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|"
     )
     for name, m in backtest["models"].items():
-        cites = f"{m['evidence']:.3f}" if "evidence" in m else "-"
+        cites = f"{m['evidence']:.3f}" if m.get("evidence") is not None else "-"
         scores = " | ".join(f"{m[k]:.3f}" for k in ("valid_json", "exact", "within_one", "qwk", "spearman"))
-        print(f"| {name} | {scores} | {m['score_mae']:.1f} | {cites} |")
+        mae = "-" if m.get("score_mae") is None else f"{m['score_mae']:.1f}"  # no valid answer: no score
+        print(f"| {name} | {scores} | {mae} | {cites} |")
     print(f"\n({backtest['n_funds']} test share classes; nproc={os.cpu_count()}; cpu {cpu()})")
     if not args.keep:
         shutil.rmtree(root.parent, ignore_errors=True)

@@ -546,7 +546,7 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
         models = r["backtest"]["models"]
         if r["backtest"]["test_fingerprint"] != bt["test_fingerprint"]:
             raise SystemExit(f"{name}/{variant}: another test set than {have[0]}")
-        change = "" if variant == have[0] else f", {TRUST_VARIANTS[variant][0]}"
+        change = "" if variant == "sft-grpo" else f", {TRUST_VARIANTS[variant][0]}"
         sft_block = (models["sft"].get("calibration") or {}).get("score")
         out.append(_trust_row(f"SFT{change}", models["sft"], sft_block))
         kept = r["train"].get("kept")
@@ -567,7 +567,7 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
     for variant in have:
         r = runs[variant]["summary"]
         comps = r["backtest"].get("comparisons") or {}
-        change = "" if variant == have[0] else f" ({variant})"
+        change = "" if variant == "sft-grpo" else f" ({variant})"
         for key, title in (("grpo-gbm", "GRPO − gradient boosting"), ("sft-gbm", "SFT − gradient boosting"),
                            ("grpo-sft (raw beliefs)", "GRPO − SFT, beliefs as read")):  # fmt: skip
             c = comps.get(key)
