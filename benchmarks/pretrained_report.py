@@ -515,6 +515,41 @@ def _interval(b: dict) -> str:
     return f"{b['diff']:+.3f} [{b['lo']:+.3f}, {b['hi']:+.3f}]"
 
 
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+# settings that say where outputs go or how the backtest reads them, not what is trained
+_NOT_TRAINING = ("calibrate.", "backtest.", "register.", "evidence.", "evaluate.", "monitor.", "serve.")
+
+
+def _settings_changed(a: dict, b: dict) -> set[str]:
+    """Training settings set in both runs that differ (a setting new since the older run is not a change)."""
+    fa, fb = _flat(a["summary"]["params"]), _flat(b["summary"]["params"])
+    return {
+        k
+        for k in fa.keys() & fb.keys()
+        if fa[k] != fb[k] and not k.startswith(_NOT_TRAINING) and not k.endswith(("metrics", "curves", "_dir"))
+    } | {k for k in fa.keys() - fb.keys() if k == "prepare.show_model" and fa[k] not in (None, "none")}
+
+
+def closest_run(variant: str, runs: dict[str, dict]) -> str | None:
+    """The collected run on the same test funds whose training settings differ least from `variant`'s."""
+    me = runs[variant]
+    fingerprint = me["summary"]["backtest"]["test_fingerprint"]
+    others = [
+        v
+        for v in runs
+        if v != variant
+        and v not in TRUST_VARIANTS
+        and runs[v]["summary"]["backtest"]["test_fingerprint"] == fingerprint
+    ]
+    return min(others, key=lambda v: (len(_settings_changed(me, runs[v])), v), default=None)
+
+
 def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
     """Evidence in the prompt, grade probabilities, calibrated confidence: the rows of each run that
     has them, against gradient boosting and against the row each changes."""
@@ -576,8 +611,14 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
             cells = [_interval(c[k]) if k in c else "–" for k in ("exact", "qwk", "exact_top70", "ece", "brier")]
             out.append(f"| {title}{change} | " + " | ".join(cells) + " |")
     grades = sorted({r["expert_grade"] for r in main["per_fund"]})
-    for variant in have[1:]:  # against the run it changes: the first with the evaluator's figures
-        base = TRUST_VARIANTS[variant][1] or have[0]
+    changed = {}
+    for variant in have:  # against the run it changes: the collected run whose settings differ least
+        if variant == "sft-grpo" and "sft-grpo" in runs:
+            continue
+        base = TRUST_VARIANTS[variant][1] or closest_run(variant, runs)
+        if base is None:
+            continue
+        changed[variant] = base
         paired, expert, groups = _paired(runs[variant]["per_fund"], runs[base]["per_fund"])
         for key in ("sft_grade", "grpo_grade"):
             cells = []
@@ -588,6 +629,22 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
                 cells.append(_interval(b))
             who = "SFT" if key == "sft_grade" else "GRPO"
             out.append(f"| {who} ({variant}) − {who} ({base}) | " + " | ".join(cells) + " | – | – | – |")
+    for variant, base in changed.items():
+        diff = sorted(_settings_changed(runs[variant], runs[base]))
+        fa, fb = _flat(runs[variant]["summary"]["params"]), _flat(runs[base]["summary"]["params"])
+        added = sorted(k for k in fa.keys() - fb.keys() if not k.startswith(_NOT_TRAINING) and k not in diff)
+        added = [k for k in added if not k.endswith(("metrics", "curves", "_dir"))]
+        out += [
+            "",
+            f"`{variant}` is compared with `{base}`, the collected run whose settings differ least: "
+            + ", ".join(f"`{k}`" for k in diff)
+            + (
+                f"; settings added since that run, at their defaults: {', '.join(f'`{k}`' for k in added)}"
+                if added
+                else ""
+            )
+            + ".",
+        ]
 
     for variant in have:
         run = runs[variant]

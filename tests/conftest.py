@@ -63,6 +63,19 @@ def pytest_runtest_makereport(item, call):
         path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
 
 
+@pytest.fixture(autouse=True)
+def _mlflow_uri_kept():
+    """`mlflow.set_tracking_uri` exports MLFLOW_TRACKING_URI to the process: without this, one test's
+    temporary store leaks into every later test on the same worker (seen: a flow read another test's
+    registry and found no champion)."""
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    yield
+    if before is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = before
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO

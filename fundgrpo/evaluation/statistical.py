@@ -203,7 +203,7 @@ def read(out_dir: str | Path, prepare: PrepareParams) -> pd.DataFrame:
     folder = Path(out_dir)
     path, meta = folder / TABLE, folder / META
     if not path.exists() or not meta.exists():
-        raise EvidenceError(f"{path}: no evidence file; run `dvc repro evidence` (prepare.show_model needs it)")
+        raise EvidenceError(f"{path}: no evidence file; run `dvc repro evidence` (prepare reads it for every record)")
     recorded = json.loads(meta.read_text(encoding="utf-8")).get("split")
     if recorded != split_settings(prepare):
         raise EvidenceError(

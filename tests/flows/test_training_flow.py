@@ -25,11 +25,13 @@ STAGES = [
     "synthetic/dvc.yaml:generate",
     "ingest",
     "validate",
+    "evidence",
     "prepare",
     "baseline",
     "model",
     "sft",
     "grpo",
+    "calibrate",
     "backtest",
     "register",
 ]

@@ -28,9 +28,9 @@ from tests.support import REPO
 pytestmark = pytest.mark.fault("disk full while a stage writes")
 
 SOURCE = "data/raw/funds.csv"
-STAGES = ("ingest", "validate", "methodology", "prepare")
-OUTPUTS = ("data/canonical", "data/validated", "data/schema", "data/prepared", "metrics", "reports")
-LIMIT = {"ingest": 8192, "validate": 8192, "methodology": 1024, "prepare": 16384}  # bytes: below a data output of each
+STAGES = ("ingest", "validate", "methodology", "evidence", "prepare")
+OUTPUTS = ("data/canonical", "data/validated", "data/schema", "data/evidence", "data/prepared", "metrics", "reports")
+LIMIT = {"ingest": 8192, "validate": 8192, "methodology": 1024, "evidence": 4096, "prepare": 16384}  # bytes: below a data output of each
 
 
 def stage(root: Path, name: str, limit: int | None = None) -> subprocess.CompletedProcess:
