@@ -554,6 +554,7 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
     """Evidence in the prompt, grade probabilities, calibrated confidence: the rows of each run that
     has them, against gradient boosting and against the row each changes."""
     from fundgrpo.evaluation.agreement import paired_bootstrap
+    from fundgrpo.evaluation.calibration import filled
 
     have = [
         v
@@ -622,10 +623,14 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
         paired, expert, groups = _paired(runs[variant]["per_fund"], runs[base]["per_fund"])
         for key in ("sft_grade", "grpo_grade"):
             cells = []
+            # an invalid answer is a miss in both runs (older runs stored the middle grade for it)
+            valid = key.replace("_grade", "_valid")
+            a_grades, b_grades = (
+                filled(expert, [r[key] if r.get(valid, True) else None for r in rows], grades)
+                for rows in ([a for a, _ in paired], [z for _, z in paired])
+            )
             for metric in ("exact", "qwk"):
-                b = paired_bootstrap(
-                    expert, [a[key] for a, _ in paired], [z[key] for _, z in paired], groups, grades, metric
-                )
+                b = paired_bootstrap(expert, a_grades, b_grades, groups, grades, metric)
                 cells.append(_interval(b))
             who = "SFT" if key == "sft_grade" else "GRPO"
             out.append(f"| {who} ({variant}) − {who} ({base}) | " + " | ".join(cells) + " | – | – | – |")

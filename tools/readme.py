@@ -24,9 +24,8 @@ ROWS = {
     "gbm": "gradient boosting",
 }
 DATASETS = {
-    "synthetic-tenure": "synthetic default, before `show_rule`",
-    "synthetic": "synthetic, earlier (analysts = published rule)",
     "morningstar": "Morningstar UK equity (real experts), `show_rule`",
+    "embedded-default": "synthetic default",
     "synthetic-ko": "synthetic earlier, Korean methodology",
 }
 
@@ -95,30 +94,33 @@ def demo_line(root: Path) -> list[str]:
 
 def pretrained_table(root: Path) -> list[str]:
     out = [
-        "Pretrained models on 2 CPU cores (`benchmarks/pretrained.md`; exact / QWK, same test funds per row):",
+        "Pretrained models, and the embedded one with evidence, on 2 CPU cores (`benchmarks/pretrained.md`; "
+        "exact / QWK, same test funds per row):",
         "",
         "| data | model | SFT (LoRA) | GRPO from SFT | kept | rule scorer | gradient boosting |",
         "|---|---|---|---|---|---|---|",
     ]
-    # each dataset's main run, and its runs with LoRA on the top layers only, for one and two SFT epochs
+    # each dataset's main run, its runs with LoRA on the top layers only and with
+    # the statistical estimate in the prompt
     # (other variants: benchmarks/pretrained.md)
     runs = [
         (name, variant, label)
         for name, label in DATASETS.items()
-        for variant in ("sft-grpo", "top-layers", "two-epochs")
+        for variant in ("sft-grpo", "top-layers", "evidence")
+        if name != "embedded-default" or variant == "evidence"  # its main run is the table above
     ]
     for name, variant, label in runs:
         path = root / "benchmarks/results/pretrained" / name / variant / "summary.json"
         if not path.exists():
             continue
         s = json.loads(path.read_text(encoding="utf-8"))
-        if variant in ("top-layers", "two-epochs"):
+        if variant == "top-layers":
             label += f", LoRA on the top {s['params']['sft']['lora']['top_layers']} layers"
-        if variant == "two-epochs":
-            label += f", {s['params']['sft']['epochs']:g} SFT epochs"
+        if variant == "evidence":  # GRPO's cell: the grade as served (probabilities read, calibrated)
+            label += ", gradient boosting's estimate in the prompt, grades read as probabilities"
         m = s["backtest"]["models"]
         cell = lambda k: f"{_f(m[k]['exact'])} / {_f(m[k]['qwk'])}" if k in m else "–"  # noqa: E731
-        model = s["params"]["model"]["pretrained"].split("/")[-1].removesuffix(".gguf")
+        model = (s["params"]["model"]["pretrained"] or "embedded (~1M)").split("/")[-1].removesuffix(".gguf")
         out.append(
             f"| {label} | {model} | {cell('sft')} | {cell('grpo')} | {s['train'].get('kept', 'last')} | "
             f"{cell('rule')} | {cell('gbm')} |"
