@@ -18,6 +18,10 @@ For each new file in `monitor.incoming_dir` (see monitoring/batches.py for the f
    candidate and the old champion are also scored on the batch's rated test-split funds;
    both results go to summary.json and MLflow.
 
+4. count the analysts' decisions made since the newest model version was trained (the API's store); at
+   `monitor.relearn_after_decisions` or more, and no batch relearned in this run, run the
+   `training` flow: the `decisions` stage makes them labels, and the same gate decides.
+
 The file is then moved to `monitor.processed_dir/<date>/`. A retrain that fails leaves
 the champion as it was; the batch stays accepted for the next training run, and the
 flow fails with the error after writing the summary.
@@ -42,6 +46,7 @@ from prefect.cache_policies import NO_CACHE
 from flows import common
 from flows.training_flow import mlflow_check, training
 from fundgrpo import io
+from fundgrpo.data import decisions
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.validation import validate_frame
 from fundgrpo.evaluation.backtesting import rule_predictions
@@ -384,29 +389,81 @@ def relearn(
     return outcome
 
 
+def last_trained(uri: str, params: Params) -> tuple[str, datetime] | None:
+    """(version, when it was registered) of the newest registered version, champion or not; None
+    when there is none. Decisions are counted from there: a version the gate refused was still
+    trained on the decisions before it, and retraining on the same ones would only repeat it."""
+    from mlflow import MlflowClient
+
+    versions = MlflowClient(tracking_uri=uri).search_model_versions(f"name = '{params.register.model_name}'")
+    if not versions:
+        return None
+    newest = max(versions, key=lambda v: int(v.version))
+    return str(newest.version), datetime.fromtimestamp(newest.creation_timestamp / 1000, tz=timezone.utc)
+
+
+@task(name="analysts-decisions", cache_policy=NO_CACHE)
+def decisions_check(root: Path, params: Params, uri: str) -> dict[str, Any]:
+    """How many decisions analysts made since the newest model version was trained, against the setting."""
+    threshold = params.monitor.relearn_after_decisions
+    found = last_trained(uri, params) if threshold else None
+    if threshold == 0 or found is None:
+        why = "monitor.relearn_after_decisions is 0" if threshold == 0 else "no model version in the registry"
+        return {"count": None, "threshold": threshold, "due": False, "reason": f"decisions not counted: {why}"}
+    version, when = found
+    count = decisions.since(decisions.store_url(params.decisions.store_url, root), when)
+    due = count >= threshold
+    reason = f"{count} analyst decision(s) since v{version} was trained (relearn at {threshold})"
+    get_run_logger().info(reason)
+    return {"count": count, "threshold": threshold, "due": due, "reason": reason, "since_version": version}
+
+
 @flow(name="monitoring")
 def monitoring(
     root: str = ".", retrain: bool | None = None, retries: int = 2, retry_delay_s: float = 30.0
 ) -> list[dict]:
-    """Handle every new batch in the watched folder; returns one summary per batch."""
+    """Handle every new batch in the watched folder, then the analysts' decisions; returns one summary
+    per batch, and one for the decisions when enough of them made the flow relearn."""
     logger = get_run_logger()
     workspace = Path(root).resolve()
     params = load_params(workspace / "params.yaml")
     files = batches.incoming(params.monitor, workspace)
-    if not files:
-        logger.info("no new batch in %s", workspace / params.monitor.incoming_dir)
-        return []
     uri = common.tracking_uri(params.register, workspace)
-    mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)(uri)
-    day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     relearn_on = params.monitor.retrain if retrain is None else retrain
-    return [handle_batch(workspace, params, path, uri, relearn_on, retries, retry_delay_s, day) for path in files]
+    results = []
+    if files:
+        mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)(uri)
+        day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        results = [
+            handle_batch(workspace, params, path, uri, relearn_on, retries, retry_delay_s, day) for path in files
+        ]
+    else:
+        logger.info("no new batch in %s", workspace / params.monitor.incoming_dir)
+    counted = decisions_check(workspace, params, uri)
+    if not counted["due"]:
+        return results
+    if any(r.get("retrain", {}).get("status") == "done" for r in results):
+        logger.info("%s; the training run above already took them as labels", counted["reason"])
+        return results
+    summary: dict[str, Any] = {"batch": None, "kind": "decisions", "verdict": "decisions", "reason": counted["reason"]}
+    if not relearn_on:
+        summary["retrain"] = {"status": "skipped", "reason": f"{counted['reason']}, but retraining is off"}
+        return [*results, summary]
+    result = training(root=str(workspace), retries=retries, retry_delay_s=retry_delay_s)
+    summary["retrain"] = {
+        "status": "done",
+        "message": result["message"],
+        "decision": result["decision"] if result["registered"] else None,
+    }
+    logger.info("analysts' decisions: %s", result["message"])
+    return [*results, summary]
 
 
 def main() -> int:
     results = monitoring()
     for s in results:
-        print(f"{s['batch']}: {s['verdict']}: {s.get('retrain', {}).get('message') or s['reason']}")
+        what = s["batch"] or "analysts' decisions"
+        print(f"{what}: {s['verdict']}: {s.get('retrain', {}).get('message') or s['reason']}")
     return 0
 
 

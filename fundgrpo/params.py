@@ -428,6 +428,17 @@ class BaselineParams:
 
 
 @dataclass(frozen=True)
+class DecisionsParams:
+    """Analysts' decisions as labels (stage `decisions`, fundgrpo/data/decisions.py): the latest
+    decision per share class, exported from the API's store into a table DVC tracks; `evidence` and
+    `prepare` use each decided grade as that share class's expert grade (provenance kept per row)."""
+
+    # the API's store (FUNDGRPO_DB_URL in the environment wins, as it does for the API)
+    store_url: str = "sqlite:///evaluations.db"
+    out: str = "data/decisions/decisions.csv"
+
+
+@dataclass(frozen=True)
 class EvidenceParams:
     """Statistical evidence (stage `evidence`, fundgrpo/evaluation/statistical.py): the gradient-boosting
     baseline's grade probabilities for every share class. Training and validation funds get
@@ -497,6 +508,15 @@ class MonitorParams:
     migration_threshold: float = 0.35
     seed: int = 0  # for the samples
     retrain: bool = True  # relearn when drift is found (false: report only)
+    # relearn when analysts have made this many decisions since the newest model version was trained (0: never);
+    # the `decisions` stage makes them labels, the gate judges the result
+    relearn_after_decisions: int = 20
+
+    def __post_init__(self) -> None:
+        if self.relearn_after_decisions < 0:
+            raise ParamsError(
+                f"monitor.relearn_after_decisions is a count, 0 (off) or more; got {self.relearn_after_decisions}"
+            )
 
 
 @dataclass(frozen=True)
@@ -507,10 +527,15 @@ class EvaluateParams:
     # Evaluations whose confidence (the calibrated probability of their grade) is below this are
     # marked "needs an analyst" (evaluate's output, the API, the dashboard); so is every invalid one.
     review_below: float = 0.5
+    # ... and so are those whose grade is this many grades or more from the methodology's or from
+    # gradient boosting's (the review queue's rule: fundgrpo/serving/review.py)
+    disagree_by: int = 2
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.review_below <= 1.0:
             raise ParamsError(f"evaluate.review_below is a confidence, between 0 and 1; got {self.review_below}")
+        if isinstance(self.disagree_by, bool) or not isinstance(self.disagree_by, int) or self.disagree_by < 1:
+            raise ParamsError(f"evaluate.disagree_by is a number of grades, 1 or more; got {self.disagree_by!r}")
 
 
 @dataclass(frozen=True)
@@ -531,6 +556,7 @@ class Params:
     sft: SftParams = field(default_factory=SftParams)
     grpo: GrpoParams = field(default_factory=GrpoParams)
     baseline: BaselineParams = field(default_factory=BaselineParams)
+    decisions: DecisionsParams = field(default_factory=DecisionsParams)
     evidence: EvidenceParams = field(default_factory=EvidenceParams)
     calibrate: CalibrateParams = field(default_factory=CalibrateParams)
     backtest: BacktestParams = field(default_factory=BacktestParams)

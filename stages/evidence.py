@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.cli import run_stage
+from fundgrpo.data import decisions
 from fundgrpo.evaluation import statistical
 from fundgrpo.params import load_params
 
@@ -19,8 +20,10 @@ from fundgrpo.params import load_params
 def main() -> None:
     def body() -> None:
         p = load_params()
-        funds = pd.read_parquet(p.validate.out)
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
+        funds = decisions.apply(
+            pd.read_parquet(p.validate.out), decisions.read(p.decisions.out), rubric["grades"], p.decisions.out
+        )
         estimates, estimator, summary = statistical.estimate(funds, p.baseline, p.evidence, p.prepare, rubric["grades"])
         statistical.write(p.evidence.out_dir, estimates, estimator, summary)
         shown = {k: summary[k] for k in ("out_of_fold", "test", "seconds") if k in summary}

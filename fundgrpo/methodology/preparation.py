@@ -117,6 +117,11 @@ def build_records(
                 "reference": reference,
                 "expert_grade": grade,
                 "expert_score": round(score, 2),
+                # where the grade comes from: the export's experts, or an analyst's decision (its id)
+                "label_source": row.get("label_source") or "export",
+                **(
+                    {"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}
+                ),
                 "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in m.criteria}),
                 "rule_grade": int(rules.at[i, "rule_grade"]),
                 "rule_score": float(rules.at[i, "rule_score"]),
@@ -156,6 +161,7 @@ def run(
         "unlabelled_rows_excluded": int((~labelled).sum()),
         **{f"{s}_rows": len(datasets[s]) for s in SPLITS},
         **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
+        "analyst_labels": sum(r["label_source"] == "analyst" for r in records),
     }
     return datasets, summary
 

@@ -12,7 +12,8 @@ was trained with (`validate.out`, the validated table), so even a single fund is
 its peers as in training. Beside the model's grade, score, reasoning and valid flag (an invalid
 answer has no grade, and `reason` says why), each row carries its grade probabilities (`p_<grade>`),
 expected grade and confidence (the calibrate stage's fit for the policy folder or a registered
-version), `needs_analyst` (invalid, or confidence below `evaluate.review_below`), `flags` (no peers
+version), `needs_analyst` and `review` (why an analyst should look: the review queue's rule,
+fundgrpo/serving/review.py), `flags` (no peers
 in the category, criteria without data, misstated criteria), the methodology's rule grade and the
 gradient-boosting grade and confidence (the `evidence` stage's training-split model).
 When the file carries expert grades,
@@ -44,6 +45,7 @@ from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving import review
 from fundgrpo.serving.champion import calibration_of, grade, prompt_records
 
 CHAMPION = "models:/{name}@champion"
@@ -60,6 +62,7 @@ OUTPUT_COLUMNS = (
     "confidence",
     "expected_grade",
     "needs_analyst",
+    "review",
     "flags",
     "rule_grade",
     "rule_score",
@@ -228,20 +231,6 @@ def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[st
     return out
 
 
-def needs_analyst(prediction: dict, threshold: float, flagged: list[str] = ()) -> bool:
-    """An evaluation an analyst should look at: invalid, less sure than `evaluate.review_below`, or
-    flagged (`flags`: no peers, criteria without data, misstated criteria).
-
-    >>> needs_analyst({"valid": True, "confidence": 0.4}, 0.5), needs_analyst({"valid": False}, 0.5)
-    (True, True)
-    >>> sure = {"valid": True, "confidence": 0.9}
-    >>> needs_analyst(sure, 0.5), needs_analyst(sure, 0.5, ["no peers"])
-    (False, True)
-    """
-    confidence = prediction.get("confidence")
-    return not prediction["valid"] or confidence is None or confidence < threshold or bool(flagged)
-
-
 def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]:
     """(local folder, a name for the output's `model` column) for a folder or a models:/ URI."""
     if not model.startswith("models:/"):
@@ -293,6 +282,7 @@ def evaluate(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
     )
     grades = rubric["grades"]
+    known = set(reference["share_class_id"].astype(str))  # a share class outside it is new to the universe
     rows = []
     for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
         expert = fund.get("expert_grade")
@@ -311,8 +301,7 @@ def evaluate(
                 "reason": p["reason"],
                 "confidence": p.get("confidence"),
                 "expected_grade": p.get("expected_grade"),
-                "needs_analyst": needs_analyst(p, params.evaluate.review_below, flagged),
-                "flags": "; ".join(flagged),
+                "flags": flagged,
                 "rule_grade": record["rule_grade"],
                 "rule_score": round(record["rule_score"], 2),
                 "missing_criteria": lacks,
@@ -326,6 +315,8 @@ def evaluate(
                 **{f"p_{g}": (probs[i] if probs is not None else None) for i, g in enumerate(grades)},
             }
         )
+        reasons = review.why(rows[-1], params.evaluate, known)
+        rows[-1].update(needs_analyst=bool(reasons), review="; ".join(reasons), flags="; ".join(flagged))
     columns = list(OUTPUT_COLUMNS) + [f"p_{g}" for g in grades]
     return pd.DataFrame(rows, columns=columns).astype({"expert_grade": "Int64", "grade": "Int64"})
 

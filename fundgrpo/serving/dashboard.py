@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from fundgrpo.cli import offline
-from fundgrpo.params import load_params
+from fundgrpo.params import EvaluateParams, load_params
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving import review
 
 LABELS = {
     "en": {
@@ -202,19 +203,33 @@ def page(data: Data, title: str, body: str) -> str:
 SORTS = ("", "low", "high")
 
 
-def needs_review(row: dict, threshold: float) -> bool:
-    """A tested fund an analyst should look at: the policy's answer invalid or less sure than the threshold.
+def needs_review(row: dict, rule: EvaluateParams) -> bool:
+    """A tested fund an analyst should look at, by the review queue's rule (fundgrpo/serving/review.py):
+    the policy's answer invalid, less sure than `evaluate.review_below`, or `evaluate.disagree_by`
+    grades from the methodology's or gradient boosting's.
 
-    >>> needs_review({"grpo_valid": True, "grpo_confidence": 0.4}, 0.5), needs_review({"grpo_valid": False}, 0.5)
-    (True, True)
+    >>> rule = EvaluateParams(review_below=0.5, disagree_by=2)
+    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.4}, rule)
+    True
+    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.9, "rule_grade": 1}, rule)
+    True
+    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.9, "gbm_grade": 2}, rule)
+    False
     """
-    confidence = row.get("grpo_confidence")
-    return not row.get("grpo_valid", True) or confidence is None or confidence < threshold
+    evaluation = {
+        "grade": row.get("grpo_grade") if row.get("grpo_valid", True) else None,
+        "valid": row.get("grpo_valid", True),
+        "confidence": row.get("grpo_confidence"),
+        "rule_grade": row.get("rule_grade"),
+        "gbm_grade": row.get("gbm_grade"),
+    }
+    return bool(review.why(evaluation, rule))
 
 
 def funds_page(data: Data, category: str = "", disagree: bool = False, review: bool = False, sort: str = "") -> str:
     t = LABELS[data.language()]
-    threshold = data.params.evaluate.review_below
+    rule = data.params.evaluate
+    threshold = rule.review_below
     rows = data.predictions()
     categories = sorted({r["category"] for r in rows})
     shown = [
@@ -222,7 +237,7 @@ def funds_page(data: Data, category: str = "", disagree: bool = False, review: b
         for r in rows
         if (not category or r["category"] == category)
         and (not disagree or r.get("grpo_grade") != r["expert_grade"])
-        and (not review or needs_review(r, threshold))
+        and (not review or needs_review(r, rule))
     ]
     if sort in ("low", "high"):
         shown = sorted(shown, key=lambda r: r.get("grpo_confidence") or 0.0, reverse=sort == "high")
@@ -257,7 +272,7 @@ def funds_page(data: Data, category: str = "", disagree: bool = False, review: b
             reasoning = ""
         off = ' class="off"' if r.get("grpo_grade") != r["expert_grade"] else ""
         confidence = r.get("grpo_confidence")
-        flag = f' <span class="review">{_e(t["review"])}</span>' if needs_review(r, threshold) else ""
+        flag = f' <span class="review">{_e(t["review"])}</span>' if needs_review(r, rule) else ""
         evidence = f"{_e(t['methodology'])} {_e(r.get('rule_grade'))}"
         if r.get("gbm_grade") is not None:
             evidence += (

@@ -118,3 +118,45 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
     assert runs[0].data.tags["gate.reason"] == decision["reason"]
     with capsys.disabled():
         print(f"\n[monitoring e2e] drifted batch -> relearn -> gate in {seconds:.0f} s: {retrain['message']}")
+
+
+def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):
+    """Decisions made in the API's store since the newest version was trained are counted; below
+    `monitor.relearn_after_decisions` nothing runs, at it the training flow does (the `decisions` stage
+    makes them labels) and ends at the gate; counted again from the new version, nothing is due."""
+    import yaml
+
+    from flows.monitoring_flow import monitoring
+    from fundgrpo.serving.api.store import Store
+
+    root, _ = trained
+    params_path = root / "params.yaml"
+    original = params_path.read_text(encoding="utf-8")
+    data = yaml.safe_load(original)
+    data["monitor"]["relearn_after_decisions"] = 2
+    params_path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    try:
+        test = [json.loads(line) for line in (root / "data/prepared/test.jsonl").read_text().splitlines()][:2]
+        versions = support.versions(root)
+        store = Store(f"sqlite:///{root}/evaluations.db")
+        store.add([{"share_class_id": r["share_class_id"], "grade": 3} for r in test], f"models:/x/{versions[-1]}")
+        regraded = {r["share_class_id"]: 5 if r["expert_grade"] < 4 else 1 for r in test}
+        first, second = regraded
+        store.decide(store.latest(first), regraded[first], "the record says otherwise", "ana", None)
+        assert monitoring(root=str(root), retries=0) == []  # one decision: below the setting, nothing runs
+        store.decide(store.latest(second), regraded[second], "a closer look at costs", "ana", None)
+        [summary] = monitoring(root=str(root), retries=0)
+        assert summary["kind"] == "decisions" and "2 analyst decision(s)" in summary["reason"]
+        decision = summary["retrain"]["decision"]
+        assert summary["retrain"]["status"] == "done" and support.versions(root) == versions + [decision["version"]]
+        labelled = {
+            r["share_class_id"]: r
+            for line in (root / "data/prepared/test.jsonl").read_text().splitlines()
+            if (r := json.loads(line))["share_class_id"] in regraded
+        }
+        assert {k: (r["expert_grade"], r["label_source"]) for k, r in labelled.items()} == {
+            k: (g, "analyst") for k, g in regraded.items()
+        }
+        assert monitoring(root=str(root), retries=0) == []  # counted from the version just trained
+    finally:
+        params_path.write_text(original, encoding="utf-8")

@@ -10,20 +10,23 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+import sqlalchemy as sa
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving import review
+from fundgrpo.serving.api import review_page
 from fundgrpo.serving.api.evaluator import Evaluator
 from fundgrpo.serving.api.keys import KeyRing, hash_key
 from fundgrpo.serving.api.limits import RateLimiter
-from fundgrpo.serving.api.schemas import EvaluationRequest
+from fundgrpo.serving.api.schemas import DecisionRequest, EvaluationRequest
 from fundgrpo.serving.api.settings import ApiSettings
-from fundgrpo.serving.api.store import Store
+from fundgrpo.serving.api.store import Conflict, Store
 
 ACCESS = logging.getLogger("fundgrpo.serving.api.access")
 
@@ -113,6 +116,10 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
                 raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "API-Key"})
             request.state.key_name = entry["name"]
             if scope not in entry["scopes"]:
+                if scope == "review":  # a refused decision is audited too
+                    state["store"].log(
+                        entry["name"], "refused", None, {"path": request.url.path, "why": "no review scope"}
+                    )
                 raise HTTPException(403, f"this key lacks the {scope!r} scope")
             if not state["limiter"].allow(entry["name"]):
                 raise HTTPException(
@@ -169,6 +176,91 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         if found is None:
             raise HTTPException(404, f"no stored evaluation for share class {share_class_id!r}")
         return found
+
+    @app.exception_handler(sa.exc.OperationalError)
+    async def store_unreachable(request: Request, err: Exception):
+        # the database is down or locked past its timeout: nothing was written, the client may retry
+        return JSONResponse(
+            {"detail": f"the store is unreachable: {str(err).splitlines()[0][:200]}"},
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+    @app.post("/v1/decisions", status_code=201)
+    def post_decision(body: DecisionRequest, analyst: str = Depends(need("review"))) -> dict:
+        store: Store = state["store"]
+        grades = state["evaluator"].rubric["grades"]
+        if body.grade not in grades:
+            raise HTTPException(422, f"grade: {body.grade} is not a grade of the methodology ({grades})")
+        if body.evaluation_id is None:
+            evaluation = store.latest(body.share_class_id)
+            if evaluation is None:
+                raise HTTPException(
+                    404, f"share_class_id: no stored evaluation for {body.share_class_id!r} (evaluate it first)"
+                )
+        else:
+            evaluation = store.evaluation(body.evaluation_id)
+            if evaluation is None:
+                raise HTTPException(404, f"evaluation_id: no stored evaluation {body.evaluation_id}")
+            if evaluation["share_class_id"] != body.share_class_id:
+                raise HTTPException(
+                    422,
+                    f"evaluation_id: evaluation {body.evaluation_id} is of share class "
+                    f"{evaluation['share_class_id']!r}, not {body.share_class_id!r}",
+                )
+        if body.model_version is not None and body.model_version != evaluation["model_version"]:
+            raise HTTPException(
+                422,
+                f"model_version: evaluation {evaluation['evaluation_id']} was made by "
+                f"{evaluation['model_version']!r}, not {body.model_version!r}",
+            )
+        try:
+            return store.decide(evaluation, body.grade, body.reason, analyst, body.based_on)
+        except Conflict as err:
+            store.log(analyst, "conflict", body.share_class_id, {"based_on": body.based_on, "latest": err.latest})
+            raise HTTPException(
+                409,
+                f"based_on: {body.share_class_id!r} was decided since decision {body.based_on}: {err}; "
+                "reload it and decide again",
+            ) from None
+
+    @app.get("/v1/decisions")
+    def get_decisions(share_class_id: str | None = Query(None, max_length=100), _: str = Depends(need("read"))):
+        return {"decisions": state["store"].list_decisions(share_class_id)}
+
+    @app.get("/v1/review-queue")
+    def get_review_queue(limit: int = Query(100, ge=1, le=1000), _: str = Depends(need("read"))) -> dict:
+        evaluator: Evaluator = state["evaluator"]
+        rule = evaluator.params.evaluate
+        items = review.queue(state["store"].undecided(), rule, evaluator.known)
+        return {
+            "grades": evaluator.rubric["grades"],
+            "rule": {"review_below": rule.review_below, "disagree_by": rule.disagree_by},
+            "order": "invalid answers first, then confidence from the lowest, then the largest disagreement",
+            "total": len(items),
+            "items": items[:limit],
+        }
+
+    # the analysts' page: static; its data and decisions go through the endpoints above with the
+    # analyst's key (review_page.py says why the key stays in the page)
+    page_headers = {
+        "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+    @app.get("/review", include_in_schema=False)
+    def review_page_html():
+        language = state["evaluator"].rubric.get("language", "en")
+        return HTMLResponse(review_page.page(language), headers=page_headers)
+
+    @app.get("/review.js", include_in_schema=False)
+    def review_page_js():
+        return Response(review_page.SCRIPT, media_type="application/javascript", headers=page_headers)
+
+    @app.get("/v1/audit")
+    def get_audit(_: str = Depends(need("review"))) -> dict:
+        return {"audit": state["store"].audit_log()}
 
     @app.get("/v1/model")
     def get_model(_: str = Depends(need("read"))) -> dict:

@@ -13,14 +13,16 @@ from typing import Any
 
 import pandas as pd
 
+from fundgrpo.data import decisions
 from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.evaluation.backtesting import answer
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
+from fundgrpo.serving import review
 from fundgrpo.serving.api.settings import ApiSettings
-from fundgrpo.serving.batch import flags, missing_criteria, needs_analyst, with_reference
+from fundgrpo.serving.batch import flags, missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, prompt_records
 from fundgrpo.training import modelling
 
@@ -48,6 +50,11 @@ class Evaluator:
         self.params = load_params(root / "params.yaml")
         self.rubric, self.schema = load_compiled(root / self.params.methodology.out_dir)
         self.reference = pd.read_parquet(root / self.params.validate.out)
+        self.known = frozenset(self.reference["share_class_id"].astype(str))  # outside it: new to the universe
+        rated = self.reference.dropna(subset=["expert_grade"])
+        self.export_grades = dict(zip(rated["share_class_id"].astype(str), rated["expert_grade"].astype(int)))
+        self.decisions_path = root / self.params.decisions.out
+        self.decided: tuple[Any, dict] = (None, {})  # (file stamp, share class -> (grade, decision id))
         self.estimator = load_estimator(root / self.params.evidence.out_dir)  # gradient boosting for new funds
         self.target = settings.model or f"models:/{self.params.register.model_name}@champion"
         self.current: Loaded | None = None
@@ -101,6 +108,27 @@ class Evaluator:
                     logging.getLogger("fundgrpo.serving.api").info("serving %s", version)
                 self.checked_at = time.monotonic()
         return self.current
+
+    def label(self, share_class_id: str) -> dict | None:
+        """The expert grade the pipeline trains and tests with for this share class: an analyst's
+        decision (the `decisions` stage's table, read again when it changes) or the export's."""
+        try:
+            st = self.decisions_path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        if stamp != self.decided[0]:
+            table = decisions.read(self.decisions_path) if stamp else None
+            by_id = {} if table is None else {
+                str(r.share_class_id): (int(r.grade), int(r.decision_id)) for r in table.itertuples()
+            }  # fmt: skip
+            self.decided = (stamp, by_id)
+        if share_class_id in self.decided[1]:
+            grade, decision_id = self.decided[1][share_class_id]
+            return {"grade": grade, "source": "analyst", "decision_id": decision_id}
+        if share_class_id in self.export_grades:
+            return {"grade": self.export_grades[share_class_id], "source": "export"}
+        return None
 
     # -- answering
 
@@ -219,7 +247,6 @@ class Evaluator:
                     "probabilities": {str(g): probs[i] for i, g in enumerate(grades)} if probs is not None else None,
                     "expected_grade": p.get("expected_grade"),
                     "confidence": p.get("confidence"),
-                    "needs_analyst": needs_analyst(p, self.params.evaluate.review_below, flagged),
                     "flags": flagged,
                     "evidence": {  # beside the metrics; `in_prompt` says which of it the model was shown
                         "in_prompt": {
@@ -235,7 +262,10 @@ class Evaluator:
                         "peers": record["peers"],
                     },
                     "rule_grade": record["rule_grade"],
+                    "expert": self.label(record["share_class_id"]),  # the label in training, if any
                     "model_version": loaded.version,
                 }
             )
+            reasons = review.why(out[-1], self.params.evaluate, self.known)
+            out[-1].update(needs_analyst=bool(reasons), review=reasons)
         return loaded.version, out

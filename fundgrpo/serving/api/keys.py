@@ -8,7 +8,7 @@ import os
 import secrets
 from pathlib import Path
 
-SCOPES = ("read", "evaluate")
+SCOPES = ("read", "evaluate", "review")  # review: record analysts' decisions
 
 
 def hash_key(key: str) -> str:

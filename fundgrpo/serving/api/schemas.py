@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from fundgrpo.data.canonical import COLUMNS
 
@@ -31,3 +31,25 @@ Fund = create_model("Fund", __config__=ConfigDict(extra="forbid"), **{c.name: _f
 class EvaluationRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     funds: list[Fund] = Field(..., min_length=1)  # type: ignore[valid-type]
+
+
+class DecisionRequest(BaseModel):
+    """An analyst's grade for a share class, answering one stored evaluation."""
+
+    model_config = ConfigDict(extra="forbid")
+    share_class_id: str = Field(..., min_length=1, max_length=MAX_TEXT["share_class_id"])
+    grade: int = Field(..., description="a grade of the methodology")
+    reason: str = Field(..., max_length=2000, description="why, in the analyst's words (not empty)")
+    # the evaluation answered: the share class's latest stored one when absent
+    evaluation_id: Optional[int] = Field(None, ge=1)
+    # the version that made the evaluation, when the client wants it checked
+    model_version: Optional[str] = Field(None, max_length=300)
+    # the latest decision the analyst saw (None: none yet); another since then is a conflict (409)
+    based_on: Optional[int] = Field(None, ge=1)
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_said(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("reason is empty: say why the grade is what it is")
+        return v.strip()

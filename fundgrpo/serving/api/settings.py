@@ -6,11 +6,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from fundgrpo.params import DecisionsParams
+
 
 @dataclass(frozen=True)
 class ApiSettings:
     keys_file: Path = Path(".api_keys.json")
-    db_url: str = "sqlite:///evaluations.db"
+    db_url: str = DecisionsParams.store_url  # where the `decisions` stage reads analysts' decisions
     model: str = ""  # empty: models:/<register.model_name>@champion
     max_funds: int = 32
     rate_per_min: int = 60

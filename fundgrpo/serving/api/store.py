@@ -1,59 +1,205 @@
-"""Stored evaluations."""
+"""Stored evaluations and analysts' decisions (SQLAlchemy Core): SQLite by default, PostgreSQL by URL.
+
+A decision is an analyst's grade for a share class, answering one stored evaluation. Each decision
+is a new row (the latest wins); the `heads` table holds each share class's latest decision id and is
+updated with a compare-and-set, so two analysts deciding the same fund at once cannot both win:
+the second is told who decided first (a conflict) and decides again on what it now sees. The
+decision, its head and its audit row are written in one transaction, committed before the analyst
+is answered: an acknowledged decision survives a server kill, and a half-written one never exists.
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 
-class Store:
-    """Evaluations in a database (SQLAlchemy Core): SQLite by default, PostgreSQL by URL."""
+class Conflict(Exception):
+    """Someone decided this share class since the decision the analyst saw."""
 
+    def __init__(self, latest: dict | None) -> None:
+        self.latest = latest
+        who = f"decision {latest['id']} by {latest['analyst']} at {latest['created_at']}" if latest else "none"
+        super().__init__(f"the latest decision is {who}")
+
+
+class Store:
     def __init__(self, url: str) -> None:
         import sqlalchemy as sa
 
         self.sa = sa
         self.engine = sa.create_engine(url, future=True, pool_pre_ping=True)
         meta = sa.MetaData()
+        now = lambda name: sa.Column(name, sa.DateTime(timezone=True), nullable=False)  # noqa: E731
         self.table = sa.Table(
             "evaluations",
             meta,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("share_class_id", sa.String(200), index=True, nullable=False),
             sa.Column("model_version", sa.String(200), nullable=False),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+            now("created_at"),
             sa.Column("evaluation", sa.JSON, nullable=False),
+        )
+        self.decisions = sa.Table(
+            "decisions",
+            meta,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("share_class_id", sa.String(200), index=True, nullable=False),
+            sa.Column("evaluation_id", sa.Integer, sa.ForeignKey("evaluations.id"), nullable=False),
+            sa.Column("model_version", sa.String(200), nullable=False),
+            sa.Column("old_grade", sa.Integer, nullable=True),  # None: the answer was invalid
+            sa.Column("new_grade", sa.Integer, nullable=False),
+            sa.Column("reason", sa.Text, nullable=False),
+            sa.Column("analyst", sa.String(200), nullable=False),  # the key's name
+            now("created_at"),
+        )
+        self.heads = sa.Table(
+            "decision_heads",
+            meta,
+            sa.Column("share_class_id", sa.String(200), primary_key=True),
+            sa.Column("decision_id", sa.Integer, nullable=False),
+        )
+        self.audit = sa.Table(
+            "audit_log",
+            meta,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            now("at"),
+            sa.Column("actor", sa.String(200), nullable=False),
+            sa.Column("action", sa.String(50), nullable=False),
+            sa.Column("share_class_id", sa.String(200), nullable=True),
+            sa.Column("detail", sa.Text, nullable=False),
         )
         meta.create_all(self.engine)
 
-    def add(self, rows: list[dict], version: str) -> None:
+    # -- evaluations
+
+    def add(self, rows: list[dict], version: str) -> list[int]:
+        """Store each evaluation; its id is set on the row (`evaluation_id`) and returned."""
         now = datetime.now(timezone.utc)
+        ids = []
         with self.engine.begin() as conn:
-            conn.execute(
-                self.table.insert(),
-                [
-                    {
-                        "share_class_id": r["share_class_id"],
-                        "model_version": version,
-                        "created_at": now,
-                        "evaluation": r,
-                    }
-                    for r in rows
-                ],
-            )
+            for r in rows:  # one insert each: portable ids on SQLite and PostgreSQL
+                done = conn.execute(
+                    self.table.insert().values(
+                        share_class_id=r["share_class_id"], model_version=version, created_at=now, evaluation=r
+                    )
+                )
+                ids.append(done.inserted_primary_key[0])
+        for r, i in zip(rows, ids):
+            r["evaluation_id"] = i
+        return ids
+
+    def _evaluation(self, row) -> dict:
+        return {
+            **row["evaluation"],
+            "evaluation_id": row["id"],
+            "model_version": row["model_version"],
+            "created_at": row["created_at"].isoformat(),
+        }
 
     def latest(self, share_class_id: str) -> dict | None:
         t = self.table
         with self.engine.connect() as conn:
-            row = (
+            q = self.sa.select(t).where(t.c.share_class_id == share_class_id).order_by(t.c.id.desc()).limit(1)
+            row = conn.execute(q).mappings().first()
+        return None if row is None else self._evaluation(row)
+
+    def evaluation(self, evaluation_id: int) -> dict | None:
+        t = self.table
+        with self.engine.connect() as conn:
+            row = conn.execute(self.sa.select(t).where(t.c.id == evaluation_id)).mappings().first()
+        return None if row is None else self._evaluation(row)
+
+    def undecided(self) -> list[dict]:
+        """The latest evaluation of each share class, unless a decision answered it or a later one."""
+        sa, t, d = self.sa, self.table, self.decisions
+        newest = sa.select(sa.func.max(t.c.id)).group_by(t.c.share_class_id).scalar_subquery()
+        decided = sa.select(d.c.id).where(d.c.share_class_id == t.c.share_class_id, d.c.evaluation_id >= t.c.id)
+        h = self.heads
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.id.in_(newest), ~sa.exists(decided))).mappings().all()
+            heads = dict(conn.execute(sa.select(h.c.share_class_id, h.c.decision_id)).all())
+        # each with the latest decision on its share class (an older evaluation's), for `based_on`
+        return [{**self._evaluation(r), "decision_id": heads.get(r["share_class_id"])} for r in rows]
+
+    # -- decisions
+
+    def _decision(self, row) -> dict:
+        return {**dict(row), "created_at": row["created_at"].isoformat()}
+
+    def latest_decision(self, share_class_id: str, conn=None) -> dict | None:
+        d = self.decisions
+        q = self.sa.select(d).where(d.c.share_class_id == share_class_id).order_by(d.c.id.desc()).limit(1)
+        if conn is None:
+            with self.engine.connect() as conn:
+                row = conn.execute(q).mappings().first()
+        else:
+            row = conn.execute(q).mappings().first()
+        return None if row is None else self._decision(row)
+
+    def decide(self, evaluation: dict, new_grade: int, reason: str, analyst: str, based_on: int | None) -> dict:
+        """Record a decision on `evaluation` if the latest decision on its share class is still
+        `based_on` (None: none yet); else raise Conflict. Decision, head and audit row commit together."""
+        sa, d, h = self.sa, self.decisions, self.heads
+        scid = evaluation["share_class_id"]
+        now = datetime.now(timezone.utc)
+        row = {
+            "share_class_id": scid,
+            "evaluation_id": evaluation["evaluation_id"],
+            "model_version": evaluation["model_version"],
+            "old_grade": evaluation.get("grade"),
+            "new_grade": new_grade,
+            "reason": reason,
+            "analyst": analyst,
+            "created_at": now,
+        }
+        try:
+            with self.engine.begin() as conn:
+                new_id = conn.execute(d.insert().values(**row)).inserted_primary_key[0]
+                if based_on is None:
+                    conn.execute(h.insert().values(share_class_id=scid, decision_id=new_id))  # IntegrityError if taken
+                else:
+                    moved = conn.execute(
+                        h.update()
+                        .where(h.c.share_class_id == scid, h.c.decision_id == based_on)
+                        .values(decision_id=new_id)
+                    )
+                    if moved.rowcount != 1:
+                        raise Conflict(self.latest_decision(scid, conn))
+                detail = {k: v for k, v in row.items() if k not in ("created_at", "share_class_id")}
                 conn.execute(
-                    self.sa.select(t).where(t.c.share_class_id == share_class_id).order_by(t.c.id.desc()).limit(1)
+                    self.audit.insert().values(
+                        at=now, actor=analyst, action="decide", share_class_id=scid,
+                        detail=json.dumps({"decision_id": new_id, **detail}),
+                    )
+                )  # fmt: skip
+        except sa.exc.IntegrityError:  # another analyst's first decision won the race
+            raise Conflict(self.latest_decision(scid)) from None
+        return {**row, "id": new_id, "created_at": now.isoformat()}
+
+    def list_decisions(self, share_class_id: str | None = None) -> list[dict]:
+        d = self.decisions
+        q = self.sa.select(d).order_by(d.c.id)
+        if share_class_id is not None:
+            q = q.where(d.c.share_class_id == share_class_id)
+        with self.engine.connect() as conn:
+            return [self._decision(r) for r in conn.execute(q).mappings().all()]
+
+    def log(self, actor: str, action: str, share_class_id: str | None, detail: dict) -> None:
+        """An audit row for something refused or done outside a decision."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                self.audit.insert().values(
+                    at=datetime.now(timezone.utc), actor=actor, action=action, share_class_id=share_class_id,
+                    detail=json.dumps(detail, default=str),
                 )
-                .mappings()
-                .first()
-            )
-        if row is None:
-            return None
-        return {**row["evaluation"], "model_version": row["model_version"], "created_at": row["created_at"].isoformat()}
+            )  # fmt: skip
+
+    def audit_log(self) -> list[dict]:
+        a = self.audit
+        with self.engine.connect() as conn:
+            rows = conn.execute(self.sa.select(a).order_by(a.c.id)).mappings().all()
+        return [{**dict(r), "at": r["at"].isoformat(), "detail": json.loads(r["detail"])} for r in rows]
 
     def ping(self) -> bool:
         try:

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -51,7 +52,7 @@ def setup(request, trained, tmp_path):
     keys = tmp_path / "keys.json"
     env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
     made = {}
-    for name, scopes in (("analyst", "read,evaluate"), ("reader", "read")):
+    for name, scopes in (("analyst", "read,evaluate"), ("reader", "read"), ("reviewer", "read,review")):
         done = subprocess.run(
             [sys.executable, "-m", "fundgrpo.serving.api", "add-key", name, "--scopes", scopes],
             env=env,
@@ -95,7 +96,9 @@ def test_evaluate_store_and_read_back(setup):
             if e["valid"]:
                 assert 1 <= e["grade"] <= 5 and abs(sum(e["probabilities"].values()) - 1) < 1e-3
                 assert e["confidence"] == pytest.approx(e["probabilities"][str(e["grade"])], abs=1e-4)
-            assert e["needs_analyst"] == (not e["valid"] or e["confidence"] < 0.5 or bool(e["flags"]))
+            # the review queue's rule: these share classes are new to the universe, so each needs an analyst
+            assert e["needs_analyst"] and "new to the universe" in e["review"]
+            assert (not e["valid"]) == any(w.startswith("invalid answer") for w in e["review"])
             assert e["evidence"]["gbm_grade"] in range(1, 6) and e["evidence"]["peers"] > 1
             assert e["evidence"]["in_prompt"] == {"rule": True, "gbm": False}  # the defaults: show_rule, no estimate
         stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
@@ -260,3 +263,141 @@ def test_a_moved_alias_is_served_without_restart(setup, tmp_path, monkeypatch):
         assert moved - started < 3.0 < answered - started  # it was still in flight when the alias moved
         assert answer.status_code == 200 and answer.json()["model_version"] == "models:/fund-evaluator/1"
         assert after.status_code == 200 and after.json()["model_version"] == f"models:/fund-evaluator/{v2.version}"
+
+
+def test_review_queue_and_analysts_decisions(setup):
+    """The queue lists what needs an analyst in the documented order; a `review` key decides with a
+    reason, kept with who, when, the evaluation and version answered, old and new grade; a second
+    decision is a new row (the latest wins); a decision on stale ground is a conflict; every bad
+    request is a 4xx naming the field; every decision and refusal is in the audit log."""
+    root, settings, keys, reference = setup
+    reader, reviewer, analyst = ({"X-API-Key": keys[k]} for k in ("reader", "reviewer", "analyst"))
+    with TestClient(create_app(root, settings)) as client:
+        tag = uuid.uuid4().hex[:8]  # the PostgreSQL store is shared by the session's tests
+        funds = [fund(reference, i, share_class_id=f"Q{tag}-{i}") for i in range(3)]
+        done = client.post("/v1/evaluations", json={"funds": funds}, headers=analyst)
+        assert done.status_code == 200, done.text
+        evaluations = {e["share_class_id"]: e for e in done.json()["evaluations"]}
+        queue = client.get("/v1/review-queue", params={"limit": 1000}, headers=reader).json()
+        assert queue["rule"] == {"review_below": 0.5, "disagree_by": 2} and queue["total"] >= 3
+        items = [e for e in queue["items"] if e["share_class_id"] in evaluations]
+        ids = [e["share_class_id"] for e in items]
+        assert set(ids) == set(evaluations) and all(e["why"] for e in items)
+        invalid_first = [e["grade"] is None for e in items]
+        assert invalid_first == sorted(invalid_first, reverse=True)
+        sure = [e["confidence"] for e in items if e["grade"] is not None]
+        assert sure == sorted(sure)  # then from the least sure
+        target = ids[0]
+        ev = evaluations[target]
+
+        def decide(headers=reviewer, **body):
+            return client.post(
+                "/v1/decisions", json={"share_class_id": target, "grade": 2, "reason": "r", **body}, headers=headers
+            )
+
+        # refused, each naming what is wrong; nothing written
+        assert decide(headers=analyst).status_code == 403  # no review scope
+        assert decide(headers=reader).status_code == 403
+        for body, status, named in (
+            ({"grade": 9}, 422, "grade"),
+            ({"reason": "   "}, 422, "reason"),
+            ({"reason": "x" * 2001}, 422, "reason"),
+            ({"share_class_id": "NEVER-SEEN"}, 404, "share_class_id"),
+            ({"evaluation_id": 10**6}, 404, "evaluation_id"),
+            ({"evaluation_id": evaluations[ids[1]]["evaluation_id"]}, 422, "evaluation_id"),
+            ({"model_version": "models:/other/7"}, 422, "model_version"),
+            ({"colour": "red"}, 422, "colour"),
+        ):
+            r = decide(**body)
+            assert r.status_code == status and named in r.text, (body, r.text)
+        mine = {"share_class_id": target}
+        assert client.get("/v1/decisions", params=mine, headers=reader).json()["decisions"] == []
+
+        first = decide(grade=4, reason="Peers lag it on cost; the 5-year record is strong.")
+        assert first.status_code == 201, first.text
+        d1 = first.json()
+        assert d1["analyst"] == "reviewer" and d1["new_grade"] == 4 and d1["old_grade"] == ev["grade"]
+        assert d1["evaluation_id"] == ev["evaluation_id"] and d1["model_version"] == ev["model_version"]
+        assert target not in [
+            e["share_class_id"] for e in client.get("/v1/review-queue", headers=reader).json()["items"]
+        ]
+
+        stale = decide(grade=3)  # based_on absent: the analyst saw no decision, but there is one
+        assert stale.status_code == 409 and f"decision {d1['id']} by reviewer" in stale.json()["detail"]
+        second = decide(grade=3, reason="On reflection: average.", based_on=d1["id"])
+        assert second.status_code == 201
+        d2 = second.json()
+        # two analysts on the same ground at once: one wins, the other is told
+        with ThreadPoolExecutor(2) as pool:
+            codes = sorted(pool.map(lambda g: decide(grade=g, based_on=d2["id"]).status_code, (1, 5)))
+        assert codes == [201, 409]
+        rows = client.get("/v1/decisions", params=mine, headers=reader).json()["decisions"]
+        assert [r["id"] for r in rows][:2] == [d1["id"], d2["id"]] and len(rows) == 3  # a new row each; latest last
+        audit = client.get("/v1/audit", headers=reviewer).json()["audit"]
+        actions = [a["action"] for a in audit if a["share_class_id"] in (target, None)]
+        assert actions.count("decide") == 3 and actions.count("conflict") == 2 and actions.count("refused") >= 2
+        assert client.get("/v1/audit", headers=reader).status_code == 403
+
+
+def test_an_acknowledged_decision_survives_a_server_kill(trained, tmp_path):
+    """The real server process, killed with SIGKILL right after it answered 201: the decision is in
+    the store when it comes back, whole."""
+    import signal
+    import socket
+    import urllib.request
+
+    from fundgrpo.serving.api.store import Store
+
+    root, _ = trained
+    keys = tmp_path / "keys.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "FUNDGRPO_API_KEYS": str(keys),
+        "FUNDGRPO_DB_URL": f"sqlite:///{tmp_path}/store.db",
+        "FUNDGRPO_API_MODEL": str(root / "models/policy"),
+    }
+    made = {}
+    for name, scopes in (("analyst", "read,evaluate"), ("reviewer", "read,review")):
+        out = subprocess.run(
+            [sys.executable, "-m", "fundgrpo.serving.api", "add-key", name, "--scopes", scopes],
+            env=env, capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        made[name] = out.stdout.strip()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "fundgrpo.serving.api", "serve", "--port", str(port)],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def call(path: str, key: str, body: dict | None = None) -> dict:
+        req = urllib.request.Request(
+            base + path,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"X-API-Key": key, "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read())
+
+    try:
+        for _ in range(240):
+            try:
+                if urllib.request.urlopen(base + "/readyz", timeout=5).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.5)
+        reference = pd.read_parquet(root / "data/validated/funds.parquet")
+        evaluated = call("/v1/evaluations", made["analyst"], {"funds": [fund(reference, 0)]})["evaluations"][0]
+        decided = call(
+            "/v1/decisions", made["reviewer"], {"share_class_id": "API-0", "grade": 5, "reason": "kept after a kill"}
+        )
+        server.send_signal(signal.SIGKILL)  # at once, after the 201
+        server.wait(timeout=30)
+    finally:
+        server.kill()
+    kept = Store(f"sqlite:///{tmp_path}/store.db").list_decisions("API-0")
+    assert [(d["id"], d["new_grade"], d["reason"]) for d in kept] == [(decided["id"], 5, "kept after a kill")]
+    assert kept[0]["evaluation_id"] == evaluated["evaluation_id"]

@@ -59,6 +59,7 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
         "confidence",
         "expected_grade",
         "needs_analyst",
+        "review",
         "flags",
         "rule_grade",
         "gbm_grade",
@@ -77,9 +78,11 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
     probs = out.loc[valid, [f"p_{g}" for g in range(1, 6)]]
     assert ((probs.sum(axis=1) - 1).abs() < 1e-3).all()
     assert (out.loc[valid, "confidence"] <= probs.max(axis=1) + 1e-9).all()
-    assert (
-        out.loc[valid, "needs_analyst"] == (out.loc[valid, "confidence"] < 0.5) | out.loc[valid, "flags"].notna()
-    ).all()
+    # the review queue's rule: every one of these share classes is new to the universe; the unsure say so too
+    assert out["needs_analyst"].all() and out["review"].str.contains("new to the universe").all()
+    unsure = valid & (out["confidence"] < 0.5)
+    assert out.loc[unsure, "review"].str.contains("below 0.50").all()
+    assert not out.loc[valid & ~unsure, "review"].str.contains("below 0.50").any()
     assert out["rule_grade"].between(1, 5).all() and out["gbm_grade"].between(1, 5).all()
     assert (
         out["model"].str.fullmatch(r"models:/fund-evaluator/\d+").all()

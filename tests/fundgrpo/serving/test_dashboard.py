@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fundgrpo.params import EvaluateParams
 from fundgrpo.serving import dashboard
 from tests.support import REPO
 
@@ -69,7 +70,7 @@ def test_every_page_renders_in_a_browser(trained):
         expected = sum(1 for r in rows if r["category"] == category and r["grpo_grade"] != r["expert_grade"])
         assert f"{expected} / {len(rows)}" in filtered
         # confidence: the least sure first, only those that need an analyst, the evidence shown
-        review = [r for r in rows if dashboard.needs_review(r, 0.5)]
+        review = [r for r in rows if dashboard.needs_review(r, EvaluateParams())]
         queue = browse(f"{base}/funds?review=1&sort=low", "funds_review.png")
         assert f"{len(review)} / {len(rows)}" in queue and "Evidence (* in the model" in queue
         ordered = sorted(review, key=lambda r: r.get("grpo_confidence") or 0.0)
