@@ -64,8 +64,9 @@ prefect-deploy: setup
 	prefect --no-prompt deploy --all
 prefect-worker: setup
 	$(PY) -m flows.worker --pool fund-grpo
+# lean on 2 cores: one worker, no job runner (benchmarks/mlflow_ui.md measures both)
 mlflow-ui: setup
-	mlflow ui --host 127.0.0.1 --port 5000 --backend-store-uri sqlite:///mlflow.db
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --host 127.0.0.1 --port 5000 --workers 1 --backend-store-uri sqlite:///mlflow.db
 demo-no-drift: setup
 	$(PY) -m monitoring.simulate --months 6 --regime none
 	$(PY) -m flows.monitoring_flow

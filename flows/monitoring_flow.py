@@ -41,7 +41,9 @@ from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed
 
 from flows import common
 from flows.training_flow import mlflow_check, training
@@ -317,10 +319,14 @@ def handle_batch(
     try:
         if drifted and retrain:
             summary["retrain"] = relearn(root, params, name, table, predicted, retries, retry_delay_s, run)
-        elif drifted:
+        elif drifted:  # report only, but keep the data: the next training run (scheduled or by hand) learns from it
+            with common.workspace_lock(root, -1, logger.info):
+                stored = batches.accept(table, name, root / params.ingest.batches_dir)
             summary["retrain"] = {
                 "status": "skipped",
-                "reason": "drift found but retraining is off (monitor.retrain / retrain=False)",
+                "accepted": str(stored.relative_to(root)),
+                "reason": "drift found but retraining is off (monitor.retrain / retrain=False): the batch is "
+                "accepted into the training data for the next training run",
             }
         else:
             summary["retrain"] = {"status": "not needed", "reason": f"{verdict}: the batch is archived, not merged"}
@@ -337,7 +343,34 @@ def handle_batch(
         io.write_json(summary, out / "summary.json")
         run.log(tags={"retrain": summary["retrain"]["status"]})
         run.finish(out, ok)
+        create_markdown_artifact(markdown=verdict_table(summary), key="drift-verdict", description=reason[:500])
     return summary
+
+
+def verdict_table(summary: dict[str, Any]) -> str:
+    """One batch's verdict as markdown: data drift, prediction drift, what was done, the gate's decision.
+
+    >>> print(verdict_table({"batch": "b", "verdict": "no drift", "reason": "calm",
+    ...       "data_drift": {"share": 0.1}, "prediction_drift": {"migration": 0.2},
+    ...       "retrain": {"status": "not needed", "reason": "archived"}}))
+    ### b: no drift
+    <BLANKLINE>
+    | check | figure | verdict |
+    |---|---|---|
+    | feature drift share | 0.1 | calm |
+    | champion's rating migration | 0.2 |  |
+    | retrain | not needed | archived |
+    """
+    d, p, r = summary.get("data_drift") or {}, summary.get("prediction_drift") or {}, summary.get("retrain") or {}
+    out = [f"### {summary['batch']}: {summary['verdict']}", "", "| check | figure | verdict |", "|---|---|---|"]
+    out.append(f"| feature drift share | {d.get('share')} | {summary.get('reason', '')} |")
+    out.append(f"| champion's rating migration | {p.get('migration')} | {p.get('reason', '')} |")
+    out.append(f"| retrain | {r.get('status')} | {r.get('message') or r.get('reason') or ''} |")
+    decision = r.get("decision")
+    if decision:
+        verdict = "promoted" if decision["promoted"] else "refused"
+        out.append(f"| gate | v{decision['version']} {verdict} | {decision['reason']} |")
+    return "\n".join(out)
 
 
 def relearn(
@@ -441,14 +474,14 @@ def monitoring(
         logger.info("no new batch in %s", workspace / params.monitor.incoming_dir)
     counted = decisions_check(workspace, params, uri)
     if not counted["due"]:
-        return results
+        return finished(results, counted)
     if any(r.get("retrain", {}).get("status") == "done" for r in results):
         logger.info("%s; the training run above already took them as labels", counted["reason"])
-        return results
+        return finished(results, counted)
     summary: dict[str, Any] = {"batch": None, "kind": "decisions", "verdict": "decisions", "reason": counted["reason"]}
     if not relearn_on:
         summary["retrain"] = {"status": "skipped", "reason": f"{counted['reason']}, but retraining is off"}
-        return [*results, summary]
+        return finished([*results, summary], counted)
     result = training(root=str(workspace), retries=retries, retry_delay_s=retry_delay_s)
     summary["retrain"] = {
         "status": "done",
@@ -456,7 +489,24 @@ def monitoring(
         "decision": result["decision"] if result["registered"] else None,
     }
     logger.info("analysts' decisions: %s", result["message"])
-    return [*results, summary]
+    return finished([*results, summary], counted)
+
+
+def finished(results: list[dict], counted: dict) -> Completed:
+    """The run's final state: its message says what each batch came to and what the decisions did.
+
+    >>> finished([{"batch": "b", "verdict": "drift", "retrain": {"status": "done", "message": "v2 promoted"}}],
+    ...          {"reason": "0 decisions"}).message
+    'b: drift, retrain done (v2 promoted); 0 decisions'
+    """
+    parts = []
+    for r in results:
+        retrain = r.get("retrain") or {}
+        what = r["batch"] or "analysts' decisions"
+        told = f" ({retrain['message']})" if retrain.get("message") else ""
+        parts.append(f"{what}: {r['verdict']}" + (f", retrain {retrain['status']}{told}" if retrain else ""))
+    parts.append(counted["reason"])
+    return Completed(message="; ".join(parts)[:1000], data=results)
 
 
 def main() -> int:

@@ -34,7 +34,7 @@ def deployments(root: str = ".") -> list[Any]:
         training.to_deployment(
             name="training-weekly",
             cron=TRAINING_CRON,
-            parameters={"root": root},
+            parameters={"root": root, "quick": False},
             tags=["fund-grpo", "training"],
             concurrency_limit=1,
             description="dvc repro stage by stage, register, champion gate",

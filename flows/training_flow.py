@@ -28,12 +28,16 @@ import sys
 from pathlib import Path
 
 from prefect import flow, get_run_logger, runtime, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed
 
 from flows import common, journal
 from fundgrpo.params import load_params
 
 REGISTER = "register"
+# `quick=True`: minutes instead of hours, to check a deployment end to end (dvc exp run -S pairs)
+QUICK = {"sft.epochs": "1", "grpo.max_steps": "4", "grpo.eval_steps": "2", "grpo.save_steps": "2"}
 
 
 @task(name="params", cache_policy=NO_CACHE)
@@ -51,10 +55,13 @@ def mlflow_check(uri: str) -> str:
 
 
 @task(name="dvc-stage", task_run_name="{stage}", cache_policy=NO_CACHE)
-def dvc_stage(root: str, stage: str) -> bool:
-    """One DVC stage; True when DVC ran it, False when it was up to date."""
+def dvc_stage(root: str, stage: str):
+    """One DVC stage; its result is True when DVC ran it, False when it was up to date (a Completed
+    state named "Skipped", so the Prefect UI shows which stages ran and which DVC skipped)."""
     logger = get_run_logger()
-    return common.repro_stage(Path(root), stage, logger.info)
+    if common.repro_stage(Path(root), stage, logger.info):
+        return Completed(message="ran", data=True)
+    return Completed(name="Skipped", message="up to date: DVC skipped it", data=False)
 
 
 @task(name="reconcile", cache_policy=NO_CACHE)
@@ -66,6 +73,37 @@ def reconcile_task(root: str) -> list[str]:
 def read_decision(path: str) -> dict | None:
     file = Path(path)
     return json.loads(file.read_text(encoding="utf-8")) if file.exists() else None
+
+
+def report(stages: list[str], ran: list[str], decision: dict | None, registered: bool, message: str) -> str:
+    """The run as a markdown table: each stage ran or skipped, and the gate's decision.
+
+    >>> print(report(["prepare", "register"], ["register"], {"version": 3, "promoted": True, "alias": "champion",
+    ...       "metric": "qwk", "candidate": 0.8, "baseline": 0.7, "baseline_name": "rule", "reason": "r"}, True, "m"))
+    ### m
+    <BLANKLINE>
+    | stage | DVC |
+    |---|---|
+    | prepare | skipped (up to date) |
+    | register | ran |
+    <BLANKLINE>
+    | gate | version | alias | qwk | against | reason |
+    |---|---|---|---|---|---|
+    | promoted | v3 | champion | 0.8 | rule 0.7 | r |
+    """
+    out = [f"### {message}", "", "| stage | DVC |", "|---|---|"]
+    out += [f"| {s} | {'ran' if s in ran else 'skipped (up to date)'} |" for s in stages]
+    if decision is not None:
+        d = decision
+        verdict = ("promoted" if d["promoted"] else "refused") if registered else "no new candidate (last decision)"
+        out += [
+            "",
+            f"| gate | version | alias | {d.get('metric', 'metric')} | against | reason |",
+            "|---|---|---|---|---|---|",
+            f"| {verdict} | v{d['version']} | {d.get('alias', '')} | {d.get('candidate')} "
+            f"| {d.get('baseline_name', '')} {d.get('baseline')} | {d['reason']} |",
+        ]
+    return "\n".join(out)
 
 
 def describe(decision: dict | None, registered: bool) -> str:
@@ -90,8 +128,12 @@ def training(
     retries: int = 2,
     retry_delay_s: float = 30.0,
     lock_timeout_s: float = -1,
+    quick: bool = False,
 ) -> dict:
-    """Run the DVC stages (retrying transient failures), register, gate; return the decision."""
+    """Run the DVC stages (retrying transient failures), register, gate; return the decision.
+    `quick`: a short run to check the wiring (QUICK's overrides under any given ones, for this run only)."""
+    if quick:
+        overrides = {**QUICK, **(overrides or {})}
 
     logger = get_run_logger()
     workspace = Path(root).resolve()
@@ -124,6 +166,9 @@ def training(
         registered = REGISTER in ran
         message = describe(decision, registered)
         logger.info(message)
+        create_markdown_artifact(
+            markdown=report(stages, ran, decision, registered, message), key="training-gate", description=message
+        )
         record.finish("COMPLETED", message)
     except BaseException as e:
         record.finish("FAILED", f"{type(e).__name__}: {e}")
@@ -131,7 +176,8 @@ def training(
     finally:
         for run_logger in run_loggers:
             run_logger.removeHandler(record)
-    return {"stages": stages, "stages_run": ran, "registered": registered, "decision": decision, "message": message}
+    result = {"stages": stages, "stages_run": ran, "registered": registered, "decision": decision, "message": message}
+    return Completed(message=message, data=result)  # the gate's decision is the run's state message
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,6 +111,21 @@ def task_runs(flow_run_id) -> list:
         return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
 
 
+def artifact(flow_run_id, key: str) -> str:
+    """The markdown of the artifact `key` a flow run created (what the UI's Artifacts tab shows)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=[key]), flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])
+            )
+        )
+    assert found, f"flow run {flow_run_id} has no artifact {key!r}"
+    return found[-1].data
+
+
 class Outage:
     """A TCP forwarder in front of a server that goes down when a request containing `trigger`
     arrives: that request is dropped unanswered, every open connection is cut and new ones are

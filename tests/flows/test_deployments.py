@@ -1,4 +1,4 @@
-"""prefect.yaml deploys both flows with their crons (to a real Prefect server); serve() builds the same."""
+"""prefect.yaml deploys the three flows with their crons (to a real Prefect server); serve() builds the same."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def test_prefect_yaml_deploys_both_flows_on_their_schedules(prefect_api):
                 assert d.work_pool_name == "fund-grpo"
                 assert d.parameters["root"] == "."
             assert deployments["training/training-weekly"].global_concurrency_limit.limit == 1
+            assert deployments["training/training-weekly"].parameters["quick"] is False  # a quick run is one flag away
         finally:  # no worker here: scheduled runs would only pile up as Late
             for d in deployments.values():
                 client.delete_deployment(d.id)

@@ -83,6 +83,11 @@ def test_training_flow_runs_every_stage_as_a_task_and_gates(trained, prefect_api
     by_name = {r.name: r for r in runs}
     assert set(STAGES) <= set(by_name)
     assert all(by_name[s].state.is_completed() and by_name[s].total_run_time.total_seconds() > 0 for s in STAGES)
+    # the gate's decision is the run's final message and a markdown artifact with every stage
+    assert state.message == result["message"]
+    artifact = support.artifact(state.state_details.flow_run_id, "training-gate")
+    assert f"### {result['message']}" in artifact and "| register | ran |" in artifact
+    assert f"| v{decision['version']} |" in artifact
 
 
 def test_a_second_run_is_a_no_op_and_overrides_are_dvc_exp_run_S(trained):
@@ -92,8 +97,13 @@ def test_a_second_run_is_a_no_op_and_overrides_are_dvc_exp_run_S(trained):
     before = digest(root, *GUARDED)
     text = (root / "params.yaml").read_text()
     current = yaml.safe_load(text)["grpo"]["learning_rate"]
-    result = training(root=str(root), overrides={"grpo.learning_rate": str(current)}, retries=0)
-    assert result["stages_run"] == [] and not result["registered"]
+    state = training(root=str(root), overrides={"grpo.learning_rate": str(current)}, retries=0, return_state=True)
+    result = state.result()
+    assert result["stages_run"] == ["decisions"] and not result["registered"]  # always run: its store is outside DVC
+    # stages DVC skipped show as such in Prefect: a Completed state named Skipped
+    runs = {r.name: r for r in support.task_runs(state.state_details.flow_run_id)}
+    assert runs["grpo"].state.name == "Skipped" and runs["decisions"].state.name == "Completed"
+    assert "| grpo | skipped (up to date) |" in support.artifact(state.state_details.flow_run_id, "training-gate")
     assert result["message"].startswith("pipeline up to date: no new candidate (last decision: ")
     assert digest(root, *GUARDED) == before
 

@@ -90,8 +90,13 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
 
     drop(root, *simulate.make_batch(TINY, 6, "vol_spike"))
     start = time.monotonic()
-    [spike] = monitoring(root=str(root), retries=0)
+    state = monitoring(root=str(root), retries=0, return_state=True)
+    [spike] = state.result()
     seconds = time.monotonic() - start
+    # what engineers see in Prefect: the verdict and the gate's decision in the run's message and an artifact
+    assert state.message.startswith("batch-2023-06-vol_spike: drift, retrain done (fund-evaluator v")
+    verdict = support.artifact(state.state_details.flow_run_id, "drift-verdict")
+    assert "### batch-2023-06-vol_spike: drift" in verdict and "| gate | v" in verdict
 
     assert spike["verdict"] == "drift" and spike["data_drift"]["share"] >= 0.3
     retrain = spike["retrain"]
@@ -118,6 +123,18 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
     assert runs[0].data.tags["gate.reason"] == decision["reason"]
     with capsys.disabled():
         print(f"\n[monitoring e2e] drifted batch -> relearn -> gate in {seconds:.0f} s: {retrain['message']}")
+
+
+def test_a_drifted_batch_with_retraining_off_is_kept_for_the_next_training_run(trained):
+    from flows.monitoring_flow import monitoring
+
+    root, _ = trained
+    versions = support.versions(root)
+    drop(root, *simulate.make_batch(TINY, 7, "vol_spike"))
+    [kept] = monitoring(root=str(root), retries=0, retrain=False)
+    assert kept["verdict"] == "drift" and kept["retrain"]["status"] == "skipped"
+    assert (root / kept["retrain"]["accepted"]).exists()  # in the training data: the next training run learns from it
+    assert support.versions(root) == versions  # but nothing trained now
 
 
 def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):
