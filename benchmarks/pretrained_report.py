@@ -499,6 +499,7 @@ TRUST_VARIANTS = {
     "pooled": ("beliefs read and pooled", None),  # the evaluator as served, on a profile run before it existed
     "evidence": ("statistical estimate in the prompt", None),
     "stated": ("stated confidence + calibration reward", None),
+    "embedded-evidence": ("embedded model, statistical estimate in the prompt", None),
 }
 
 
@@ -540,12 +541,14 @@ def closest_run(variant: str, runs: dict[str, dict]) -> str | None:
     """The collected run on the same test funds whose training settings differ least from `variant`'s."""
     me = runs[variant]
     fingerprint = me["summary"]["backtest"]["test_fingerprint"]
+    model = me["summary"]["params"]["model"].get("pretrained")
     others = [
         v
         for v in runs
         if v != variant
         and v not in TRUST_VARIANTS
         and runs[v]["summary"]["backtest"]["test_fingerprint"] == fingerprint
+        and runs[v]["summary"]["params"]["model"].get("pretrained") == model  # the same model, or no comparison
     ]
     return min(others, key=lambda v: (len(_settings_changed(me, runs[v])), v), default=None)
 

@@ -106,7 +106,7 @@ def pretrained_table(root: Path) -> list[str]:
     runs = [
         (name, variant, label)
         for name, label in DATASETS.items()
-        for variant in ("sft-grpo", "top-layers", "evidence")
+        for variant in ("sft-grpo", "top-layers", "evidence", "embedded-evidence")
         if name != "embedded-default" or variant == "evidence"  # its main run is the table above
     ]
     for name, variant, label in runs:
@@ -116,7 +116,7 @@ def pretrained_table(root: Path) -> list[str]:
         s = json.loads(path.read_text(encoding="utf-8"))
         if variant == "top-layers":
             label += f", LoRA on the top {s['params']['sft']['lora']['top_layers']} layers"
-        if variant == "evidence":  # GRPO's cell: the grade as served (probabilities read, calibrated)
+        if variant in ("evidence", "embedded-evidence"):  # GRPO's cell: the grade as served (calibrated)
             label += ", gradient boosting's estimate in the prompt, grades read as probabilities"
         m = s["backtest"]["models"]
         cell = lambda k: f"{_f(m[k]['exact'])} / {_f(m[k]['qwk'])}" if k in m else "–"  # noqa: E731

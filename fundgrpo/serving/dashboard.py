@@ -56,6 +56,8 @@ LABELS = {
         "none": "Nothing yet",
         "predicted": "predicted",
         "title": "fund-grpo: evaluations",
+        "figures_of": "Figures of {model} v{version} ({alias}), the last training run; the API serves {serving}.",
+        "no_run": "No training run on record yet (metrics/register.json): run `dvc repro`.",
         "confidence": "Confidence",
         "review": "needs an analyst",
         "review_only": "only those that need an analyst",
@@ -98,6 +100,8 @@ LABELS = {
         "none": "아직 없음",
         "predicted": "예측",
         "title": "fund-grpo: 펀드 평가",
+        "figures_of": "표시된 수치: {model} v{version} ({alias}), 마지막 학습 실행. API가 제공하는 모델: {serving}.",
+        "no_run": "아직 학습 실행 기록이 없습니다 (metrics/register.json): `dvc repro`를 실행하세요.",
         "confidence": "확신도",
         "review": "애널리스트 검토 필요",
         "review_only": "검토가 필요한 펀드만",
@@ -119,6 +123,7 @@ STYLE = (
     "td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}\n"
     "th{background:#f3f3f3}.off{background:#fde8e8}.cm td{text-align:center;min-width:2.5rem}"
     ".review{font-weight:600;color:#a40000}"
+    ".shown{font-size:.85rem;color:#555}.shown.warn{color:#a40000;font-weight:600}"
 )
 EVALUATORS = {"grpo": "GRPO", "sft": "SFT", "base": "base", "rule": "rule", "gbm": "GBM"}
 
@@ -190,13 +195,33 @@ class Data:
         return rows
 
 
+def shown_line(data: Data) -> str:
+    """Which model version the figures are of (the last training run's, which the gate may have
+    refused) and which one the API serves, so no page passes a challenger's figures as the champion's."""
+    t = LABELS[data.language()]
+    path = data.root / data.params.register.decision
+    if not path.exists():
+        return f'<p class="shown">{_e(t["no_run"])}</p>'
+    d = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        champion = next((v["version"] for v in data.versions() if "champion" in v["aliases"]), None)
+    except Exception:  # noqa: BLE001 - a registry that cannot be read: say so rather than fail the page
+        champion = "?"
+    serving = "no champion yet" if champion is None else f"champion v{champion}"
+    warn = " warn" if str(champion) != str(d.get("version")) else ""
+    line = t["figures_of"].format(
+        model=d.get("model_name", ""), version=d.get("version"), alias=d.get("alias"), serving=serving
+    )
+    return f'<p class="shown{warn}">{_e(line)}</p>'
+
+
 def page(data: Data, title: str, body: str) -> str:
     t = LABELS[data.language()]
     nav = "".join(f'<a href="/{p}">{_e(t[p])}</a>' for p in ("funds", "backtest", "models", "drift"))
     return (
         f'<!doctype html><html lang="{data.language()}"><head><meta charset="utf-8">'
         f"<title>{_e(title)} · {_e(t['title'])}</title>"
-        f"<style>{STYLE}</style></head><body><nav>{nav}</nav><h1>{_e(title)}</h1>{body}</body></html>"
+        f"<style>{STYLE}</style></head><body><nav>{nav}</nav>{shown_line(data)}<h1>{_e(title)}</h1>{body}</body></html>"
     )
 
 

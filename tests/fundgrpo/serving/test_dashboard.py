@@ -65,6 +65,10 @@ def test_every_page_renders_in_a_browser(trained):
         funds = browse(f"{base}/funds", "funds.png")
         rows = [json.loads(line) for line in (root / "reports/backtest/predictions.jsonl").read_text().splitlines()]
         assert f"{len(rows)} / {len(rows)}" in funds and "Rule scorer" in funds and rows[0]["share_class_id"] in funds
+        # every page says whose figures it shows, and what the API serves
+        decision = json.loads((root / "metrics/register.json").read_text())
+        assert f"Figures of fund-evaluator v{decision['version']} ({decision['alias']})" in funds
+        assert "the API serves" in funds
         category = rows[0]["category"]
         filtered = browse(f"{base}/funds?category={category.replace(' ', '%20')}&disagree=1", "funds_filtered.png")
         expected = sum(1 for r in rows if r["category"] == category and r["grpo_grade"] != r["expert_grade"])
