@@ -615,12 +615,13 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
             cells = [_interval(c[k]) if k in c else "–" for k in ("exact", "qwk", "exact_top70", "ece", "brier")]
             out.append(f"| {title}{change} | " + " | ".join(cells) + " |")
     grades = sorted({r["expert_grade"] for r in main["per_fund"]})
-    changed = {}
+    changed, alone = {}, []
     for variant in have:  # against the run it changes: the collected run whose settings differ least
         if variant == "sft-grpo" and "sft-grpo" in runs:
             continue
         base = TRUST_VARIANTS[variant][1] or closest_run(variant, runs)
         if base is None:
+            alone.append(variant)
             continue
         changed[variant] = base
         paired, expert, groups = _paired(runs[variant]["per_fund"], runs[base]["per_fund"])
@@ -637,6 +638,8 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
                 cells.append(_interval(b))
             who = "SFT" if key == "sft_grade" else "GRPO"
             out.append(f"| {who} ({variant}) − {who} ({base}) | " + " | ".join(cells) + " | – | – | – |")
+    for variant in alone:
+        out += ["", f"`{variant}`: no collected run of the same model on these funds to compare it with."]
     for variant, base in changed.items():
         diff = sorted(_settings_changed(runs[variant], runs[base]))
         fa, fb = _flat(runs[variant]["summary"]["params"]), _flat(runs[base]["summary"]["params"])
