@@ -89,6 +89,12 @@ def measure(env_extra: dict[str, str], args: list[str], store: str) -> dict:
                     raise RuntimeError(f"mlflow ui did not answer: {' '.join(cmd)}") from None
                 time.sleep(0.5)
         ready = time.monotonic() - started
+        # it serves the UI and the registry, not only /health
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read().decode()
+        api = urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/ajax-api/2.0/mlflow/registered-models/search?max_results=5", timeout=30
+        ).read()
+        assert "<html" in page.lower() and api.startswith(b"{"), "the UI did not answer"
         time.sleep(10)  # whatever it starts after answering (job runners) is up by now
         pids = tree(proc.pid)
         return {"processes": len(pids), "rss_mb": round(rss_mb(pids)), "ready_s": round(ready, 1)}

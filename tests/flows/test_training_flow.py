@@ -22,6 +22,7 @@ from tests import support
 STAGES = [
     "batches",
     "methodology",
+    "decisions",
     "synthetic/dvc.yaml:generate",
     "ingest",
     "validate",

@@ -126,12 +126,23 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
 
 
 def test_a_drifted_batch_with_retraining_off_is_kept_for_the_next_training_run(trained):
+    import yaml
+
     from flows.monitoring_flow import monitoring
 
     root, _ = trained
     versions = support.versions(root)
+    # the reference already holds the month-6 spike (relearned above): a low bar makes month 7 a drift
+    params_path = root / "params.yaml"
+    original = params_path.read_text(encoding="utf-8")
+    data = yaml.safe_load(original)
+    data["monitor"]["drift_share"] = 0.05
+    params_path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     drop(root, *simulate.make_batch(TINY, 7, "vol_spike"))
-    [kept] = monitoring(root=str(root), retries=0, retrain=False)
+    try:
+        [kept] = monitoring(root=str(root), retries=0, retrain=False)
+    finally:
+        params_path.write_text(original, encoding="utf-8")
     assert kept["verdict"] == "drift" and kept["retrain"]["status"] == "skipped"
     assert (root / kept["retrain"]["accepted"]).exists()  # in the training data: the next training run learns from it
     assert support.versions(root) == versions  # but nothing trained now

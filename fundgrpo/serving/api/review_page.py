@@ -117,7 +117,10 @@ function row(item, grades) {
     o.value = g; o.textContent = g;
     select.appendChild(o);
   });
-  if (item.grade !== null && item.grade !== undefined) select.value = String(item.grade);
+  // start from the model's grade, else the current label, else the methodology's
+  const start = [item.grade, item.expert && item.expert.grade, item.rule_grade]
+    .find((g) => g !== null && g !== undefined);
+  if (start !== undefined) select.value = String(start);
   const reason = document.createElement("input");
   reason.type = "text"; reason.name = "reason"; reason.placeholder = L.reason; reason.maxLength = 2000;
   const button = document.createElement("button");
@@ -133,7 +136,8 @@ function row(item, grades) {
         share_class_id: item.share_class_id, grade: Number(select.value), reason: reason.value,
         evaluation_id: item.evaluation_id, based_on: item.decision_id || null,
       });
-      msg.textContent = " #" + d.id + " " + d.old_grade + " -> " + d.new_grade;
+      const was = d.old_grade === null ? "–" : d.old_grade;  // an invalid answer had no grade
+      msg.textContent = " #" + d.id + " " + was + " -> " + d.new_grade;
       msg.className = "msg ok";
       button.disabled = true;
     } catch (err) {
