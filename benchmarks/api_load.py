@@ -1,7 +1,7 @@
 """Load test of the REST API on loopback: p50/p95 latency and throughput, single and batched.
 
     python benchmarks/api_load.py ROOT [--model FOLDER] [--requests 40] [--concurrency 4] [--label tiny] \\
-        [--out benchmarks/api_load.md]
+        [--hostile] [--out benchmarks/api_load.md]
 
 ROOT is a workspace after `dvc repro` (params.yaml, data/validated, data/schema, models/policy).
 A real uvicorn server is started on a free loopback port with a fresh key and a SQLite store in a
@@ -49,6 +49,43 @@ def funds_like(reference, n: int, offset: int) -> list[dict]:
     return out
 
 
+class Hostile(threading.Thread):
+    """One client that streams bodies twice the size limit, 16 KB every 50 ms (no Content-Length),
+    over and over, while the normal clients run: the server must refuse it (413) without stalling them."""
+
+    def __init__(self, url: str, key: str, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.url, self.key, self.limit = url, key, limit
+        self.halt = threading.Event()
+        self.statuses: list[int] = []
+
+    def body(self):
+        sent = 0
+        while sent < 2 * self.limit and not self.halt.is_set():
+            chunk = b"x" * 16384
+            sent += len(chunk)
+            time.sleep(0.05)
+            yield chunk
+
+    def run(self) -> None:
+        import httpx
+
+        with httpx.Client(timeout=120, headers={"X-API-Key": self.key, "Content-Type": "application/json"}) as c:
+            while not self.halt.is_set():
+                try:
+                    self.statuses.append(c.post(self.url, content=self.body()).status_code)
+                except httpx.HTTPError:
+                    self.statuses.append(0)  # the server closed the stream: refused too
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=120)
+
+    def summary(self) -> str:
+        counts = {s: self.statuses.count(s) for s in sorted(set(self.statuses))}
+        return "its answers: " + ", ".join(f"{n}× {s or 'closed'}" for s, n in counts.items())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path)
@@ -58,6 +95,11 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--label", default="tiny")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "api_load.md")
+    ap.add_argument(
+        "--hostile",
+        action="store_true",
+        help="a third mode: the single requests again, beside one client that streams oversized bodies slowly",
+    )
     args = ap.parse_args()
 
     import httpx
@@ -77,7 +119,7 @@ def main() -> int:
         model=str(args.model or root / "models/policy"),
         max_funds=max(args.batch, 1),
         rate_per_min=100000,
-        max_bytes=4 * 1024 * 1024,
+        max_bytes=ApiSettings.max_bytes,  # the default limit (256 KB): a batch of funds is a few KB
         timeout_s=600,
     )
     with socket.socket() as s:
@@ -99,9 +141,13 @@ def main() -> int:
     try:
         with httpx.Client(timeout=600, headers={"X-API-Key": key}) as client:
             client.post(url, json={"funds": funds_like(reference, 1, 10**6)})  # warm-up, not timed
-            for base, (mode, per) in enumerate((("single", 1), (f"batch of {args.batch}", args.batch))):
+            modes = [("single", 1), (f"batch of {args.batch}", args.batch)]
+            if args.hostile:
+                modes.append(("single, beside a slow oversized client", 1))
+            for base, (mode, per) in enumerate(modes):
                 base *= 100000  # each mode its own share-class ids
                 latencies, statuses = [], []
+                hostile = Hostile(url, key, settings.max_bytes) if "oversized" in mode else None
 
                 def one(i: int) -> None:
                     started = time.perf_counter()
@@ -110,9 +156,13 @@ def main() -> int:
                     statuses.append(r.status_code)
 
                 started = time.perf_counter()
+                if hostile:
+                    hostile.start()
                 with ThreadPoolExecutor(args.concurrency) as pool:
                     list(pool.map(one, range(args.requests)))
                 wall = time.perf_counter() - started
+                if hostile:
+                    hostile.stop()
                 stored = sum(
                     1
                     for i in range(args.requests * per)
@@ -132,12 +182,14 @@ def main() -> int:
                         "stored": f"{stored}/{args.requests * per}",
                     }
                 )
+                if hostile:  # what the hostile client got: refusals, never a stalled server
+                    rows[-1]["mode"] += f" ({hostile.summary()})"
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         server.should_exit = True
     command = (
         f"python benchmarks/api_load.py ROOT --requests {args.requests} --concurrency {args.concurrency} "
-        f"--batch {args.batch} --label {args.label}"
+        f"--batch {args.batch} --label {args.label}" + (" --hostile" if args.hostile else "")
     )
     new = not args.out.exists()
     with args.out.open("a", encoding="utf-8") as f:

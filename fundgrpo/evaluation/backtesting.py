@@ -312,6 +312,7 @@ def backtest(
         "test_fingerprint": fingerprint(rows),
         "peak_rss_mb": io.peak_rss_mb(),
         "models": results,
+        "labels": by_label_source(rows, predictions, grades),
         "comparisons": comparisons(rows, predictions, grades, params.bootstrap),
         "answers_reused": reused,
         "predictions": predictions,
@@ -440,6 +441,26 @@ def plot_confusions(rows: list[dict], predictions: dict[str, list[dict]], grades
     plt.close(fig)
 
 
+def by_label_source(rows: list[dict], predictions: dict[str, list[dict]], grades: list[int]) -> dict[str, dict]:
+    """Agreement with the analysts' decisions apart from the export's grades: each evaluator on the test
+    funds whose label came from each source (`label_source`, set by prepare); QWK from 10 funds up.
+
+    >>> rows = [{"expert_grade": 3, "expert_score": 50.0, "label_source": s} for s in ("export", "analyst")]
+    >>> out = by_label_source(rows, {"rule": [{"grade": 3, "score": 50.0}, {"grade": 2, "score": 30.0}]}, [1, 2, 3])
+    >>> out["analyst"]["n"], out["analyst"]["rule"]["exact"], out["export"]["rule"]["exact"]
+    (1, 0.0, 1.0)
+    """
+    out: dict[str, dict] = {}
+    for source in sorted({r.get("label_source", "export") for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r.get("label_source", "export") == source]
+        keep = ("exact", "within_one", "qwk") if len(idx) >= 10 else ("exact", "within_one")
+        out[source] = {"n": len(idx)}
+        for name, preds in predictions.items():
+            found = metrics([rows[i] for i in idx], [preds[i] for i in idx], grades)
+            out[source][name] = {k: found[k] for k in keep}
+    return out
+
+
 def per_fund(rows: list[dict], predictions: dict[str, list[dict]]) -> list[dict]:
     """One row per test fund: the expert's grade, each evaluator's grade, validity and (where it has
     one) confidence, and the policy's answer, probabilities, reason when invalid, and misstated criteria."""
@@ -450,6 +471,7 @@ def per_fund(rows: list[dict], predictions: dict[str, list[dict]]) -> list[dict]
             "fund_id": r["fund_id"],
             "category": r["category"],
             "expert_grade": r["expert_grade"],
+            "label_source": r.get("label_source", "export"),
             **{f"{name}_grade": preds[i]["grade"] for name, preds in predictions.items()},
             **{f"{name}_valid": preds[i].get("valid", True) for name, preds in predictions.items()},
             **{

@@ -185,6 +185,9 @@ def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):
         assert {k: (r["expert_grade"], r["label_source"]) for k, r in labelled.items()} == {
             k: (g, "analyst") for k, g in regraded.items()
         }
+        # the backtest reports agreement with the analysts' decisions apart from the export's grades
+        labels = json.loads((root / "metrics/backtest.json").read_text())["labels"]
+        assert labels["analyst"]["n"] == 2 and labels["export"]["n"] > 2 and "exact" in labels["analyst"]["grpo"]
         assert monitoring(root=str(root), retries=0) == []  # counted from the version just trained
     finally:
         params_path.write_text(original, encoding="utf-8")
