@@ -15,6 +15,8 @@ largest disagreement, then by share class id (so the order is total and stable).
 
 from __future__ import annotations
 
+import math
+
 from fundgrpo.params import EvaluateParams
 
 
@@ -38,7 +40,8 @@ def why(evaluation: dict, rule: EvaluateParams, known: set[str] | frozenset = fr
         out.append(f"invalid answer: {evaluation.get('reason') or 'no grade'}")
     confidence = evaluation.get("confidence")
     if grade is not None and (confidence is None or confidence < rule.review_below):
-        shown = "none" if confidence is None else f"{confidence:.2f}"
+        # rounded down, so a confidence just below the threshold never reads as equal to it
+        shown = "none" if confidence is None else f"{math.floor(confidence * 100) / 100:.2f}"
         out.append(f"confidence {shown} below {rule.review_below:.2f}")
     if grade is not None:
         for label, other in (
