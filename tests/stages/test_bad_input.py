@@ -36,7 +36,7 @@ from fundgrpo.params import Params, from_dict, render
 from tests.support import REPO
 
 SOURCE = "data/raw/funds.csv"
-STAGES = ("ingest", "validate", "methodology", "evidence", "prepare")
+STAGES = ("ingest", "validate", "methodology", "decisions", "evidence", "prepare")
 OUTPUTS = (
     "data/canonical",
     "data/validated",

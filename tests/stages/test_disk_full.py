@@ -28,10 +28,19 @@ from tests.support import REPO
 pytestmark = pytest.mark.fault("disk full while a stage writes")
 
 SOURCE = "data/raw/funds.csv"
-STAGES = ("ingest", "validate", "methodology", "evidence", "prepare")
-OUTPUTS = ("data/canonical", "data/validated", "data/schema", "data/evidence", "data/prepared", "metrics", "reports")
+STAGES = ("ingest", "validate", "methodology", "decisions", "evidence", "prepare")
+OUTPUTS = (
+    "data/canonical",
+    "data/validated",
+    "data/schema",
+    "data/decisions",
+    "data/evidence",
+    "data/prepared",
+    "metrics",
+    "reports",
+)
 # bytes: below a data output of each
-LIMIT = {"ingest": 8192, "validate": 8192, "methodology": 1024, "evidence": 4096, "prepare": 16384}
+LIMIT = {"ingest": 8192, "validate": 8192, "methodology": 1024, "decisions": 16, "evidence": 4096, "prepare": 16384}
 
 
 def stage(root: Path, name: str, limit: int | None = None) -> subprocess.CompletedProcess:
