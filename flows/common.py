@@ -235,3 +235,14 @@ def tracking_uri(register: RegisterParams, root: Path) -> str:
     a relative sqlite path made absolute so this process and the stages share one store."""
 
     return mlflow_registry.local_uri(mlflow_registry.tracking_uri(register), root)
+
+
+def markdown_artifact(key: str, markdown: str, description: str, log: Callable[[str], None]) -> None:
+    """A markdown artifact of the run (Prefect UI, Artifacts). A server that cannot be reached loses only
+    the artifact: the run's journal and final message keep what it says, and the run does not fail for it."""
+    from prefect.artifacts import create_markdown_artifact
+
+    try:
+        create_markdown_artifact(markdown=markdown, key=key, description=description)
+    except Exception as err:  # noqa: BLE001 - the decision is made and recorded; only its display is lost
+        log(f"artifact {key!r} not recorded ({type(err).__name__}: {err}): is the Prefect server reachable?")

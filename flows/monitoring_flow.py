@@ -41,14 +41,13 @@ from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from flows import common
 from flows.training_flow import mlflow_check, training
 from fundgrpo import io
-from fundgrpo.data import decisions
+from fundgrpo.data import analyst_labels
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.validation import validate_frame
 from fundgrpo.evaluation.backtesting import rule_predictions
@@ -343,7 +342,7 @@ def handle_batch(
         io.write_json(summary, out / "summary.json")
         run.log(tags={"retrain": summary["retrain"]["status"]})
         run.finish(out, ok)
-        create_markdown_artifact(markdown=verdict_table(summary), key="drift-verdict", description=reason[:500])
+        common.markdown_artifact("drift-verdict", verdict_table(summary), reason[:500], logger.warning)
     return summary
 
 
@@ -444,7 +443,7 @@ def decisions_check(root: Path, params: Params, uri: str) -> dict[str, Any]:
         why = "monitor.relearn_after_decisions is 0" if threshold == 0 else "no model version in the registry"
         return {"count": None, "threshold": threshold, "due": False, "reason": f"decisions not counted: {why}"}
     version, when = found
-    count = decisions.since(decisions.store_url(params.decisions.store_url, root), when)
+    count = analyst_labels.since(analyst_labels.store_url(params.decisions.store_url, root), when)
     due = count >= threshold
     reason = f"{count} analyst decision(s) since v{version} was trained (relearn at {threshold})"
     get_run_logger().info(reason)

@@ -28,7 +28,6 @@ import sys
 from pathlib import Path
 
 from prefect import flow, get_run_logger, runtime, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
@@ -166,8 +165,8 @@ def training(
         registered = REGISTER in ran
         message = describe(decision, registered)
         logger.info(message)
-        create_markdown_artifact(
-            markdown=report(stages, ran, decision, registered, message), key="training-gate", description=message
+        common.markdown_artifact(
+            "training-gate", report(stages, ran, decision, registered, message), message, logger.warning
         )
         record.finish("COMPLETED", message)
     except BaseException as e:

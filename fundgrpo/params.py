@@ -429,7 +429,7 @@ class BaselineParams:
 
 @dataclass(frozen=True)
 class DecisionsParams:
-    """Analysts' decisions as labels (stage `decisions`, fundgrpo/data/decisions.py): the latest
+    """Analysts' decisions as labels (stage `decisions`, fundgrpo/data/analyst_labels.py): the latest
     decision per share class, exported from the API's store into a table DVC tracks; `evidence` and
     `prepare` use each decided grade as that share class's expert grade (provenance kept per row)."""
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.data import decisions
+from fundgrpo.data import analyst_labels
 from fundgrpo.params import load_params
 
 
 def main() -> None:
     def body() -> None:
         p = load_params()
-        url = decisions.store_url(p.decisions.store_url)
-        table = decisions.export(url)
+        url = analyst_labels.store_url(p.decisions.store_url)
+        table = analyst_labels.export(url)
         with io.atomic_path(p.decisions.out) as tmp:
             table.to_csv(tmp, index=False)
         analysts = table["analyst"].nunique() if len(table) else 0

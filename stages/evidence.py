@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.cli import run_stage
-from fundgrpo.data import decisions
+from fundgrpo.data import analyst_labels
 from fundgrpo.evaluation import statistical
 from fundgrpo.params import load_params
 
@@ -21,8 +21,8 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
-        funds = decisions.apply(
-            pd.read_parquet(p.validate.out), decisions.read(p.decisions.out), rubric["grades"], p.decisions.out
+        funds = analyst_labels.apply(
+            pd.read_parquet(p.validate.out), analyst_labels.read(p.decisions.out), rubric["grades"], p.decisions.out
         )
         estimates, estimator, summary = statistical.estimate(funds, p.baseline, p.evidence, p.prepare, rubric["grades"])
         statistical.write(p.evidence.out_dir, estimates, estimator, summary)

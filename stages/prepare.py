@@ -12,7 +12,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.data import decisions
+from fundgrpo.data import analyst_labels
 from fundgrpo.evaluation import statistical
 from fundgrpo.methodology.preparation import configured_tokenizer, lengths, run
 from fundgrpo.params import load_params
@@ -22,8 +22,8 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
-        decided = decisions.read(p.decisions.out)
-        funds = decisions.apply(pd.read_parquet(p.validate.out), decided, rubric["grades"], p.decisions.out)
+        decided = analyst_labels.read(p.decisions.out)
+        funds = analyst_labels.apply(pd.read_parquet(p.validate.out), decided, rubric["grades"], p.decisions.out)
         estimates = statistical.read(p.evidence.out_dir, p.prepare)
         datasets, summary = run(funds, rubric, p.prepare, estimates)
         tokenizer = configured_tokenizer(p.model)

@@ -23,6 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.serving.api.app import create_app
+from fundgrpo.serving.api.keys import add_key
+from fundgrpo.serving.api.settings import ApiSettings
+
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "benchmarks" / "review_loop.md"
 COPY = ("data", "models", "methodology", "stages", "fundgrpo", "monitoring", "flows", ".dvc", "synthetic")
@@ -51,13 +58,7 @@ def main() -> int:
         print("no trained policy here: run `make run` first", file=sys.stderr)
         return 1
 
-    import pandas as pd
     from fastapi.testclient import TestClient
-
-    from fundgrpo.data.canonical import COLUMNS
-    from fundgrpo.serving.api.app import create_app
-    from fundgrpo.serving.api.keys import add_key
-    from fundgrpo.serving.api.settings import ApiSettings
 
     steps: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="review-demo-") as tmp:

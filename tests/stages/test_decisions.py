@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fundgrpo.data import decisions
+from fundgrpo.data import analyst_labels
 from fundgrpo.serving.api.store import Store
 from tests.support import run, tiny_copy
 
@@ -55,7 +55,7 @@ def test_decisions_become_labels_and_rerun_only_when_they_change(tmp_path: Path)
 
     second = run(dvc, root, timeout=600)
     assert {"decisions", "evidence", "prepare"} <= ran(second.stdout) and "ingest" not in ran(second.stdout)
-    table = decisions.read(root / "data/decisions/decisions.csv")
+    table = analyst_labels.read(root / "data/decisions/decisions.csv")
     assert table.loc[table["share_class_id"] == test_id, "grade"].tolist() == [new_grade]  # the latest wins
     after = records(root)
     split, rec = after[test_id]
@@ -75,9 +75,9 @@ def test_a_decided_grade_outside_the_methodology_is_named(tmp_path: Path) -> Non
     funds = pd.DataFrame({"share_class_id": ["A", "B"], "expert_grade": [3, 2]})
     table = pd.DataFrame({"share_class_id": ["A", "B"], "grade": [2, 7], "decision_id": [1, 2]})
     with pytest.raises(Exception, match=r"decisions.csv: line 3, share class 'B': grade 7 is not a grade"):
-        decisions.apply(funds, table, [1, 2, 3, 4, 5], "data/decisions/decisions.csv")
+        analyst_labels.apply(funds, table, [1, 2, 3, 4, 5], "data/decisions/decisions.csv")
 
 
 def test_an_unreachable_store_is_named_without_its_password(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"store at postgresql\+psycopg://fund:\*\*\*@127.0.0.1:9/x is unreachable"):
-        decisions.export("postgresql+psycopg://fund:secret@127.0.0.1:9/x")
+        analyst_labels.export("postgresql+psycopg://fund:secret@127.0.0.1:9/x")

@@ -98,7 +98,7 @@ def test_new_export_by_profile_alone(tmp_path: Path) -> None:
 
     done = run([sys.executable, "-m", "dvc", "repro", "baseline"], root, timeout=600)
     ran = [line for line in done.stdout.splitlines() if line.startswith("Running stage")]
-    upstream = {"batches", "ingest", "validate", "methodology", "evidence", "prepare", "baseline"}
+    upstream = {"batches", "ingest", "validate", "methodology", "decisions", "evidence", "prepare", "baseline"}
     assert {r.split("'")[1] for r in ran} == upstream, done.stdout
     assert not (root / "data/raw/synthetic").exists()  # the synthetic generator did not run for a real source
     assert "121 rows, 60 funds" in done.stdout and "unrated, counted unlabelled" in done.stdout

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from fundgrpo.data import decisions
+from fundgrpo.data import analyst_labels
 from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.evaluation.backtesting import answer
 from fundgrpo.evaluation.statistical import load_estimator
@@ -118,7 +118,7 @@ class Evaluator:
         except FileNotFoundError:
             stamp = None
         if stamp != self.decided[0]:
-            table = decisions.read(self.decisions_path) if stamp else None
+            table = analyst_labels.read(self.decisions_path) if stamp else None
             by_id = {} if table is None else {
                 str(r.share_class_id): (int(r.grade), int(r.decision_id)) for r in table.itertuples()
             }  # fmt: skip

@@ -9,6 +9,8 @@ from another site without a CORS preflight the API never grants, so there is not
 
 from __future__ import annotations
 
+import json
+
 LABELS = {
     "en": {
         "title": "Review queue",
@@ -171,8 +173,6 @@ $("login").addEventListener("submit", async (e) => {
 
 
 def page(language: str) -> str:
-    import json
-
     labels = LABELS.get(language, LABELS["en"])
     # the labels travel as JSON in a non-executed script element: "</" escaped so no label ends it
     labels_json = json.dumps(labels, ensure_ascii=False).replace("</", "<\\/")
