@@ -54,7 +54,7 @@ compare: setup
 
 # Operations (docs/operations.md): Prefect server, work pool + deployments, worker and the
 # MLflow UI, all on loopback; the drift demo on the embedded synthetic market.
-.PHONY: prefect-server prefect-deploy prefect-worker mlflow-ui demo-no-drift demo-drift
+.PHONY: prefect-server prefect-deploy prefect-worker mlflow-ui dashboard demo-no-drift demo-drift
 PREFECT_URL ?= http://127.0.0.1:4200/api
 prefect-server: setup
 	prefect server start --host 127.0.0.1 --port 4200
@@ -67,6 +67,8 @@ prefect-worker: setup
 # lean on 2 cores: one worker, no job runner (benchmarks/mlflow_ui.md measures both)
 mlflow-ui: setup
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --host 127.0.0.1 --port 5000 --workers 1 --backend-store-uri sqlite:///mlflow.db
+dashboard: setup
+	$(PY) -m fundgrpo.serving.dashboard --host 127.0.0.1 --port 8501
 demo-no-drift: setup
 	$(PY) -m monitoring.simulate --months 6 --regime none
 	$(PY) -m flows.monitoring_flow

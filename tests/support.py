@@ -7,12 +7,14 @@ first; the conftests of both directories hand them out as session fixtures.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -206,3 +208,73 @@ def _shut(s: socket.socket) -> None:
     except OSError:
         pass
     s.close()
+
+
+# -- a real browser and servers for the pages' tests (Chromium and its driver from the OS packages)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def has_browser() -> bool:
+    return CHROMIUM is not None and DRIVER is not None
+
+
+def serve(app):
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(600):
+        if server.started:
+            break
+        time.sleep(0.1)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def call(base: str, path: str, key: str, body: dict | None = None) -> dict:
+    import urllib.request
+
+    req = urllib.request.Request(
+        base + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"X-API-Key": key, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.loads(r.read())
+
+
+def browser(size: str = "1400,900"):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={size}",
+    ):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(DRIVER), options=options)
+
+
+def canonical(row) -> dict:
+    """A validated row as the API's fund body: canonical fields only, no expert grade, no NaN."""
+    import pandas as pd
+
+    from fundgrpo.data.canonical import COLUMNS
+
+    out = {}
+    for c in COLUMNS:
+        if c.name not in row.index or c.name == "expert_grade" or pd.isna(row[c.name]):
+            continue
+        v = row[c.name]
+        out[c.name] = v if c.kind in ("id", "text") else float(v)
+    return out

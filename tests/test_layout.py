@@ -20,7 +20,7 @@ from tests.support import REPO
 LAZY = {
     "torch", "transformers", "trl", "peft", "datasets", "accelerate", "mlflow", "evidently", "great_expectations",
     "prefect", "matplotlib", "sklearn", "scipy", "uvicorn", "fastapi", "sqlalchemy", "pgserver", "psycopg", "gguf",
-    "tokenizers", "vllm", "bitsandbytes", "threadpoolctl",
+    "tokenizers", "vllm", "bitsandbytes", "threadpoolctl", "streamlit",
 }  # fmt: skip
 CODE = ("fundgrpo", "stages", "flows", "monitoring", "tools")
 OUTPUT = re.compile(r"^(data|models|metrics|plots|reports|mlartifacts)/")

@@ -1,0 +1,5 @@
+import sys
+
+from fundgrpo.serving.dashboard import main
+
+sys.exit(main())

@@ -1,0 +1,437 @@
+"""The dashboard's pages (a Streamlit script; `python -m fundgrpo.serving.dashboard` runs it in the
+workspace). Every page names the model version whose figures it shows: the champion's by default,
+any registered version from the sidebar (or `?version=N`). Words follow the methodology's language.
+
+Reads come from the workspace and its registry (fundgrpo/serving/dashboard/workspace.py). The only
+write, an analyst's decision, goes through the API with the analyst's own key (scope `review`): the
+key stays in this browser session's server-side state, never in a cookie or the URL, so there is
+no session for another site to ride (no CSRF), and the API remains the one writer of decisions,
+with its checks and audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+import streamlit.components.v1 as components
+
+from fundgrpo.serving.dashboard import charts
+from fundgrpo.serving.dashboard import workspace as wsm
+from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS
+
+API_URL = os.environ.get("FUNDGRPO_API_URL", "http://127.0.0.1:8000").rstrip("/")
+MAX_HISTORY = 20  # versions read for a fund's grade history (each is one artifact download, cached)
+
+
+@st.cache_resource
+def workspace() -> wsm.Workspace:
+    return wsm.Workspace(Path(os.environ.get("FUNDGRPO_WORKSPACE", ".")))
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def versions() -> list[dict]:
+    try:
+        return workspace().versions()
+    except Exception as err:  # noqa: BLE001 - a registry that cannot be read: the pages say so
+        st.session_state["registry_error"] = str(err).splitlines()[0][:300]
+        return []
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_HISTORY + 2)
+def version_figures(version: int, run_id: str) -> wsm.Figures:  # run_id: a re-registered store is new
+    return workspace().figures(version, versions())
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def workspace_figures() -> wsm.Figures:
+    return workspace().figures(None)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def funds() -> pd.DataFrame:
+    return workspace().funds()
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def records() -> dict[str, dict]:
+    return workspace().records()
+
+
+def chosen() -> tuple[wsm.Figures, bool]:
+    """The figures every page shows (the sidebar's version), and whether they come from the registry."""
+    found = versions()
+    if not found:
+        return workspace_figures(), False
+    numbers = [v["version"] for v in found]
+    champion = next((v["version"] for v in found if "champion" in v["aliases"]), numbers[0])
+    asked = st.query_params.get("version")
+    default = int(asked) if asked and asked.isdigit() and int(asked) in numbers else champion
+    labels = {
+        v["version"]: f"v{v['version']}" + (f" ({', '.join(v['aliases'])})" if v["aliases"] else "") for v in found
+    }
+    picked = st.sidebar.selectbox(T["version"], numbers, index=numbers.index(default), format_func=labels.get)
+    if picked != champion:
+        st.query_params["version"] = str(picked)
+    elif "version" in st.query_params:
+        del st.query_params["version"]
+    entry = next(v for v in found if v["version"] == picked)
+    return version_figures(picked, entry["run_id"]), True
+
+
+def champion_number() -> int | None:
+    return next((v["version"] for v in versions() if "champion" in v["aliases"]), None)
+
+
+# -- pages
+
+
+def funds_page() -> None:
+    st.title(T["funds"])
+    if not FIG.predictions:
+        st.info(T["no_run"])
+        return
+    table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate)
+    left, mid, right = st.columns([2, 2, 1])
+    search = left.text_input(T["search"], key="search")
+    categories = mid.multiselect(T["categories"], sorted(table["category"].dropna().unique()), key="categories")
+    disagree = right.checkbox(T["only_disagree"], key="disagree")
+    review_only = right.checkbox(f"{T['only_review']} (< {WS.params.evaluate.review_below:g})", key="review_only")
+    shown = wsm.filter_funds(table, search, categories, disagree, review_only)
+    st.write(T["shown_n"].format(shown=len(shown), total=len(table)))
+    arrows = {1: f"▲ {T['above']}", -1: f"▼ {T['below']}", 0: f"= {T['same']}"}
+    view = shown.assign(direction=shown["direction"].map(arrows).fillna("invalid"))
+    event = st.dataframe(
+        view,
+        hide_index=True,
+        use_container_width=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="fund_table",
+        column_config={
+            "share_class_id": st.column_config.TextColumn(T["share_class"]),
+            "name": st.column_config.TextColumn(T["name"], width="large"),
+            "category": T["category"],
+            "expert": st.column_config.NumberColumn(T["expert"], format="%d"),
+            "model": st.column_config.NumberColumn(T["model"], format="%d"),
+            "direction": T["direction"],
+            "confidence": st.column_config.ProgressColumn(T["confidence"], min_value=0.0, max_value=1.0, format="%.2f"),
+            "rule": st.column_config.NumberColumn(T["rule"], format="%d"),
+            "gbm": st.column_config.NumberColumn(T["gbm"], format="%d"),
+            "needs_analyst": st.column_config.CheckboxColumn(T["needs_analyst"]),
+        },
+    )
+    st.caption(T["open_fund"])
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        st.query_params["id"] = view.iloc[rows[0]]["share_class_id"]
+        st.switch_page(PAGES["fund"], query_params=dict(st.query_params))
+
+
+def fund_page() -> None:
+    st.title(T["fund"])
+    if not FIG.predictions:
+        st.info(T["no_run"])
+        return
+    table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate)
+    ids = table["share_class_id"].tolist()
+    names = dict(zip(table["share_class_id"], table["name"]))
+    asked = st.query_params.get("id")
+    sid = st.selectbox(
+        T["pick_fund"], ids, index=ids.index(asked) if asked in ids else 0, format_func=lambda i: f"{names[i]} · {i}"
+    )
+    st.query_params["id"] = sid
+    row = next(r for r in FIG.predictions if str(r["share_class_id"]) == sid)
+    record = records().get(sid, {})
+    st.header(names.get(sid) or sid)
+    st.caption(
+        f"{sid} · {row.get('category')} · {record.get('split', '')} · expert: {row.get('label_source', 'export')}"
+    )
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader(T["grades"])
+        grades = [{T["evaluator"]: T["expert"], T["grade"]: row.get("expert_grade"), T["confidence"]: None}]
+        for key in ("grpo", "sft", "base", "rule", "gbm"):
+            if f"{key}_grade" in row:
+                grades.append(
+                    {
+                        T["evaluator"]: EVALUATORS[key],
+                        T["grade"]: row.get(f"{key}_grade"),
+                        T["confidence"]: row.get(f"{key}_confidence"),
+                    }
+                )
+        st.dataframe(pd.DataFrame(grades), hide_index=True, use_container_width=True)
+        if row.get("grpo_probs"):
+            st.markdown(f"**{T['probabilities']}**")
+            st.altair_chart(charts.probabilities(row["grpo_probs"], T), use_container_width=True)
+        st.subheader(T["reasoning"])
+        try:
+            answer = json.loads(row.get("grpo_text") or "{}")
+        except json.JSONDecodeError:
+            answer = {}
+        st.write(answer.get("reasoning") if isinstance(answer, dict) and answer.get("reasoning") else "—")
+        flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) else []
+        if row.get("grpo_reason"):
+            flags.append(str(row["grpo_reason"]))
+        if row.get("grpo_unsupported"):
+            flags.append(f"misstated: {', '.join(row['grpo_unsupported'])}")
+        if flags:
+            st.warning(" · ".join(flags))
+    with right:
+        st.subheader(T["verdict"])
+        rubric = WS.rubric() or {}
+        band = next((b for b in rubric.get("bands", []) if b.get("grade") == row.get("rule_grade")), {})
+        label = (band.get("label") or {}).get(WS.language(), "")
+        st.write(f"{T['grade']} **{row.get('rule_grade')}** {label} · {T['score']} {record.get('rule_score', '—')}")
+        verdict = wsm.verdict_table(record, rubric).round({"percentile": 0})
+        st.dataframe(
+            verdict.rename(columns={"criterion": T["criterion"], "weight": T["weight"], "percentile": T["percentile"]}),
+            hide_index=True,
+            use_container_width=True,
+        )
+        peers = wsm.peer_table(funds(), sid)
+        st.subheader(T["vs_peers"].format(peers=record.get("peers", "?"), category=row.get("category")))
+        if not peers.empty:
+            st.altair_chart(charts.percentiles(peers, T), use_container_width=True)
+            named = {
+                "metric": T["metric"],
+                "value": T["value"],
+                "peer_median": T["peer_median"],
+                "percentile": T["percentile"],
+            }
+            st.dataframe(peers.round(2).rename(columns=named), hide_index=True, use_container_width=True)
+
+    st.subheader(T["history"])
+    registered = versions()[:MAX_HISTORY]
+    figures = [version_figures(v["version"], v["run_id"]) for v in reversed(registered)] or [FIG]
+    history = wsm.version_history(sid, figures)
+    st.markdown(f"**{T['history_versions']}**")
+    if len(history) > 1:
+        st.altair_chart(charts.history(history, T), use_container_width=True)
+    st.dataframe(history, hide_index=True, use_container_width=True)
+    evaluations, decisions = WS.store_history(sid)
+    if evaluations or decisions:
+        st.markdown(f"**{T['history_store']}**")
+        if evaluations:
+            st.dataframe(pd.DataFrame(evaluations), hide_index=True, use_container_width=True)
+        if decisions:
+            st.dataframe(pd.DataFrame(decisions), hide_index=True, use_container_width=True)
+
+
+def backtest_page() -> None:
+    st.title(T["backtest"])
+    if FIG.backtest is None:
+        st.info(T["no_run"] if FIG.version is None else T["no_figures"].format(version=FIG.version))
+        return
+    keys = ("valid_json", "exact", "within_one", "qwk", "spearman", "score_mae")
+    trust = ("ece", "brier", "exact_top70")
+    rows = []
+    for name, m in FIG.backtest["models"].items():
+        rows.append({T["evaluator"]: EVALUATORS.get(name, name), **{k: m.get(k) for k in keys}}
+                    | {k: (m.get("trust") or {}).get(k) for k in trust})  # fmt: skip
+    st.write(f"{FIG.backtest['n_funds']} test share classes")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+    st.subheader(T["confusion"])
+    names = [n for n in ("grpo", "gbm", "rule", "sft") if n in FIG.backtest["models"]]
+    for col, name in zip(st.columns(len(names)), names):
+        frame = wsm.confusion(FIG.predictions, name)
+        if not frame.empty:
+            col.altair_chart(charts.confusion_heatmap(frame, EVALUATORS.get(name, name)))
+    st.subheader(T["distribution"])
+    st.altair_chart(charts.grade_distribution(wsm.distribution(FIG.predictions), T), use_container_width=True)
+    left, right = st.columns(2)
+    with left:
+        st.subheader(T["reliability"])
+        frame = wsm.reliability(FIG.predictions)
+        if not frame.empty:
+            st.altair_chart(charts.reliability(frame, T), use_container_width=True)
+    with right:
+        st.subheader(T["rewards"])
+        if FIG.curves:
+            st.altair_chart(charts.curves(FIG.curves), use_container_width=True)
+        else:
+            st.write(T["none"])
+
+
+def models_page() -> None:
+    st.title(T["models"])
+    found = versions()
+    if not found:
+        st.info(st.session_state.get("registry_error") or T["none"])
+        return
+    table = pd.DataFrame(
+        [
+            {
+                T["version"]: v["version"],
+                T["aliases"]: ", ".join(v["aliases"]),
+                T["registered"]: v["created"].strftime("%Y-%m-%d %H:%M"),
+                T["gate"]: v["passed"],
+                "qwk": v["metrics"].get("grpo.qwk"),
+                "exact": v["metrics"].get("grpo.exact"),
+                T["reason"]: v["reason"],
+            }
+            for v in found
+        ]
+    )
+    st.dataframe(table, hide_index=True, use_container_width=True)
+    st.subheader(T["per_version"])
+    wanted = ("grpo.qwk", "grpo.exact", "grpo.within_one", "gbm.qwk", "rule.qwk")
+    long = pd.DataFrame(
+        [
+            {"version": v["version"], "metric": k, "value": v["metrics"][k]}
+            for v in found
+            for k in wanted
+            if k in v["metrics"]
+        ]
+    )
+    if not long.empty:
+        st.altair_chart(charts.per_version(long), use_container_width=True)
+
+
+def drift_page() -> None:
+    st.title(T["drift"])
+    summaries = WS.drift()
+    if not summaries:
+        st.info(T["no_drift"].format(incoming=WS.params.monitor.incoming_dir))
+        return
+    st.subheader(T["over_time"])
+    series = wsm.drift_series(summaries)
+    thresholds = {"feature_drift": WS.params.monitor.drift_share, "migration": WS.params.monitor.migration_threshold}
+    if not series.empty:
+        st.altair_chart(charts.drift_over_time(series, thresholds, T), use_container_width=True)
+    table = pd.DataFrame(
+        [
+            {
+                T["date"]: s.get("date"),
+                T["batch"]: s.get("batch"),
+                T["drift_verdict"]: s.get("verdict"),
+                T["reason"]: s.get("reason"),
+                T["retrain"]: (s.get("retrain") or {}).get("status"),
+            }
+            for s in reversed(summaries)
+        ]
+    )
+    st.dataframe(table, hide_index=True, use_container_width=True)
+    batch = st.selectbox(T["batch"], [s["batch"] for s in reversed(summaries)])
+    summary = next(s for s in summaries if s["batch"] == batch)
+    moved = wsm.transitions(summary)
+    if not moved.empty:
+        st.markdown(f"**{T['transitions'].format(batch=batch)}**")
+        st.altair_chart(
+            charts.confusion_heatmap(moved.rename(columns={"before": "expert", "after": "predicted"}), batch)
+        )
+    report = WS.root / summary["folder"] / "drift.html"
+    if report.exists():
+        with st.expander(T["evidently"]):
+            components.html(report.read_text(encoding="utf-8"), height=700, scrolling=True)
+
+
+def api(path: str, key: str, body: dict | None = None) -> tuple[int, dict]:
+    """Call the API as the analyst (their key); (status, JSON body). Errors come back, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{API_URL}{path}", data=data, method="POST" if body is not None else "GET")
+    request.add_header("X-API-Key", key)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as err:
+        try:
+            return err.code, json.loads(err.read() or b"{}")
+        except json.JSONDecodeError:
+            return err.code, {"detail": err.reason}
+
+
+def review_page() -> None:
+    st.title(T["review"])
+    st.caption(f"{T['api_url']}: {API_URL}. {T['queue_help']}")
+    key = st.text_input(T["api_key"], type="password", key="api_key")
+    if "recorded" in st.session_state:
+        st.success(st.session_state.pop("recorded"))
+    if not key:
+        return
+    try:
+        status, body = api("/v1/review-queue?limit=200", key)
+    except (urllib.error.URLError, OSError) as err:
+        st.error(T["unreachable"].format(url=API_URL, error=getattr(err, "reason", err)))
+        return
+    if status != 200:
+        st.error(T["refused"].format(status=status, detail=body.get("detail")))
+        return
+    items = body.get("items", [])
+    st.write(T["queue_n"].format(n=body.get("total", len(items))))
+    if not items:
+        return
+    names = dict(zip(funds()["share_class_id"], funds()["name"])) if "name" in funds() else {}
+    queue = pd.DataFrame(
+        [
+            {
+                T["share_class"]: e["share_class_id"],
+                T["name"]: e.get("name") or names.get(e["share_class_id"], ""),
+                T["model"]: e.get("grade"),
+                T["confidence"]: e.get("confidence"),
+                T["rule"]: e.get("rule_grade"),
+                T["why"]: "; ".join(e.get("why", [])),
+            }
+            for e in items
+        ]
+    )
+    st.dataframe(queue, hide_index=True, use_container_width=True)
+    st.subheader(T["decide"])
+    by_id = {e["share_class_id"]: e for e in items}
+    grades = body.get("grades") or [1, 2, 3, 4, 5]  # the methodology's, as the API checks them
+    with st.form("decision", clear_on_submit=False):
+        sid = st.selectbox(T["share_class"], list(by_id), format_func=lambda i: f"{i} · {names.get(i, '')}")
+        grade = st.selectbox(T["new_grade"], grades)
+        reason = st.text_area(T["decision_reason"], max_chars=2000)
+        sent = st.form_submit_button(T["submit"])
+    if sent:
+        item = by_id[sid]
+        request = {
+            "share_class_id": sid,
+            "grade": int(grade),
+            "reason": reason,
+            "evaluation_id": item.get("evaluation_id"),
+            "model_version": item.get("model_version"),
+            "based_on": item.get("decision_id"),
+        }
+        status, answer = api("/v1/decisions", key, request)
+        if status == 201:  # said above the queue, which is read again without it
+            st.session_state["recorded"] = T["recorded"].format(id=answer.get("id"), sid=sid, grade=grade)
+            st.rerun()
+        else:
+            detail = answer.get("detail")
+            st.error(T["refused"].format(status=status, detail=json.dumps(detail, ensure_ascii=False)[:500]))
+
+
+# -- the app: read once per rerun, then the chosen page. Streamlit runs this file as __main__;
+# importing it (the doctest collector does) runs nothing.
+
+if __name__ == "__main__":
+    WS = workspace()
+    T = LABELS[WS.language()]
+    st.set_page_config(page_title=T["title"], layout="wide")
+    PAGES = {
+        "funds": st.Page(funds_page, title=T["funds"], default=True),  # at /: the default page has no path
+        "fund": st.Page(fund_page, title=T["fund"], url_path="fund"),
+        "backtest": st.Page(backtest_page, title=T["backtest"], url_path="backtest"),
+        "models": st.Page(models_page, title=T["models"], url_path="models"),
+        "drift": st.Page(drift_page, title=T["drift"], url_path="drift"),
+        "review": st.Page(review_page, title=T["review"], url_path="review"),
+    }
+    NAV = st.navigation(list(PAGES.values()))
+    FIG, REGISTERED = chosen()
+    last = WS.last_run()
+    if last is None and not REGISTERED:
+        st.caption(T["no_run"])
+    else:
+        model = (last or {}).get("model_name", WS.params.register.model_name)
+        line = wsm.shown_line(T, FIG, champion_number(), REGISTERED, model)
+        st.caption(line)
+    NAV.run()

@@ -1,0 +1,312 @@
+"""The dashboard as an analyst uses it: `python -m fundgrpo.serving.dashboard` (Streamlit) over the
+trained tiny repo, driven in headless Chromium (selenium): search, open a fund from its row, every
+page's charts drawn, the version it shows named, Korean labels, and a decision made through the API
+from the review page. Screenshots land in reports/screenshots/."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+from fundgrpo.serving.api.app import create_app
+from fundgrpo.serving.api.keys import add_key
+from fundgrpo.serving.api.settings import ApiSettings
+from fundgrpo.serving.api.store import Store
+from tests import support
+from tests.support import REPO
+
+SHOTS = REPO / "reports" / "screenshots"
+pytestmark = pytest.mark.skipif(
+    not support.has_browser(), reason="no Chromium: apt-get install chromium chromium-driver"
+)
+
+
+@contextmanager
+def dashboard(root: Path, env: dict | None = None):
+    """The dashboard as documented, in `root`; yields its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    environ = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}  # the workspace's own registry
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fundgrpo.serving.dashboard", "--port", str(port)],
+        cwd=root,
+        env={**environ, "PYTHONPATH": str(REPO), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            try:
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class Page:
+    """One browser on the dashboard, with waits for what Streamlit renders after its scripts run."""
+
+    def __init__(self, size: str = "1400,1600"):
+        self.driver = support.browser(size)
+
+    def open(self, url: str, until: str) -> str:
+        self.driver.get(url)
+        return self.wait_text(until)
+
+    def wait_text(self, text: str, timeout: float = 90) -> str:
+
+        try:  # the text, and the script finished (no running indicator)
+            WebDriverWait(self.driver, timeout).until(
+                lambda d: (
+                    text in d.find_element(By.TAG_NAME, "body").text
+                    and not d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
+                )
+            )
+        except TimeoutException:
+            self.fail_on_exception()
+            body = self.driver.find_element(By.TAG_NAME, "body").text
+            raise AssertionError(f"{text!r} not shown in {timeout} s at {self.driver.current_url}:\n{body[:3000]}")
+        self.fail_on_exception()
+        return self.driver.find_element(By.TAG_NAME, "body").text
+
+    def wait_css(self, css: str, count: int = 1, timeout: float = 90) -> list:
+
+        try:
+            WebDriverWait(self.driver, timeout).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count)
+        except TimeoutException:
+            self.fail_on_exception()
+            found = len(self.driver.find_elements(By.CSS_SELECTOR, css))
+            raise AssertionError(f"{count} x {css!r} expected, {found} found at {self.driver.current_url}")
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def fail_on_exception(self) -> None:
+
+        shown = self.driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        assert not shown, shown[0].text[:3000]
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        time.sleep(1)  # charts finish drawing
+        self.driver.save_screenshot(str(SHOTS / name))
+
+    def choose(self, label: str, option: str) -> None:
+        """Pick `option` in the selectbox labelled `label`."""
+
+        def labelled():
+            boxes = self.driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSelectbox"]')
+            return {b.find_element(By.CSS_SELECTOR, '[data-testid="stWidgetLabel"]').text.strip(): b for b in boxes}
+
+        deadline = time.monotonic() + 60
+        while label not in labelled():
+            assert time.monotonic() < deadline, f"no selectbox {label!r} among {list(labelled())}"
+            time.sleep(0.3)
+        box = labelled()[label]
+        box.find_element(By.CSS_SELECTOR, "input").click()
+        options = self.wait_css('[role="option"]')
+        next(o for o in options if o.text.strip() == option).click()
+
+    def type_into(self, css: str, text: str) -> None:
+        """Replace what the field at `css` holds with `text`, then Enter (Streamlit reruns on it)."""
+
+        field = self.wait_css(css)[0]
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(Keys.DELETE)
+        field.send_keys(text, Keys.ENTER)
+
+    def quit(self) -> None:
+        self.driver.quit()
+
+
+def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
+
+    root, _ = trained
+    rows = [json.loads(line) for line in (root / "reports/backtest/predictions.jsonl").read_text().splitlines()]
+    funds = pd.read_parquet(root / "data/validated/funds.parquet").set_index("share_class_id")
+    versions = support.versions(root)
+    client = support.mlflow_client(root)
+    aliases = client.get_registered_model("fund-evaluator").aliases  # alias -> version
+    champion = aliases.get("champion")
+    shown = int(champion or max(versions))  # the champion's figures, else the newest version's
+    serving = f"serves champion v{champion}" if champion else "serves no champion yet"
+    with dashboard(root) as base:
+        page = Page()
+        try:
+            # every page names the version it shows: the champion's by default
+            text = page.open(base, f"of {len(rows)} tested share classes")
+            assert f"Figures of fund-evaluator v{shown} (" in text and serving in text
+            page.wait_css('[data-testid="glide-cell-2-0"]')  # the grid's accessible cells: names, not ids only
+            page.shot("dashboard_funds.png")
+
+            # search by a fund's name, in any case: the count follows, the row opens the fund's page
+            target = rows[0]["share_class_id"]
+            name = funds.loc[target, "name"]
+            expected = sum(name.casefold() in str(funds.loc[r["share_class_id"], "name"]).casefold() for r in rows)
+            box = page.wait_css('[data-testid="stTextInput"] input')[0]
+            box.send_keys(name.upper(), Keys.ENTER)
+            page.wait_text(f"{expected} of {len(rows)} tested share classes")
+            first = page.wait_css('[data-testid="glide-cell-2-0"]')[0]
+            assert first.get_attribute("innerText") == name
+            for _ in range(3):  # the first row's selection box; a click while the grid redraws can be lost
+                grid = page.wait_css('[data-testid="stDataFrame"] canvas')[0]
+                w, h = grid.size["width"], grid.size["height"]
+                ActionChains(page.driver).move_to_element_with_offset(
+                    grid, -w // 2 + 18, -h // 2 + 54
+                ).click().perform()
+                try:
+                    WebDriverWait(page.driver, 15).until(lambda d: "/fund?" in d.current_url)
+                    break
+                except TimeoutException:
+                    continue
+            text = page.wait_text("Each evaluator's grade")
+            assert f"/fund?id={target}" in page.driver.current_url and name in text
+            for section in ("The methodology's verdict", "Against its peers", "Reasoning", "Grade history"):
+                assert section in text
+            page.wait_css(".vega-embed", 1 + bool(rows[0].get("grpo_probs")))  # percentiles among peers, probabilities
+            page.shot("dashboard_fund.png")
+
+            text = page.open(f"{base}/backtest", "Confusion")
+            assert f"{rows and len(rows)} test share classes" in text and "GRPO" in text and "GBM" in text
+            page.wait_css(".vega-embed", 6)  # four heatmaps, the distribution, reliability (+ rewards)
+            assert "GRPO reward curves" in text
+            page.shot("dashboard_backtest.png")
+
+            text = page.open(f"{base}/models", "Metrics per model version")
+            assert all(f"{a}" in text for a in aliases) and "qwk" in text
+            page.wait_css(".vega-embed")
+            page.shot("dashboard_models.png")
+
+            text = page.open(f"{base}/drift", "Drift")
+            assert "Drop a batch into data/incoming" in text or "over time" in text
+
+            # any version by choice (the URL keeps it); an unknown one falls back to the champion
+            for v in versions:
+                text = page.open(f"{base}/backtest?version={v}", f"Figures of fund-evaluator v{v} (")
+                assert serving in text
+            page.open(f"{base}/backtest?version=999", f"Figures of fund-evaluator v{shown} (")
+            # a careless or hostile link: an unknown share class opens the first, nothing is run
+            text = page.open(f"{base}/fund?id=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "Each evaluator's grade")
+            assert rows[0]["share_class_id"] in text
+        finally:
+            page.quit()
+
+
+def test_korean_labels_drift_over_time_and_a_workspace_without_registry(trained, tmp_path):
+    """A Korean methodology's workspace with two monitored batches and no registry: Korean words,
+    the drift chart and a batch's rating migration, and the line saying these are the workspace's figures."""
+    root, _ = trained
+    ws = tmp_path / "ws"
+    for rel in (
+        "params.yaml",
+        "data/schema",
+        "data/validated",
+        "data/prepared",
+        "metrics",
+        "reports/backtest",
+        "plots",
+    ):
+        src, dst = root / rel, ws / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy(src, dst)
+    rubric = json.loads((ws / "data/schema/rubric.json").read_text())
+    (ws / "data/schema/rubric.json").write_text(json.dumps({**rubric, "language": "ko"}, ensure_ascii=False))
+    for date, share, migration, verdict in (("2026-10-01", 0.1, 0.05, "no drift"), ("2026-11-01", 0.6, 0.3, "drift")):
+        folder = ws / "monitoring/reports" / date / f"batch-{date[:7]}"
+        folder.mkdir(parents=True)
+        summary = {
+            "batch": folder.name,
+            "date": date,
+            "verdict": verdict,
+            "reason": f"{share} of the features drifted",
+            "data_drift": {"share": share},
+            "prediction_drift": {"migration": migration, "transitions": {"3": {"3": 20, "4": 5}, "2": {"2": 9}}},
+            "retrain": {"status": "done" if verdict == "drift" else "not needed"},
+        }
+        (folder / "summary.json").write_text(json.dumps(summary))
+        (folder / "drift.html").write_text("<html><body><h2>Evidently report</h2></body></html>")
+    with dashboard(ws) as base:
+        page = Page()
+        try:
+            text = page.open(base, "테스트 클래스")
+            assert "펀드" in text and "이 작업공간의 마지막 학습 실행" in text and "챔피언 없음" in text
+            page.wait_css('[data-testid="glide-cell-2-0"]')
+            page.shot("dashboard_funds_ko.png")
+            text = page.open(f"{base}/drift", "시간에 따른 드리프트와 등급 이동")
+            assert "batch-2026-11" in text and "드리프트" in text
+            page.wait_css(".vega-embed", 2)  # over time; the latest batch's migration
+            page.shot("dashboard_drift_ko.png")
+        finally:
+            page.quit()
+
+
+def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(trained, tmp_path):
+    root, _ = trained
+    keys = tmp_path / "keys.json"
+    made = {
+        n: add_key(keys, n, s) for n, s in (("desk", ["evaluate"]), ("viewer", ["read"]), ("ana", ["read", "review"]))
+    }
+    store_url = f"sqlite:///{tmp_path}/store.db"
+    settings = ApiSettings(keys_file=keys, db_url=store_url, model=str(root / "models/policy"), alias_check_s=0.0)
+    test = [json.loads(line) for line in (root / "data/prepared/test.jsonl").read_text().splitlines()]
+    reference = pd.read_parquet(root / "data/validated/funds.parquet").set_index("share_class_id", drop=False)
+    server, api = support.serve(create_app(root, settings))
+    try:
+        funds = [support.canonical(reference.loc[r["share_class_id"]]) for r in test[:4]]
+        support.call(api, "/v1/evaluations", made["desk"], {"funds": funds})
+        queue = support.call(api, "/v1/review-queue", made["viewer"])["items"]
+        assert queue, "the tiny model is unsure (or invalid) on these"
+        target = queue[0]["share_class_id"]
+        with dashboard(root, {"FUNDGRPO_API_URL": api}) as base:
+            page = Page()
+            try:
+                page.open(f"{base}/review", "Review queue")
+                page.type_into('input[type="password"]', "not-a-key")
+                page.wait_text("Refused (401)")
+                page.type_into('input[type="password"]', made["viewer"])
+                text = page.wait_text(f"{len(queue)} evaluation(s) need an analyst")
+                assert made["viewer"] not in page.driver.current_url
+                page.choose("Grade", "5")
+                page.wait_css('[data-testid="stTextArea"] textarea')[0].send_keys("Costs are the worst of its peers.")
+                page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
+                text = page.wait_text("Refused (403)")
+                assert "review" in text
+                page.type_into('input[type="password"]', made["ana"])
+                page.wait_text(f"{len(queue)} evaluation(s) need an analyst")
+                page.choose("Grade", "5")  # the reason typed before is still there
+                page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
+                text = page.wait_text(f"recorded: {target} → grade 5")
+                assert f"{len(queue) - 1} evaluation(s) need an analyst" in text  # the decided one has left
+                page.shot("dashboard_review.png")
+            finally:
+                page.quit()
+    finally:
+        server.should_exit = True
+    [decision] = Store(store_url).list_decisions(target)
+    assert (decision["analyst"], decision["new_grade"], decision["reason"]) == (
+        "ana", 5, "Costs are the worst of its peers."
+    )  # fmt: skip
+    audit = [(a["actor"], a["action"]) for a in Store(store_url).audit_log()]
+    assert ("viewer", "refused") in audit and audit.count(("ana", "refused")) == 0  # the refusal is audited
