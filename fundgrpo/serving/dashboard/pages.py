@@ -97,12 +97,15 @@ def funds_page() -> None:
         st.info(T["no_run"])
         return
     table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate)
-    left, mid, right = st.columns([2, 2, 1])
+    left, mid, right = st.columns(3)
     search = left.text_input(T["search"], key="search")
     categories = mid.multiselect(T["categories"], sorted(table["category"].dropna().unique()), key="categories")
     disagree = right.checkbox(T["only_disagree"], key="disagree")
     review_only = right.checkbox(f"{T['only_review']} (< {WS.params.evaluate.review_below:g})", key="review_only")
-    shown = wsm.filter_funds(table, search, categories, disagree, review_only)
+    order = st.segmented_control(
+        T["sort"], wsm.SORTS, default="tested", format_func=lambda k: T[f"sort_{k}"], key="order"
+    )
+    shown = wsm.sort_funds(wsm.filter_funds(table, search, categories, disagree, review_only), order or "tested")
     st.write(T["shown_n"].format(shown=len(shown), total=len(table)))
     arrows = {1: f"▲ {T['above']}", -1: f"▼ {T['below']}", 0: f"= {T['same']}"}
     view = shown.assign(direction=shown["direction"].map(arrows).fillna("invalid"))

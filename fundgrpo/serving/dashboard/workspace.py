@@ -314,6 +314,25 @@ def filter_funds(
     return table[keep]
 
 
+SORTS = ("tested", "low", "high", "name")
+
+
+def sort_funds(table: pd.DataFrame, order: str) -> pd.DataFrame:
+    """`table` in one of SORTS: as tested, least or most confident first (no confidence last), by name.
+
+    >>> t = pd.DataFrame({"name": ["b", "a", "c"], "confidence": [0.9, None, 0.2]})
+    >>> sort_funds(t, "low")["name"].tolist(), sort_funds(t, "name")["name"].tolist()
+    (['c', 'b', 'a'], ['a', 'b', 'c'])
+    """
+    if order not in SORTS:
+        raise ValueError(f"order must be one of {SORTS}, got {order!r}")
+    if order == "tested":
+        return table
+    if order == "name":
+        return table.sort_values("name", kind="stable")
+    return table.sort_values("confidence", ascending=order == "low", na_position="last", kind="stable")
+
+
 def peer_table(funds: pd.DataFrame, share_class_id: str) -> pd.DataFrame:
     """The share class's metrics against its category: value, peer median, percentile (100 = best).
 

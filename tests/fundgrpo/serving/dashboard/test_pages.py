@@ -161,6 +161,18 @@ def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
             page.wait_css('[data-testid="glide-cell-2-0"]')  # the grid's accessible cells: names, not ids only
             page.shot("dashboard_funds.png")
 
+            # ordered by name: the first row is the first name
+            next(b for b in page.wait_css("button") if b.text.strip() == "by name").click()
+            names = sorted(str(funds.loc[r["share_class_id"], "name"]) for r in rows)
+            WebDriverWait(page.driver, 60).until(
+                lambda d: (
+                    d.find_element(By.CSS_SELECTOR, '[data-testid="glide-cell-2-0"]').get_attribute("innerText")
+                    == names[0]
+                )
+            )
+
+            next(b for b in page.wait_css("button") if b.text.strip() == "as tested").click()
+
             # search by a fund's name, in any case: the count follows, the row opens the fund's page
             target = rows[0]["share_class_id"]
             name = funds.loc[target, "name"]
