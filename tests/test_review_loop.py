@@ -36,8 +36,11 @@ def decide_in_page(driver, key: str, share_class_id: str, grade: int, reason: st
     field = driver.find_element(By.ID, "key")
     field.clear()
     field.send_keys(key)
-    driver.find_element(By.CSS_SELECTOR, "#login button").click()
     row_css = f'tr[data-share-class="{share_class_id}"]'
+    shown = driver.find_elements(By.CSS_SELECTOR, row_css)  # the queue loaded with the previous key
+    driver.find_element(By.CSS_SELECTOR, "#login button").click()
+    if shown:  # wait until this key's queue has replaced it
+        WebDriverWait(driver, 60).until(ec.staleness_of(shown[0]))
     WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.CSS_SELECTOR, row_css)))
     row = driver.find_element(By.CSS_SELECTOR, row_css)
     Select(row.find_element(By.NAME, "grade")).select_by_value(str(grade))

@@ -38,6 +38,7 @@ def test_decisions_become_labels_and_rerun_only_when_they_change(tmp_path: Path)
     assert "decisions: 0 share class(es)" in first.stdout
     assert not (root / "evaluations.db").exists()  # reading no store made none
     before = records(root)
+    evidence = {f.name: f.read_bytes() for f in sorted((root / "data/evidence").iterdir())}
     assert {r["label_source"] for _, r in before.values()} == {"export"}
 
     # an analyst regrades one test fund and one unlabelled fund through the API's store
@@ -69,6 +70,13 @@ def test_decisions_become_labels_and_rerun_only_when_they_change(tmp_path: Path)
 
     third = run(dvc, root, timeout=600)  # nothing decided since: the table is the same, nothing reruns
     assert ran(third.stdout) == {"decisions"}, third.stdout
+
+    # the decisions gone again: the labels, and the evidence byte for byte, are those of the first run
+    # (a wall time in an output once made every later stage rerun after such a round trip)
+    (root / "evaluations.db").unlink()
+    run(dvc, root, timeout=600)
+    assert records(root) == before
+    assert {f.name: f.read_bytes() for f in sorted((root / "data/evidence").iterdir())} == evidence
 
 
 def test_a_decided_grade_outside_the_methodology_is_named(tmp_path: Path) -> None:

@@ -206,8 +206,10 @@ def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
             assert "GRPO reward curves" in text
             page.shot("dashboard_backtest.png")
 
-            text = page.open(f"{base}/models", "Metrics per model version")
-            assert all(f"{a}" in text for a in aliases) and "qwk" in text
+            page.open(f"{base}/models", "Metrics per model version")
+            for alias in aliases:  # the grid's cells are drawn after the script ends
+                text = page.wait_text(alias)
+            assert "qwk" in text
             page.wait_css(".vega-embed")
             page.shot("dashboard_models.png")
 
