@@ -103,6 +103,19 @@ class Page:
             raise AssertionError(f"{count} x {css!r} expected, {found} found at {self.driver.current_url}")
         return self.driver.find_elements(By.CSS_SELECTOR, css)
 
+    def wait_grid_text(self, text: str, timeout: float = 90) -> None:
+        """Wait until a table (Streamlit draws it on a canvas) holds `text` in its accessible cells."""
+
+        def cells(d) -> str:
+            return " ".join(
+                g.get_attribute("textContent") for g in d.find_elements(By.CSS_SELECTOR, "[data-testid=stDataFrame]")
+            )
+
+        try:
+            WebDriverWait(self.driver, timeout).until(lambda d: text in cells(d))
+        except TimeoutException:
+            raise AssertionError(f"{text!r} in no table at {self.driver.current_url}: {cells(self.driver)[:2000]}")
+
     def fail_on_exception(self) -> None:
 
         shown = self.driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
@@ -201,15 +214,17 @@ def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
             page.shot("dashboard_fund.png")
 
             text = page.open(f"{base}/backtest", "Confusion")
-            assert f"{rows and len(rows)} test share classes" in text and "GRPO" in text and "GBM" in text
+            assert f"{len(rows)} test share classes" in text
+            page.wait_grid_text("GRPO")
+            page.wait_grid_text("GBM")
             page.wait_css(".vega-embed", 6)  # four heatmaps, the distribution, reliability (+ rewards)
             assert "GRPO reward curves" in text
             page.shot("dashboard_backtest.png")
 
             page.open(f"{base}/models", "Metrics per model version")
-            for alias in aliases:  # the grid's cells are drawn after the script ends
-                text = page.wait_text(alias)
-            assert "qwk" in text
+            for alias in aliases:  # the table's cells: in the grid's accessible table, not the visible text
+                page.wait_grid_text(alias)
+            page.wait_grid_text("qwk")
             page.wait_css(".vega-embed")
             page.shot("dashboard_models.png")
 
