@@ -166,6 +166,34 @@ def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
             log(f"{path.name} restored: the overrides applied to this run only")
 
 
+@contextmanager
+def outputs_kept(root: Path, log: Callable[[str], None] = print) -> Iterator[None]:
+    """Put the pipeline's outputs back as they were when the block ends, however it ends: `dvc.lock`
+    restored, then `dvc checkout` lays every output it names from DVC's cache (a quick run's
+    models and figures are for checking the wiring, not for the workspace)."""
+    lock = root / "dvc.lock"
+    before = lock.read_bytes() if lock.exists() else None
+    try:
+        yield
+    finally:
+        if before is None:
+            lock.unlink(missing_ok=True)
+        elif not lock.exists() or lock.read_bytes() != before:
+            with io.atomic_path(lock) as tmp:
+                tmp.write_bytes(before)
+        done = subprocess.run(
+            [sys.executable, "-m", "dvc", "checkout", "--force", "--quiet"],
+            cwd=root,
+            env=stage_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"dvc checkout failed in {root}: {(done.stderr or done.stdout).strip()[-2000:]}")
+        log("dvc.lock and the outputs it names restored from DVC's cache: the quick run changed nothing")
+
+
 def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:
     """Set `section.key=value` pairs in params.yaml (comments kept), like `dvc exp run -S`.
 

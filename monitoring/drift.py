@@ -179,26 +179,42 @@ def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorPa
     return DataDrift(verdict, reason, share, drifted, scores, rows, **pinned)
 
 
-def rating_migration(pairs: list[tuple[int, int]]) -> tuple[float | None, dict[str, dict[str, int]]]:
-    """Share of (reference grade, batch grade) pairs that differ, and the transition counts.
+INVALID = "invalid"  # the label of an answer without a grade, in distributions and migrations
+
+
+def grade_label(grade: int | None) -> str:
+    """A grade as text; an invalid answer (no grade) is its own category, never dropped.
+
+    >>> grade_label(3), grade_label(3.0), grade_label(None)
+    ('3', '3', 'invalid')
+    """
+    return INVALID if grade is None or pd.isna(grade) else str(int(grade))
+
+
+def rating_migration(pairs: list[tuple[int | None, int | None]]) -> tuple[float | None, dict[str, dict[str, int]]]:
+    """Share of (reference grade, batch grade) pairs that differ, and the transition counts. An
+    invalid answer (None) counts as its own grade: a fund whose valid grade turns invalid has moved.
 
     >>> rating_migration([(3, 3), (3, 4), (5, 5), (1, 3)])
     (0.5, {'1': {'3': 1}, '3': {'3': 1, '4': 1}, '5': {'5': 1}})
+    >>> rating_migration([(3, None), (None, None), (2, 2)])
+    (0.3333, {'2': {'2': 1}, '3': {'invalid': 1}, 'invalid': {'invalid': 1}})
     >>> rating_migration([])
     (None, {})
     """
     if not pairs:
         return None, {}
+    labelled = sorted((grade_label(a), grade_label(b)) for a, b in pairs)
     table: dict[str, dict[str, int]] = {}
-    for before, after in sorted(pairs):
-        row = table.setdefault(str(before), {})
-        row[str(after)] = row.get(str(after), 0) + 1
-    return round(sum(a != b for a, b in pairs) / len(pairs), 4), table
+    for before, after in labelled:
+        row = table.setdefault(before, {})
+        row[after] = row.get(after, 0) + 1
+    return round(sum(a != b for a, b in labelled) / len(labelled), 4), table
 
 
 def prediction_drift(
-    reference_grades: list[int],
-    current_grades: list[int],
+    reference_grades: list[int | None],
+    current_grades: list[int | None],
     params: MonitorParams,
     out: Path,
     pairs: list[tuple[int, int]] | None = None,
@@ -223,8 +239,8 @@ def prediction_drift(
     from evidently.metrics import ValueDrift
 
     # Grades as text: a categorical column whatever the values.
-    ref = pd.DataFrame({"grade": [str(g) for g in reference_grades]})
-    cur = pd.DataFrame({"grade": [str(g) for g in current_grades]})
+    ref = pd.DataFrame({"grade": [grade_label(g) for g in reference_grades]})
+    cur = pd.DataFrame({"grade": [grade_label(g) for g in current_grades]})
     definition = DataDefinition(categorical_columns=["grade"], numerical_columns=[])
     metric = ValueDrift(column="grade", method=params.prediction_method, threshold=params.prediction_threshold)
     result = _run_report([metric], ref, cur, definition, out, "prediction_drift")
@@ -247,14 +263,16 @@ def prediction_drift(
     )
 
 
-def _shares(grades: list[int]) -> dict[str, float]:
-    """{"1": share, ...} over the grades present.
+def _shares(grades: list[int | None]) -> dict[str, float]:
+    """{"1": share, ...} over the grades present; invalid answers as "invalid".
 
     >>> _shares([1, 3, 3, 5])
     {'1': 0.25, '3': 0.5, '5': 0.25}
+    >>> _shares([2, None])
+    {'2': 0.5, 'invalid': 0.5}
     """
-    counts = pd.Series(grades, dtype=float).value_counts(normalize=True).sort_index()
-    return {str(int(k)): round(float(v), 4) for k, v in counts.items()}
+    counts = pd.Series([grade_label(g) for g in grades], dtype=object).value_counts(normalize=True).sort_index()
+    return {str(k): round(float(v), 4) for k, v in counts.items()}
 
 
 def _no_verdict_html(title: str, reason: str) -> str:

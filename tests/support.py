@@ -33,11 +33,14 @@ GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME
 _state: dict[str, Any] = {"harness_users": 0}
 
 
-def run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+def run(
+    cmd: list[str], cwd: Path, env: dict | None = None, timeout: int = 900, check: bool = True
+) -> subprocess.CompletedProcess:
+    """`cmd` in `cwd` with this Python's tools on PATH; unless `check` is false, a failure is an AssertionError."""
     env = {**os.environ, **GIT_ID, **(env or {})}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if result.returncode != 0:
+    if check and result.returncode != 0:
         raise AssertionError(
             f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
         )
@@ -98,6 +101,19 @@ def mlflow_client(root: Path):
     from mlflow import MlflowClient
 
     return MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+
+
+def promote_by_hand(root: Path, version: int, name: str = "fund-evaluator") -> None:
+    """Make `version` the champion as if the gate had promoted it: its run's gate record rewritten,
+    then the alias. For tests whose subject is not the gate (the tiny model never beats the rule
+    scorer); serving follows `champion` only to a version whose record says the gate promoted it."""
+    from fundgrpo.registry import mlflow_registry
+
+    client = mlflow_client(root)
+    run_id = client.get_model_version(name, str(version)).run_id
+    record = {"version": str(version), "promoted": True, "passed": True, "reason": "promoted by hand in a test"}
+    client.log_dict(run_id, record, mlflow_registry.GATE_RECORD)
+    client.set_registered_model_alias(name, mlflow_registry.CHAMPION, str(version))
 
 
 def versions(root: Path, name: str = "fund-evaluator") -> list[int]:

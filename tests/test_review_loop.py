@@ -121,7 +121,14 @@ def test_a_low_confidence_fund_is_reviewed_in_a_browser_and_becomes_a_label(trai
     assert expert == {"grade": new_grade, "source": "analyst", "decision_id": decision["id"]}
     # leave the shared repo as the session's other tests expect it: its labels from its own store
     # (where another test may have left decisions), so `dvc.lock` matches that store again
+    # (the table holds a decision that store lacks: the stage refuses until the table is removed)
     own = {k: v for k, v in env.items() if k != "FUNDGRPO_DB_URL"}
+    table = root / "data/decisions/decisions.csv"
+    kept = table.read_bytes()
+    refused = run([sys.executable, "-m", "dvc", "repro", "prepare"], root, env=own, check=False)
+    assert refused.returncode != 0 and "holds 1 decision(s) the store at" in refused.stdout + refused.stderr
+    assert table.read_bytes() == kept
+    table.unlink()
     run([sys.executable, "-m", "dvc", "repro", "prepare"], root, env=own)
     assert (root / "data/prepared/test.jsonl").read_text() == prepared_before
 

@@ -43,7 +43,7 @@ def store_url(configured: str, root: Path | None = None) -> str:
     return url
 
 
-def _shown(url: str) -> str:
+def shown(url: str) -> str:
     import sqlalchemy as sa
 
     return sa.engine.make_url(url).render_as_string(hide_password=True)
@@ -73,7 +73,7 @@ def _query(url: str, latest_only: bool) -> pd.DataFrame:
             rows = conn.execute(q).mappings().all()
     except sa.exc.OperationalError as err:
         raise StageError(
-            f"decisions: the store at {_shown(url)} is unreachable ({str(err).splitlines()[0][:160]}); "
+            f"decisions: the store at {shown(url)} is unreachable ({str(err).splitlines()[0][:160]}); "
             "start it or set decisions.store_url / FUNDGRPO_DB_URL"
         ) from None
     finally:
@@ -94,6 +94,43 @@ def _query(url: str, latest_only: bool) -> pd.DataFrame:
         ],
         columns=COLUMNS,
     )
+
+
+def missing_from_store(previous: pd.DataFrame, url: str) -> pd.DataFrame:
+    """The rows of an earlier export (`previous`) whose decision the store at `url` does not hold
+    (matched on decision id, share class and time, so another store's decision 7 is not ours).
+
+    The store only grows: a decision the last export had and the store lacks means the store moved
+    (another URL, a deleted or replaced file), and exporting would drop those labels.
+    """
+    if previous.empty:
+        return previous
+    held = export_all(url)
+    key = ["decision_id", "share_class_id", "decided_at"]
+
+    def keys(table: pd.DataFrame) -> list[tuple]:
+        ids, classes = table["decision_id"].astype(int), table["share_class_id"].astype(str)
+        return list(zip(ids, classes, table["decided_at"].astype(str)))
+
+    have = set(keys(held))
+    lost = [k not in have for k in keys(previous)]
+    return previous.loc[lost, key + ["grade", "analyst"]]
+
+
+def check_nothing_lost(table: Path, url: str) -> None:
+    """A StageError when the decisions table at `table` holds decisions the store at `url` lacks:
+    exporting would wipe those labels (the table is kept; the message names the way out)."""
+    if not table.exists():
+        return
+    lost = missing_from_store(read(table), url)
+    if len(lost):
+        first = lost.iloc[0]
+        raise StageError(
+            f"decisions: {table} holds {len(lost)} decision(s) the store at {shown(url)} does not "
+            f"(first: decision {first['decision_id']} on {first['share_class_id']!r} by {first['analyst']}, "
+            f"grade {first['grade']}); the table is kept. Point decisions.store_url (or FUNDGRPO_DB_URL) at "
+            "the store that holds them, or remove the table to start over from this store"
+        )
 
 
 def since(url: str, when: datetime) -> int:

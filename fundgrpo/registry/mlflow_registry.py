@@ -354,6 +354,69 @@ def version_by_alias(client, name: str, alias: str) -> str:
         ) from err
 
 
+# The gate's decision is logged as an artifact of the candidate's run (`register`): the MLflow UI can
+# move aliases and edit tags, not artifacts. Serving follows `champion` only to a version whose
+# record says the gate promoted it (a hand-made rollback to an earlier such version is fine).
+GATE_RECORD = "gate.json"
+
+
+def gate_record(client, name: str, version: str, cache: dict | None = None) -> dict | None:
+    """The gate's decision for `name` v`version` (its run's GATE_RECORD), or None when it has none
+    (registered by hand, or before gate records). Records never change: `cache` keeps them."""
+    import tempfile
+
+    key = (client.tracking_uri, name, str(version))
+    if cache is not None and key in cache:
+        return cache[key]
+    run_id = client.get_model_version(name, version).run_id
+    record = None
+    if run_id:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                path = client.download_artifacts(run_id, GATE_RECORD, tmp)
+                record = json.loads(Path(path).read_text(encoding="utf-8"))
+            except Exception:  # noqa: BLE001 - no such artifact (MLflow raises several kinds): no record
+                record = None
+    if record is not None and str(record.get("version", version)) != str(version):
+        record = None  # another registration of the run: the gate judged that version, not this one
+    if cache is not None:
+        cache[key] = record
+    return record
+
+
+def promoted_by_gate(record: dict | None) -> bool:
+    """True when a gate record says the gate promoted the version.
+
+    >>> promoted_by_gate({"promoted": True}), promoted_by_gate({"promoted": False}), promoted_by_gate(None)
+    (True, False, False)
+    """
+    return bool(record and record.get("promoted") is True)
+
+
+def served_version(
+    client, name: str, alias: str, keep: str | None = None, cache: dict | None = None
+) -> tuple[str, str | None]:
+    """(version to serve, note) for models:/name@alias. For `champion`, only a version the gate
+    promoted: when the alias points at another (moved by hand, in the MLflow UI), `keep` (the version
+    serving now) if the gate promoted it, else the newest version the gate promoted; the note says
+    so. An AliasError when nothing servable exists."""
+    version = version_by_alias(client, name, alias)
+    if alias != CHAMPION:
+        return version, None
+    record = gate_record(client, name, version, cache)
+    if promoted_by_gate(record):
+        return version, None
+    why = record.get("reason") if record else "no gate record: the alias was set by hand"
+    note = f"{alias} points at v{version}, which the gate did not promote ({why})"
+    if keep is not None and keep != version and promoted_by_gate(gate_record(client, name, keep, cache)):
+        return keep, f"{note}; serving v{keep}, the version the gate promoted that was serving"
+    numbers = sorted((int(v.version) for v in client.search_model_versions(f"name = '{name}'")), reverse=True)
+    for number in numbers:
+        if str(number) != version and promoted_by_gate(gate_record(client, name, str(number), cache)):
+            return str(number), f"{note}; serving v{number}, the newest version the gate promoted"
+    raise AliasError(f"models:/{name}@{alias}: {note}, and no version the gate promoted is left to serve")
+
+
 CALIBRATION_FILE = "calibration.json"  # a version's confidence fit, written beside its weights
 
 

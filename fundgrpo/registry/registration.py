@@ -70,6 +70,11 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
     version = mlflow_registry.champion_version(client, params.register.model_name)
     if version is None:
         return None
+    try:  # the champion serving would use: a version moved there by hand is not the bar to beat
+        number, _ = mlflow_registry.served_version(client, params.register.model_name, mlflow_registry.CHAMPION)
+    except mlflow_registry.AliasError:
+        return None
+    version = client.get_model_version(params.register.model_name, number)
     name = f"champion v{version.version}"
     if version.tags.get("test_fingerprint") == backtest["test_fingerprint"]:
         run = client.get_run(version.run_id)
@@ -180,6 +185,8 @@ def gate_and_register(
     }
     version = mlflow.register_model(info.model_uri, name, tags=tags)  # the version and its tags in one request
     try:
+        # the record serving trusts (an artifact: the UI can move aliases and edit tags, not this)
+        mlflow.log_dict(gate_record(decision, gate_passed, version.version, params), mlflow_registry.GATE_RECORD)
         client.set_registered_model_alias(
             name, mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER, version.version
         )
@@ -195,6 +202,20 @@ def gate_and_register(
             "the next registration marks it complete"
         )
     return version, decision, gate_passed
+
+
+def gate_record(decision, gate_passed: bool, version: str, params: Params) -> dict:
+    """What the gate decided for one version, as logged with its run (mlflow_registry.GATE_RECORD)."""
+    return {
+        "version": str(version),
+        "promoted": bool(decision.promote),
+        "passed": bool(gate_passed),
+        "reason": decision.reason,
+        "metric": params.register.gate.metric,
+        "candidate": decision.candidate,
+        "baseline": decision.baseline,
+        "baseline_name": decision.baseline_name,
+    }
 
 
 def unreachable(uri: str) -> StageError | None:

@@ -245,10 +245,12 @@ def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]
     mlflow.set_tracking_uri(uri)  # download_artifacts resolves models:/ through the global URI
     name, _, alias = model[len("models:/") :].partition("@")
     client = MlflowClient(tracking_uri=uri)
-    try:
-        version = mlflow_registry.version_by_alias(client, name, alias) if alias else None
+    try:  # `champion`: a version the gate promoted (served_version says which, and why)
+        version, note = mlflow_registry.served_version(client, name, alias) if alias else (None, None)
     except mlflow_registry.AliasError as err:
         raise EvaluateError(f"--model: {err} (registry: {uri})") from err
+    if note:
+        print(f"evaluate: warning: {note}", file=sys.stderr)
     pinned = f"models:/{name}/{version}" if version else model
     return mlflow_registry.load_components(pinned, scratch), pinned
 

@@ -72,16 +72,21 @@ def sample(records: list[dict], n: int, seed: int) -> list[dict]:
 
 
 def load_champion(tracking_uri: str, model_name: str, dst: Path) -> tuple[Path, int] | None:
-    """(local folder, version) of `models:/<name>@champion`, or None when no champion exists."""
+    """(local folder, version) of the champion as serving sees it (a version the gate promoted; see
+    mlflow_registry.served_version), or None when there is none to serve."""
     from mlflow import MlflowClient
 
-    version = mlflow_registry.champion_version(MlflowClient(tracking_uri=tracking_uri), model_name)
-    if version is None:
+    client = MlflowClient(tracking_uri=tracking_uri)
+    if mlflow_registry.champion_version(client, model_name) is None:
+        return None
+    try:
+        version, _ = mlflow_registry.served_version(client, model_name, mlflow_registry.CHAMPION)
+    except mlflow_registry.AliasError:
         return None
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)  # download_artifacts resolves models:/ through the global URI
-    return mlflow_registry.load_components(f"models:/{model_name}/{version.version}", dst), int(version.version)
+    return mlflow_registry.load_components(f"models:/{model_name}/{version}", dst), int(version)
 
 
 def grade(

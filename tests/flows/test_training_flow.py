@@ -134,7 +134,7 @@ def test_a_retrain_that_dies_midway_leaves_champion_and_artifacts(trained):
 
     root, _ = trained
     client = support.mlflow_client(root)
-    client.set_registered_model_alias("fund-evaluator", "champion", str(support.versions(root)[-1]))
+    support.promote_by_hand(root, support.versions(root)[-1])
     champion = client.get_model_version_by_alias("fund-evaluator", "champion").version
     before, count = digest(root, *GUARDED), support.versions(root)
     params_text = (root / "params.yaml").read_text()
@@ -188,3 +188,22 @@ def test_tracking_uri_is_made_absolute_for_the_flow_process(monkeypatch, tmp_pat
     assert common.tracking_uri(RegisterParams(), tmp_path) == "http://127.0.0.1:5000"
     with pytest.raises(common.MlflowUnavailable, match="does not exist"):
         common.check_tracking(f"sqlite:///{tmp_path}/missing/mlflow.db")
+
+
+def test_a_quick_run_checks_the_wiring_and_changes_nothing(trained):
+    """`quick=True` (a deployment's wiring check) trains for minutes on its own settings, registers
+    nothing, moves no alias, and leaves every output as it was (it once registered a version, moved
+    `challenger` and left its refused model in the workspace)."""
+    from flows.training_flow import training
+
+    root, _ = trained
+    client = support.mlflow_client(root)
+    aliases = dict(client.get_registered_model("fund-evaluator").aliases)
+    before, count = digest(root, *GUARDED, "metrics", "plots"), support.versions(root)
+    params_text = (root / "params.yaml").read_text()
+    result = training(root=str(root), quick=True, retries=0)
+    assert {"grpo", "backtest"} <= set(result["stages_run"]) and "register" not in result["stages"]
+    assert result["message"].startswith("quick run: the wiring works") and result["decision"] is None
+    assert support.versions(root) == count and dict(client.get_registered_model("fund-evaluator").aliases) == aliases
+    assert (root / "params.yaml").read_text() == params_text
+    assert digest(root, *GUARDED, "metrics", "plots") == before

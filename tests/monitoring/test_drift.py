@@ -109,3 +109,18 @@ def test_feature_columns_and_bad_feature_lists():
         drift.feature_columns(ref, ref, replace(PARAMS, features=("return_1y", "return_10y")))
     with pytest.raises(drift.DriftError, match="no numeric fund feature"):
         drift.feature_columns(ref[["name"]], ref[["name"]], PARAMS)
+
+
+def test_invalid_answers_are_a_category_not_a_crash(tmp_path):
+    """An invalid answer has no grade (None): it counts as its own category in the distribution and
+    in the migration (it once stopped every monitoring run with a TypeError)."""
+    grades = [1, 2, 2, 3, 3, 3, 4, 4, 5] * 10
+    batch = [None] + grades[1:]  # the champion answered one fund invalidly
+    result = drift.prediction_drift(grades, batch, PARAMS, tmp_path / "one", list(zip(grades, batch)))
+    assert result.verdict is False and result.paired == 90
+    assert result.migration == round(1 / 90, 4) and result.transitions["1"] == {"1": 9, "invalid": 1}
+    assert result.distribution["current"]["invalid"] == round(1 / 90, 4)
+    assert json.loads((tmp_path / "one" / "prediction_drift.json").read_text())  # Evidently wrote its report
+    broken = drift.prediction_drift(grades, [None] * 90, PARAMS, tmp_path / "all", list(zip(grades, [None] * 90)))
+    assert broken.verdict is True and broken.migration == 1.0  # a champion gone invalid is drift
+    assert broken.distribution["current"] == {"invalid": 1.0}

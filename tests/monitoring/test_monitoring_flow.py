@@ -75,7 +75,7 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
     client = support.mlflow_client(root)
     name = "fund-evaluator"
     # The tiny model never beats the rule scorer, so promote one by hand: a champion to watch.
-    client.set_registered_model_alias(name, "champion", str(support.versions(root)[-1]))
+    support.promote_by_hand(root, support.versions(root)[-1])
     champion = int(client.get_model_version_by_alias(name, "champion").version)
     versions = support.versions(root)
 

@@ -14,7 +14,7 @@ import pytest
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.serving.api.store import Store
-from tests.support import run, tiny_copy
+from tests.support import REPO, run, tiny_copy
 
 
 def ran(stdout: str) -> set[str]:
@@ -73,7 +73,17 @@ def test_decisions_become_labels_and_rerun_only_when_they_change(tmp_path: Path)
 
     # the decisions gone again: the labels, and the evidence byte for byte, are those of the first run
     # (a wall time in an output once made every later stage rerun after such a round trip)
+    # the store gone: the stage refuses to drop the labels it exported (the table is kept) ...
     (root / "evaluations.db").unlink()
+    table_file = root / "data/decisions/decisions.csv"
+    kept = table_file.read_bytes()
+    refused = run(dvc, root, timeout=600, check=False)
+    assert refused.returncode != 0, refused.stdout
+    said = refused.stdout + refused.stderr
+    assert f"holds {len(table)} decision(s) the store at sqlite:///" in said and "remove the table" in said
+    assert table_file.read_bytes() == kept
+    # ... until the table is removed, by hand: starting over from the store as it is
+    table_file.unlink()
     run(dvc, root, timeout=600)
     assert records(root) == before
     assert {f.name: f.read_bytes() for f in sorted((root / "data/evidence").iterdir())} == evidence
@@ -89,3 +99,66 @@ def test_a_decided_grade_outside_the_methodology_is_named(tmp_path: Path) -> Non
 def test_an_unreachable_store_is_named_without_its_password(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"store at postgresql\+psycopg://fund:\*\*\*@127.0.0.1:9/x is unreachable"):
         analyst_labels.export("postgresql+psycopg://fund:secret@127.0.0.1:9/x")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_store_set_only_in_params_is_the_one_the_api_writes_and_the_stage_reads(
+    backend, trained, tmp_path, monkeypatch, request
+):
+    """`decisions.store_url` in params.yaml, no FUNDGRPO_DB_URL: the API records a decision there
+    and the `decisions` stage exports it; pointed at another store, the stage refuses to wipe the
+    exported labels (it once rewrote the table with its header only) and keeps the table."""
+    import yaml
+    from fastapi.testclient import TestClient
+
+    from fundgrpo.serving.api.app import create_app
+    from fundgrpo.serving.api.keys import add_key
+    from fundgrpo.serving.api.settings import ApiSettings
+    from tests.fundgrpo.serving.test_api import fund, workspace_view
+
+    monkeypatch.delenv("FUNDGRPO_DB_URL", raising=False)
+    root, _ = trained
+    view = workspace_view(root, tmp_path / "ws", own=("params.yaml",))
+    # SQLite by a path relative to the workspace, as a user writes it; PostgreSQL over TCP
+    url = "sqlite:///analysts.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    params = yaml.safe_load((view / "params.yaml").read_text(encoding="utf-8"))
+    params["decisions"]["store_url"] = url
+    (view / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    keys = tmp_path / "keys.json"
+    key = add_key(keys, "ana", ["read", "evaluate", "review"])
+    settings = ApiSettings.from_env({"FUNDGRPO_API_KEYS": str(keys), "FUNDGRPO_API_MODEL": str(root / "models/policy")})
+    assert settings.db_url == ""  # nothing in the environment: params.yaml decides
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    sid = f"PARAMS-{backend}"
+    with TestClient(create_app(view, settings)) as app:
+        h = {"X-API-Key": key}
+        done = app.post("/v1/evaluations", json={"funds": [fund(reference, 0, share_class_id=sid)]}, headers=h)
+        assert done.status_code == 200, done.text
+        decided = app.post("/v1/decisions", json={"share_class_id": sid, "grade": 2, "reason": "fees"}, headers=h)
+        assert decided.status_code == 201, decided.text
+    store = analyst_labels.store_url(url, view)
+    if backend == "sqlite":  # under the workspace, not the API's old default store
+        assert (view / "analysts.db").exists()
+        assert not (root / "evaluations.db").exists() or Store(f"sqlite:///{root}/evaluations.db").latest(sid) is None
+    assert Store(store).latest_decision(sid)["id"] == decided.json()["id"]
+
+    # the stage, in a workspace of its own with the same setting, exports that decision
+    stage_dir = tmp_path / "stage"
+    stage_dir.mkdir()
+    params["decisions"]["store_url"] = store  # the same store (SQLite: its absolute path)
+    (stage_dir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), "utf-8")
+    env = {"PYTHONPATH": str(REPO)}
+    out = run([sys.executable, "-m", "stages.decisions"], stage_dir, env=env)
+    table_file = stage_dir / "data/decisions/decisions.csv"
+    table = analyst_labels.read(table_file)
+    assert table.loc[table["share_class_id"] == sid, "grade"].tolist() == [2] and "decided by" in out.stdout
+    kept = table_file.read_bytes()
+
+    # pointed at another (empty) store: refused, named, the table kept byte for byte
+    params["decisions"]["store_url"] = f"sqlite:///{tmp_path}/other.db"
+    (stage_dir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), "utf-8")
+    refused = run([sys.executable, "-m", "stages.decisions"], stage_dir, env=env, check=False)
+    assert refused.returncode == 1
+    said = refused.stdout + refused.stderr
+    assert f"holds {len(table)} decision(s) the store at sqlite:///{tmp_path}/other.db does not" in said
+    assert "decisions.store_url" in said and table_file.read_bytes() == kept

@@ -18,6 +18,8 @@ from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
+from fundgrpo.data import analyst_labels
+from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
 from fundgrpo.serving.api import review_page
@@ -39,7 +41,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
 
     @asynccontextmanager
     async def lifespan(app):
-        state["store"] = Store(settings.db_url)
+        state["store"] = Store(store_url(root, settings))
         state["keys"] = KeyRing(settings.keys_file if settings.keys_file.is_absolute() else root / settings.keys_file)
         state["limiter"] = RateLimiter(settings.rate_per_min)
         evaluator = Evaluator(root, settings)
@@ -272,11 +274,21 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     return app
 
 
+def store_url(root: Path, settings: ApiSettings) -> str:
+    """The decision store: the settings' URL when given (FUNDGRPO_DB_URL), else params.yaml's
+    `decisions.store_url` under `root`: one store for the API, the `decisions` stage and the dashboard."""
+    if settings.db_url:
+        return settings.db_url
+    return analyst_labels.store_url(load_params(root / "params.yaml").decisions.store_url, root)
+
+
 def model_card(root: Path, evaluator: Evaluator) -> dict:
-    """The serving version, its backtest metrics and gate decision (MLflow run of a registered
-    version; metrics/register.json for the same version)."""
+    """The serving version, its backtest metrics and the gate's decision for it (the record logged
+    with its MLflow run; metrics/register.json only when it is that run's), and `note` when the
+    version served is not the one the alias names."""
     version = evaluator.current.version
-    card: dict[str, Any] = {"model_version": version, "target": evaluator.target}
+    card: dict[str, Any] = {"model_version": version, "target": evaluator.target, "note": evaluator.note}
+    run_id = None
     if version.startswith("models:/"):
         from mlflow import MlflowClient
 
@@ -286,12 +298,13 @@ def model_card(root: Path, evaluator: Evaluator) -> dict:
         name, number = version[len("models:/") :].split("/")
         mv = client.get_model_version(name, number)
         run = client.get_run(mv.run_id)
+        run_id = mv.run_id
         card["aliases"] = list(mv.aliases)
         card["backtest"] = {k[len("backtest.") :]: v for k, v in run.data.metrics.items() if k.startswith("backtest.")}
-        card["gate"] = {k[len("gate.") :]: v for k, v in run.data.tags.items() if k.startswith("gate.")}
+        card["gate"] = mlflow_registry.gate_record(client, name, number, evaluator.gate_records)
     decision = root / evaluator.params.register.decision
-    if decision.exists():
+    if decision.exists() and run_id is not None:
         d = json.loads(decision.read_text())
-        if version.endswith(f"/{d.get('version')}"):
+        if d.get("run_id") == run_id:  # the file is the last registration's: by run, not version number
             card["decision"] = d
     return card

@@ -58,6 +58,8 @@ class Evaluator:
         self.estimator = load_estimator(root / self.params.evidence.out_dir)  # gradient boosting for new funds
         self.target = settings.model or f"models:/{self.params.register.model_name}@champion"
         self.current: Loaded | None = None
+        self.note: str | None = None  # why the version served is not the one the alias names
+        self.gate_records: dict = {}  # the gate's record per version (they never change)
         self.checked_at = 0.0
         self.swap_lock = threading.Lock()
         self.queue: asyncio.Queue | None = None
@@ -74,9 +76,14 @@ class Evaluator:
 
         uri = mlflow_registry.local_uri(mlflow_registry.tracking_uri(self.params.register), self.root)
         name, _, alias = self.target[len("models:/") :].partition("@")
-        version = mlflow_registry.version_by_alias(
-            MlflowClient(tracking_uri=uri), name, alias
-        )  # AliasError says what to serve instead
+        serving = self.current.version.rsplit("/", 1)[-1] if self.current is not None else None
+        # AliasError says what to serve instead; for `champion`, only a version the gate promoted
+        version, note = mlflow_registry.served_version(
+            MlflowClient(tracking_uri=uri), name, alias, keep=serving, cache=self.gate_records
+        )
+        if note and note != self.note:
+            logging.getLogger("fundgrpo.serving.api").warning("%s", note)
+        self.note = note
         return f"models:/{name}/{version}"
 
     def _load(self, version: str) -> Loaded:

@@ -1,4 +1,5 @@
-"""API settings, from the environment only (keys never live in the repo)."""
+"""API settings from the environment (keys never live in the repo); where params.yaml has a value
+(the decision store), params.yaml is the default and the environment wins."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fundgrpo.params import DecisionsParams
-
 
 @dataclass(frozen=True)
 class ApiSettings:
     keys_file: Path = Path(".api_keys.json")
-    db_url: str = DecisionsParams.store_url  # where the `decisions` stage reads analysts' decisions
+    # empty: params.yaml's `decisions.store_url` (under the served root), the store the `decisions`
+    # stage and the dashboard read; FUNDGRPO_DB_URL wins for all three
+    db_url: str = ""
     model: str = ""  # empty: models:/<register.model_name>@champion
     max_funds: int = 32
     rate_per_min: int = 60

@@ -401,3 +401,98 @@ def test_an_acknowledged_decision_survives_a_server_kill(trained, tmp_path):
     kept = Store(f"sqlite:///{tmp_path}/store.db").list_decisions("API-0")
     assert [(d["id"], d["new_grade"], d["reason"]) for d in kept] == [(decided["id"], 5, "kept after a kill")]
     assert kept[0]["evaluation_id"] == evaluated["evaluation_id"]
+
+
+def workspace_view(root, dest, own=("metrics",)):
+    """A view of the trained repo: each top-level entry linked, but those in `own` copied (free to change)."""
+    dest.mkdir()
+    for entry in root.iterdir():
+        if entry.name not in own:
+            (dest / entry.name).symlink_to(entry)
+        elif entry.is_dir():
+            shutil.copytree(entry, dest / entry.name)
+        else:
+            shutil.copy2(entry, dest / entry.name)
+    return dest
+
+
+def test_serving_never_follows_champion_past_the_gate(trained, tmp_path, monkeypatch):
+    """The MLflow UI (or any client) can move `champion` by hand: the API then keeps serving the
+    version the gate promoted, and says so; at start-up it serves the newest such version, and
+    refuses (503, naming why) when there is none. The model card shows the gate's record of the
+    version served, and metrics/register.json only when it is that version's run's."""
+    from mlflow import MlflowClient
+
+    from fundgrpo.registry import mlflow_registry
+
+    root, _ = trained
+    view = workspace_view(root, tmp_path / "ws")
+    shutil.copy(root / "mlflow.db", tmp_path / "registry.db")
+    uri = f"sqlite:///{tmp_path}/registry.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    import mlflow
+
+    monkeypatch.setattr(mlflow.tracking._tracking_service.utils, "_tracking_uri", None)
+    client = MlflowClient(tracking_uri=uri)
+    # a model of its own in the copied registry (other tests may have promoted fund-evaluator's versions)
+    name = "gate-test"
+    source = client.get_model_version("fund-evaluator", "1").source
+    client.create_registered_model(name)
+    experiment = client.get_run(client.get_model_version("fund-evaluator", "1").run_id).info.experiment_id
+
+    def version(record: dict | None):
+        """A version of its own run; `record`: the gate's decision logged with the run, as `register` does."""
+        with mlflow.start_run(experiment_id=experiment) as run:
+            made = client.create_model_version(name, source, run.info.run_id)
+            if record is not None:
+                mlflow.log_dict({"version": made.version, **record}, mlflow_registry.GATE_RECORD)
+        return made, run.info.run_id
+
+    refused_by_gate, _ = version({"promoted": False, "reason": "qwk 0.30 does not beat rule scorer 0.41"})
+    keys = tmp_path / "keys.json"
+    env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "fundgrpo.serving.api", "add-key", "desk", "--scopes", "read,evaluate"]
+    h = {"X-API-Key": subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout.strip()}
+    settings = ApiSettings(
+        keys_file=keys, db_url=f"sqlite:///{tmp_path}/s.db", alias_check_s=0.0, model=f"models:/{name}@champion"
+    )
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    one = {"funds": [fund(reference, 0)]}
+
+    # champion moved by hand onto the gate's refused version, nothing promoted ever: 503 naming why
+    client.set_registered_model_alias(name, "champion", refused_by_gate.version)
+    with TestClient(create_app(view, settings)) as app:
+        ready = app.get("/readyz").json()
+        assert not ready["ready"] and "which the gate did not promote" in ready["error"]
+        assert "qwk 0.30 does not beat" in ready["error"] and "no version the gate promoted" in ready["error"]
+        refused = app.post("/v1/evaluations", json=one, headers=h)
+        assert refused.status_code == 503 and "did not promote" in refused.json()["detail"]
+
+    # a version the gate promoted (its run's record, as `register` logs it) is served as champion
+    promoted, promoted_run = version({"promoted": True, "reason": "qwk beat"})
+    by_hand, _ = version(None)  # registered by hand: no record
+    client.set_registered_model_alias(name, "champion", promoted.version)
+    with TestClient(create_app(view, settings)) as app:
+        assert app.post("/v1/evaluations", json=one, headers=h).json()["model_version"].endswith(f"/{promoted.version}")
+        card = app.get("/v1/model", headers=h).json()
+        assert card["note"] is None and card["gate"]["promoted"] is True
+        # moved by hand (as the UI's "Promote model" does): the promoted version keeps serving, said so
+        client.set_registered_model_alias(name, "champion", by_hand.version)
+        answer = app.post("/v1/evaluations", json=one, headers=h).json()
+        assert answer["model_version"] == f"models:/{name}/{promoted.version}"
+        card = app.get("/v1/model", headers=h).json()
+        assert f"champion points at v{by_hand.version}, which the gate did not promote" in card["note"]
+        assert "no gate record" in card["note"] and app.get("/readyz").json()["ready"]
+    # a fresh start with champion on the hand-made version: the newest version the gate promoted
+    with TestClient(create_app(view, settings)) as app:
+        assert app.post("/v1/evaluations", json=one, headers=h).json()["model_version"].endswith(f"/{promoted.version}")
+
+    # the model card: metrics/register.json only when it is the served version's run (not its number)
+    client.set_registered_model_alias(name, "champion", promoted.version)
+    decision = {"version": int(promoted.version), "run_id": "another-run", "reason": "qwk 0.84 of another run"}
+    (view / "metrics/register.json").write_text(json.dumps(decision))
+    with TestClient(create_app(view, settings)) as app:
+        card = app.get("/v1/model", headers=h).json()
+        assert "decision" not in card and card["gate"]["reason"] == "qwk beat"
+        (view / "metrics/register.json").write_text(json.dumps({**decision, "run_id": promoted_run}))
+        assert app.get("/v1/model", headers=h).json()["decision"]["run_id"] == promoted_run
