@@ -169,18 +169,24 @@ def restored(path: Path, log: Callable[[str], None] = print) -> Iterator[None]:
 @contextmanager
 def outputs_kept(root: Path, log: Callable[[str], None] = print) -> Iterator[None]:
     """Put the pipeline's outputs back as they were when the block ends, however it ends: `dvc.lock`
-    restored, then `dvc checkout` lays every output it names from DVC's cache (a quick run's
-    models and figures are for checking the wiring, not for the workspace)."""
+    and the small files it names (metrics and plots, which DVC does not cache) restored byte for
+    byte, then `dvc checkout` lays every cached output from DVC's cache (a quick run's models and
+    figures are for checking the wiring, not for the workspace)."""
     lock = root / "dvc.lock"
-    before = lock.read_bytes() if lock.exists() else None
+    kept = {lock: lock.read_bytes() if lock.exists() else None}
+    for out in locked_outputs(lock):
+        path = root / out
+        if path.is_file() and path.stat().st_size <= 16 * 2**20:
+            kept[path] = path.read_bytes()
     try:
         yield
     finally:
-        if before is None:
-            lock.unlink(missing_ok=True)
-        elif not lock.exists() or lock.read_bytes() != before:
-            with io.atomic_path(lock) as tmp:
-                tmp.write_bytes(before)
+        for path, before in kept.items():
+            if before is None:
+                path.unlink(missing_ok=True)
+            elif not path.exists() or path.read_bytes() != before:
+                with io.atomic_path(path) as tmp:
+                    tmp.write_bytes(before)
         done = subprocess.run(
             [sys.executable, "-m", "dvc", "checkout", "--force", "--quiet"],
             cwd=root,
@@ -192,6 +198,14 @@ def outputs_kept(root: Path, log: Callable[[str], None] = print) -> Iterator[Non
         if done.returncode != 0:
             raise RuntimeError(f"dvc checkout failed in {root}: {(done.stderr or done.stdout).strip()[-2000:]}")
         log("dvc.lock and the outputs it names restored from DVC's cache: the quick run changed nothing")
+
+
+def locked_outputs(lock: Path) -> list[str]:
+    """Every output path `dvc.lock` names (empty without a lock)."""
+    if not lock.exists():
+        return []
+    stages = (yaml.safe_load(lock.read_text(encoding="utf-8")) or {}).get("stages") or {}
+    return [o["path"] for stage in stages.values() for o in stage.get("outs") or [] if "path" in o]
 
 
 def apply_overrides(path: Path, overrides: dict[str, str]) -> list[str]:

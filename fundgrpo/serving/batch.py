@@ -16,7 +16,9 @@ version), `needs_analyst` and `review` (why an analyst should look: the review q
 fundgrpo/serving/review.py), `flags` (no peers
 in the category, criteria without data, misstated criteria), the methodology's rule grade and the
 gradient-boosting grade and confidence (the `evidence` stage's training-split model).
-When the file carries expert grades,
+`grade_note` says in words why a grade is served that its own probabilities do not put first
+(fundgrpo/serving/explain.py); `as_of` is the date the fund's data cover (when the file says) and
+`evaluated_at` when this run scored it. When the file carries expert grades,
 the same agreement metrics as the backtest, over the share classes no model learnt from
 (`seen_in_training` false), are printed and written next to the output (`<out>.metrics.json`).
 Output: .parquet, .csv or .jsonl, by the extension of `--out`.
@@ -29,6 +31,7 @@ import json
 import sys
 import tempfile
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +50,7 @@ from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
 from fundgrpo.serving.champion import calibration_of, grade, prompt_records
+from fundgrpo.serving.explain import grade_note
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = (
@@ -55,6 +59,7 @@ OUTPUT_COLUMNS = (
     "name",
     "category",
     "grade",
+    "grade_note",
     "score",
     "reasoning",
     "valid",
@@ -74,6 +79,8 @@ OUTPUT_COLUMNS = (
     "expert_grade",
     "seen_in_training",
     "model",
+    "as_of",
+    "evaluated_at",
 )
 
 
@@ -286,6 +293,8 @@ def evaluate(
     grades = rubric["grades"]
     known = set(reference["share_class_id"].astype(str))  # a share class outside it is new to the universe
     rows = []
+    evaluated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")  # one run, one time
+    language = rubric.get("language", "en")
     for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
         expert = fund.get("expert_grade")
         probs = p.get("probs")
@@ -297,6 +306,7 @@ def evaluate(
                 "name": fund.get("name"),
                 "category": record["category"],
                 "grade": p["grade"],
+                "grade_note": grade_note(p["grade"], probs, grades, p.get("expected_grade"), fit, language),
                 "score": p["score"],
                 "reasoning": p["reasoning"],
                 "valid": p["valid"],
@@ -314,13 +324,16 @@ def evaluate(
                 "expert_grade": None if pd.isna(expert) else int(expert),
                 "seen_in_training": record["share_class_id"] in seen,
                 "model": model_name,
+                "as_of": None if pd.isna(fund.get("as_of")) else str(fund.get("as_of")),  # the data's date
+                "evaluated_at": evaluated_at,
                 **{f"p_{g}": (probs[i] if probs is not None else None) for i, g in enumerate(grades)},
             }
         )
         reasons = review.why(rows[-1], params.evaluate, known)
         rows[-1].update(needs_analyst=bool(reasons), review="; ".join(reasons), flags="; ".join(flagged))
     columns = list(OUTPUT_COLUMNS) + [f"p_{g}" for g in grades]
-    return pd.DataFrame(rows, columns=columns).astype({"expert_grade": "Int64", "grade": "Int64"})
+    whole = {c: "Int64" for c in ("expert_grade", "grade", "rule_grade", "gbm_grade")}  # 3, never 3.0
+    return pd.DataFrame(rows, columns=columns).astype(whole)
 
 
 def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:

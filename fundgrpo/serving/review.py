@@ -7,7 +7,9 @@ An evaluation needs an analyst when any of these holds (each gives a line of `wh
     or from gradient boosting's;
   - it is flagged (no peers, criteria without data, misstated criteria);
   - its share class is new to the universe (not in the training reference).
-An evaluation already decided by an analyst (a decision made after it) leaves the queue.
+An evaluation already decided by an analyst (a decision made after it) leaves the queue, and a share
+class an analyst decided stays out when it is scored again: it comes back only when another model
+version grades it differently from the analyst (one more line of `why` says so).
 
 The order, surest problems first: invalid answers, then by confidence from the lowest, then by the
 largest disagreement, then by share class id (so the order is total and stable).
@@ -86,6 +88,21 @@ def queue(evaluations: list[dict], rule: EvaluateParams, known: set[str] | froze
     ...            {"share_class_id": "B", "grade": 3, "confidence": 0.1, "valid": True}], EvaluateParams())
     >>> [(e["share_class_id"], e["why"]) for e in q]
     [('B', ['confidence 0.10 below 0.50'])]
+    >>> decided = {"share_class_id": "B", "grade": 3, "confidence": 0.1, "valid": True, "model_version": "v1",
+    ...            "decided_grade": 4, "decided_version": "v1"}
+    >>> queue([decided], EvaluateParams())  # decided on v1, scored by v1 again: stays out
+    []
+    >>> queue([{**decided, "model_version": "v2"}], EvaluateParams())[0]["why"][0]
+    'v2 grades it 3; an analyst decided 4 on v1'
     """
-    out = [{**e, "why": reasons} for e in evaluations if (reasons := why(e, rule, known))]
+    out = []
+    for e in evaluations:
+        reasons = why(e, rule, known)
+        if e.get("decided_grade") is not None:  # an analyst settled this share class
+            if e.get("model_version") == e.get("decided_version") or e.get("grade") == e["decided_grade"]:
+                continue  # the same model scored again, or a new one that agrees with the analyst
+            reasons = [f"{e.get('model_version')} grades it {e.get('grade')}; an analyst decided "
+                       f"{e['decided_grade']} on {e.get('decided_version')}", *reasons]  # fmt: skip
+        if reasons:
+            out.append({**e, "why": reasons})
     return sorted(out, key=priority)

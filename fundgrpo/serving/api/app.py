@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import time
@@ -16,13 +17,12 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
-from fundgrpo.serving.api import review_page
+from fundgrpo.serving.api import review_page, schemas
 from fundgrpo.serving.api.evaluator import Evaluator
 from fundgrpo.serving.api.keys import KeyRing, hash_key
 from fundgrpo.serving.api.limits import RateLimiter
@@ -31,6 +31,20 @@ from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Conflict, Store
 
 ACCESS = logging.getLogger("fundgrpo.serving.api.access")
+# Every refusal is {"detail": "..."} naming the problem (422 from validation carries FastAPI's list).
+PROBLEMS: dict = {code: {"model": schemas.Problem, "description": what} for code, what in (
+    (401, "no API key, or an unknown one"), (403, "the key lacks the scope"), (404, "not found"),
+    (409, "decided since the decision you saw"), (413, "request body too large"),
+    (429, "over the key's rate"), (503, "no model to serve, the store unreachable, or stopping"),
+)}  # fmt: skip
+# Swagger UI 5's assets, as the fastapi-offline wheel ships them (its app factory is not used)
+SWAGGER_UI = str(Path(importlib.util.find_spec("fastapi_offline").origin).parent / "static")
+
+
+def documented(model, code: int = 200, also: tuple[int, ...] = ()) -> dict:
+    """Route arguments that document the answer's shape in /docs without filtering the answer."""
+    responses = {**PROBLEMS, code: {"model": model}, **{c: {"model": model} for c in also}}
+    return {"response_model": None, "responses": responses}
 
 
 def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
@@ -61,7 +75,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
 
     # /docs from local assets: FastAPI's default page loads Swagger UI from a CDN, blank offline
     app = FastAPI(title="fund-grpo evaluations", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_path), name="docs-assets")
+    app.mount("/docs-assets", StaticFiles(directory=SWAGGER_UI), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     def docs():
@@ -70,7 +84,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
             title=f"{app.title} - docs",
             swagger_js_url="/docs-assets/swagger-ui-bundle.js",
             swagger_css_url="/docs-assets/swagger-ui.css",
-            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+            swagger_favicon_url="/docs-assets/favicon.png",
         )
 
     header = APIKeyHeader(name="X-API-Key", auto_error=False)
@@ -135,7 +149,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     def healthz() -> dict:
         return {"status": "ok"}
 
-    @app.get("/readyz")
+    @app.get("/readyz", **documented(schemas.Ready, also=(503,)))
     def readyz():
         evaluator = state.get("evaluator")
         ok = evaluator is not None and evaluator.current is not None and state["store"].ping()
@@ -146,7 +160,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         body = {"ready": ok, "model_version": evaluator.current.version if ok else None, "error": error}
         return JSONResponse(body, status_code=200 if ok else 503)
 
-    @app.post("/v1/evaluations")
+    @app.post("/v1/evaluations", **documented(schemas.Evaluations))
     async def post_evaluations(body: EvaluationRequest, _: str = Depends(need("evaluate"))) -> dict:
         if len(body.funds) > settings.max_funds:
             raise HTTPException(422, f"funds: at most {settings.max_funds} per request, got {len(body.funds)}")
@@ -172,7 +186,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         state["store"].add(rows, version)
         return {"model_version": version, "evaluations": rows}
 
-    @app.get("/v1/evaluations/{share_class_id}")
+    @app.get("/v1/evaluations/{share_class_id}", **documented(schemas.StoredEvaluation))
     def get_evaluation(share_class_id: str, _: str = Depends(need("read"))) -> dict:
         found = state["store"].latest(share_class_id)
         if found is None:
@@ -188,7 +202,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
             headers={"Retry-After": "5"},
         )
 
-    @app.post("/v1/decisions", status_code=201)
+    @app.post("/v1/decisions", status_code=201, **documented(schemas.Decision, 201))
     def post_decision(body: DecisionRequest, analyst: str = Depends(need("review"))) -> dict:
         store: Store = state["store"]
         grades = state["evaluator"].rubric["grades"]
@@ -222,15 +236,16 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
             store.log(analyst, "conflict", body.share_class_id, {"based_on": body.based_on, "latest": err.latest})
             raise HTTPException(
                 409,
-                f"based_on: {body.share_class_id!r} was decided since decision {body.based_on}: {err}; "
-                "reload it and decide again",
+                f"based_on: {body.share_class_id!r} was decided since "
+                f"{'you loaded it (you saw no decision)' if body.based_on is None else f'decision {body.based_on}'}: "
+                f"{err}; reload it and decide again",
             ) from None
 
-    @app.get("/v1/decisions")
+    @app.get("/v1/decisions", **documented(schemas.Decisions))
     def get_decisions(share_class_id: str | None = Query(None, max_length=100), _: str = Depends(need("read"))):
         return {"decisions": state["store"].list_decisions(share_class_id)}
 
-    @app.get("/v1/review-queue")
+    @app.get("/v1/review-queue", **documented(schemas.ReviewQueue))
     def get_review_queue(limit: int = Query(100, ge=1, le=1000), _: str = Depends(need("read"))) -> dict:
         evaluator: Evaluator = state["evaluator"]
         rule = evaluator.params.evaluate
@@ -260,11 +275,11 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     def review_page_js():
         return Response(review_page.SCRIPT, media_type="application/javascript", headers=page_headers)
 
-    @app.get("/v1/audit")
+    @app.get("/v1/audit", **documented(schemas.Audit))
     def get_audit(_: str = Depends(need("review"))) -> dict:
         return {"audit": state["store"].audit_log()}
 
-    @app.get("/v1/model")
+    @app.get("/v1/model", **documented(schemas.ModelCard))
     def get_model(_: str = Depends(need("read"))) -> dict:
         evaluator: Evaluator = state["evaluator"]
         if evaluator.current is None:

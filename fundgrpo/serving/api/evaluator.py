@@ -24,6 +24,7 @@ from fundgrpo.serving import review
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import flags, missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, prompt_records
+from fundgrpo.serving.explain import grade_note
 from fundgrpo.training import modelling
 
 
@@ -235,7 +236,7 @@ class Evaluator:
             raise RuntimeError("the server is stopping")
         await self.queue.put((loaded, records, fut, time.monotonic()))
         answers = await asyncio.wait_for(fut, self.settings.timeout_s)
-        grades = self.rubric["grades"]
+        grades, language = self.rubric["grades"], self.rubric.get("language", "en")
         out = []
         for fund, record, p in zip(funds, records, answers):
             probs = p.get("probs")
@@ -247,6 +248,7 @@ class Evaluator:
                     "category": record["category"],
                     "name": fund.get("name"),
                     "grade": p["grade"],  # None for an invalid answer: `reason` says why
+                    "grade_note": grade_note(p["grade"], probs, grades, p.get("expected_grade"), loaded.fit, language),
                     "score": p["score"],
                     "reasoning": p["reasoning"],
                     "valid": p["valid"],

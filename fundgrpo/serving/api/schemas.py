@@ -1,8 +1,9 @@
-"""Request bodies: one fund as canonical metrics, ranges from the canonical table, unknown fields refused."""
+"""Request bodies (one fund as canonical metrics, ranges from the canonical table, unknown fields
+refused) and the answers' shapes, which /docs shows (the tests check every answer against them)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
@@ -24,8 +25,14 @@ def _fund_field(c) -> tuple[Any, Any]:
     return (Optional[float], Field(None, ge=c.low, le=c.high, description=c.description))
 
 
-# One fund as canonical metrics: ranges from fundgrpo/data/canonical.py, unknown fields refused.
-Fund = create_model("Fund", __config__=ConfigDict(extra="forbid"), **{c.name: _fund_field(c) for c in COLUMNS})
+# One fund as canonical metrics: ranges from fundgrpo/data/canonical.py, unknown fields refused;
+# `as_of` (the month a NAV series' metrics cover) is accepted so that a canonical row can be sent as it is.
+Fund = create_model(
+    "Fund",
+    __config__=ConfigDict(extra="forbid"),
+    **{c.name: _fund_field(c) for c in COLUMNS},
+    as_of=(Optional[str], Field(None, max_length=40, description="the date the metrics cover (not used to grade)")),
+)
 
 
 class EvaluationRequest(BaseModel):
@@ -53,3 +60,130 @@ class DecisionRequest(BaseModel):
         if not v.strip():
             raise ValueError("reason is empty: say why the grade is what it is")
         return v.strip()
+
+
+# ------------------------------------------------------------------------------------------ answers
+# Documentation of what the endpoints return (`responses=` in app.py), checked against real answers
+# by tests/fundgrpo/serving/test_api.py: `extra="forbid"` makes a field added to an answer but not
+# here fail the tests, so /docs cannot drift from the API.
+
+Grades = dict[str, float]  # grade (as text) -> probability
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Evidence(Answer):
+    in_prompt: dict[str, bool] = Field(..., description="which evidence the model was shown: rule, gbm")
+    rule_grade: Optional[int] = Field(None, description="the methodology's grade (rule scorer)")
+    rule_score: Optional[float] = Field(None, description="the methodology's score, 0-100")
+    gbm_grade: Optional[int] = Field(None, description="gradient boosting's likeliest grade")
+    gbm_probabilities: Optional[Grades] = None
+    peers: int = Field(..., description="share classes in the category, this one included")
+
+
+class Label(Answer):
+    grade: int
+    source: Literal["analyst", "export"] = Field(..., description="an analyst's decision or the export's grade")
+    decision_id: Optional[int] = None
+
+
+class Evaluation(Answer):
+    share_class_id: str
+    fund_id: str
+    category: str
+    name: Optional[str] = None
+    grade: Optional[int] = Field(..., description="the served grade; null for an invalid answer (`reason` says why)")
+    grade_note: Optional[str] = Field(
+        None, description="why the grade is not the likeliest under its own probabilities, in words; null when it is"
+    )
+    score: Optional[float] = None
+    reasoning: Optional[str] = None
+    valid: bool
+    reason: Optional[str] = Field(None, description="why the answer is invalid")
+    probabilities: Optional[Grades] = None
+    expected_grade: Optional[float] = None
+    confidence: Optional[float] = Field(None, description="the probability of the served grade")
+    flags: list[str]
+    evidence: Evidence
+    rule_grade: Optional[int] = None
+    expert: Optional[Label] = Field(None, description="the label the pipeline trains and tests with, if any")
+    model_version: str
+    needs_analyst: bool
+    review: list[str] = Field(..., description="why it needs an analyst (the review queue's rule)")
+    evaluation_id: Optional[int] = Field(None, description="its id in the store")
+
+
+class Evaluations(Answer):
+    model_version: str
+    evaluations: list[Evaluation]
+
+
+class StoredEvaluation(Evaluation):
+    evaluation_id: int
+    created_at: str = Field(..., description="when it was made, ISO 8601 with its time zone")
+
+
+class Decision(Answer):
+    id: int
+    share_class_id: str
+    evaluation_id: int
+    model_version: str
+    old_grade: Optional[int] = Field(None, description="the evaluation's grade; null when it was invalid")
+    new_grade: int
+    reason: str
+    analyst: str
+    created_at: str = Field(..., description="ISO 8601 with its time zone")
+
+
+class Decisions(Answer):
+    decisions: list[Decision]
+
+
+class QueueItem(StoredEvaluation):
+    decision_id: Optional[int] = Field(None, description="the latest decision on the share class (send as based_on)")
+    decided_grade: Optional[int] = Field(None, description="that decision's grade")
+    decided_version: Optional[str] = Field(None, description="the model version that decision answered")
+    why: list[str]
+
+
+class ReviewQueue(Answer):
+    grades: list[int]
+    rule: dict[str, float]
+    order: str
+    total: int
+    items: list[QueueItem]
+
+
+class AuditRow(Answer):
+    id: int
+    at: str
+    actor: str
+    action: str
+    share_class_id: Optional[str] = None
+    detail: dict[str, Any]
+
+
+class Audit(Answer):
+    audit: list[AuditRow]
+
+
+class ModelCard(Answer):
+    model_version: str = Field(..., description="what answers: models:/NAME/VERSION or a folder")
+    target: str = Field(..., description="what the server was told to serve")
+    note: Optional[str] = Field(None, description="why the version served is not the one the alias names")
+    aliases: Optional[list[str]] = None
+    backtest: Optional[dict[str, float]] = None
+    gate: Optional[dict[str, Any]] = Field(None, description="the gate's record for this version")
+    decision: Optional[dict[str, Any]] = Field(None, description="metrics/register.json, when it is this run's")
+
+
+class Ready(Answer):
+    ready: bool
+    model_version: Optional[str] = None
+    error: Optional[str] = None
+
+
+class Problem(BaseModel):
+    detail: str = Field(..., description="what is wrong, naming the field or the way out")

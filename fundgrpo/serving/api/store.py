@@ -14,12 +14,21 @@ import json
 from datetime import datetime, timezone
 
 
+def stamp(at: datetime) -> str:
+    """ISO 8601 with the time zone: SQLite hands back naive datetimes of what was written in UTC.
+
+    >>> stamp(datetime(2026, 11, 26, 9, 30)), stamp(datetime(2026, 11, 26, 9, 30, tzinfo=timezone.utc))
+    ('2026-11-26T09:30:00+00:00', '2026-11-26T09:30:00+00:00')
+    """
+    return (at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)).isoformat()
+
+
 class Conflict(Exception):
     """Someone decided this share class since the decision the analyst saw."""
 
     def __init__(self, latest: dict | None) -> None:
         self.latest = latest
-        who = f"decision {latest['id']} by {latest['analyst']} at {latest['created_at']}" if latest else "none"
+        who = f"decision {latest['id']} by {latest['analyst']} at {latest['created_at']}" if latest else "none yet"
         super().__init__(f"the latest decision is {who}")
 
 
@@ -94,7 +103,7 @@ class Store:
             **row["evaluation"],
             "evaluation_id": row["id"],
             "model_version": row["model_version"],
-            "created_at": row["created_at"].isoformat(),
+            "created_at": stamp(row["created_at"]),
         }
 
     def latest(self, share_class_id: str) -> dict | None:
@@ -118,14 +127,23 @@ class Store:
         h = self.heads
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.id.in_(newest), ~sa.exists(decided))).mappings().all()
-            heads = dict(conn.execute(sa.select(h.c.share_class_id, h.c.decision_id)).all())
-        # each with the latest decision on its share class (an older evaluation's), for `based_on`
-        return [{**self._evaluation(r), "decision_id": heads.get(r["share_class_id"])} for r in rows]
+            latest = sa.select(h.c.share_class_id, d.c.id, d.c.new_grade, d.c.model_version).join(
+                d, d.c.id == h.c.decision_id
+            )
+            heads = {r[0]: r[1:] for r in conn.execute(latest).all()}
+        # each with the latest decision on its share class (an older evaluation's): its id for
+        # `based_on`, its grade and the version the analyst answered (review.queue reads them)
+        none = (None, None, None)
+        return [
+            {**self._evaluation(r), **dict(zip(("decision_id", "decided_grade", "decided_version"),
+                                               heads.get(r["share_class_id"], none)))}
+            for r in rows
+        ]  # fmt: skip
 
     # -- decisions
 
     def _decision(self, row) -> dict:
-        return {**dict(row), "created_at": row["created_at"].isoformat()}
+        return {**dict(row), "created_at": stamp(row["created_at"])}
 
     def latest_decision(self, share_class_id: str, conn=None) -> dict | None:
         d = self.decisions
@@ -199,7 +217,7 @@ class Store:
         a = self.audit
         with self.engine.connect() as conn:
             rows = conn.execute(self.sa.select(a).order_by(a.c.id)).mappings().all()
-        return [{**dict(r), "at": r["at"].isoformat(), "detail": json.loads(r["detail"])} for r in rows]
+        return [{**dict(r), "at": stamp(r["at"]), "detail": json.loads(r["detail"])} for r in rows]
 
     def ping(self) -> bool:
         try:

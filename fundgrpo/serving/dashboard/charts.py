@@ -66,14 +66,16 @@ def curves(rows: list[dict], step_title: str = "step") -> alt.Chart:
 def reliability(frame: pd.DataFrame, labels: dict[str, str]) -> alt.LayerChart:
     """Accuracy against stated confidence per bin, the diagonal for perfect calibration."""
     diagonal = (
-        alt.Chart(pd.DataFrame({"x": [0.0, 1.0]})).mark_line(strokeDash=[4, 4], color="gray").encode(x="x:Q", y="x:Q")
-    )
+        alt.Chart(pd.DataFrame({"x": [0.0, 1.0]}))
+        .mark_line(strokeDash=[4, 4], color="gray")
+        .encode(x=alt.X("x:Q", title=labels["confidence"]), y=alt.Y("x:Q", title=labels["accuracy"]))
+    )  # the same titles on both layers: Vega-Lite would otherwise join them ("x, accuracy")
     points = (
         alt.Chart(frame)
         .mark_circle()
         .encode(
             x=alt.X("confidence:Q", scale=alt.Scale(domain=[0, 1]), title=labels["confidence"]),
-            y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), title=labels["accuracy"]),
             size=alt.Size("funds:Q", title=labels["funds_n"]),
             tooltip=["confidence", "accuracy", "funds"],
         )

@@ -100,6 +100,34 @@ LABELS: dict[str, dict[str, str]] = {
         "unreachable": "The API at {url} did not answer: {error}",
         "queue_help": "Decisions are written by the API with your key (scope `review`); this page keeps "
         "the key in this browser session's memory only.",
+        "label_now": "Label now",
+        "analyst": "analyst",
+        "export": "export",
+        "why_grade": "Why this grade",
+        "accuracy": "Share graded as the expert did",
+        "book": "Book",
+        "book_n": "{shown} of {total} share classes (the universe, and every fund the API or a batch scored)",
+        "states": "Review state",
+        "state_needs an analyst": "needs an analyst",
+        "state_decided": "decided by an analyst",
+        "state_evaluated": "evaluated",
+        "state_not evaluated": "not evaluated yet",
+        "in_universe": "In the universe",
+        "latest": "Latest evaluation",
+        "evaluated_at": "Evaluated",
+        "source": "From",
+        "decided": "Analyst's grade",
+        "decided_by": "Decided by",
+        "unknown_fund": "No share class `{id}` in the universe, the API's store or the batch evaluations. "
+        "Search the Book for it.",
+        "not_tested_here": "Not among this version's tested share classes: its latest evaluation and the "
+        "methodology's verdict are shown; per-evaluator test grades exist for tested share classes only.",
+        "no_evaluation": "No evaluation yet: score it through the API or `python -m fundgrpo.serving.batch`.",
+        "legend": "valid_json: share of answers that could be read · exact: share graded as the expert did · "
+        "within_one: within one grade · qwk: agreement with the expert counting how far off (1 = perfect) · "
+        "spearman: rank agreement · score_mae: mean error of the 0-100 score · ece: how far stated confidence "
+        "is from accuracy (0 = honest) · brier: error of the grade probabilities (lower is better) · "
+        "exact_top70: exact on the 70 % it is surest of",
     },
     "ko": {
         "title": "fund-grpo: 펀드 평가",
@@ -198,6 +226,48 @@ LABELS: dict[str, dict[str, str]] = {
         "unreachable": "API {url} 응답 없음: {error}",
         "queue_help": "결정은 입력한 키(`review` 권한)로 API가 기록합니다. "
         "키는 이 브라우저 세션의 메모리에만 보관됩니다.",
+        "label_now": "현재 라벨",
+        "analyst": "애널리스트",
+        "export": "원자료",
+        "why_grade": "이 등급인 이유",
+        "accuracy": "전문가와 같은 등급 비율",
+        "book": "전체 펀드",
+        "book_n": "전체 {total}개 중 {shown}개 클래스 (유니버스, 그리고 API나 배치가 평가한 모든 펀드)",
+        "states": "검토 상태",
+        "state_needs an analyst": "애널리스트 검토 필요",
+        "state_decided": "애널리스트 결정됨",
+        "state_evaluated": "평가됨",
+        "state_not evaluated": "아직 평가 없음",
+        "in_universe": "유니버스 포함",
+        "latest": "최근 평가",
+        "evaluated_at": "평가 시각",
+        "source": "출처",
+        "decided": "애널리스트 등급",
+        "decided_by": "결정자",
+        "unknown_fund": "유니버스, API 저장소, 배치 평가 어디에도 `{id}` 클래스가 없습니다. 전체 펀드에서 검색하세요.",
+        "not_tested_here": "이 버전의 테스트 대상이 아닙니다: 최근 평가와 방법론 판정을 보여 줍니다. "
+        "평가자별 테스트 등급은 테스트 대상 클래스에만 있습니다.",
+        "no_evaluation": "아직 평가가 없습니다: API나 `python -m fundgrpo.serving.batch`로 평가하세요.",
+        "legend": "valid_json: 읽을 수 있는 답의 비율 · exact: 전문가와 같은 등급 비율 · within_one: 한 등급 이내 · "
+        "qwk: 얼마나 벗어났는지까지 센 전문가와의 일치도 (1 = 완벽) · spearman: 순위 일치도 · "
+        "score_mae: 0-100 점수의 평균 오차 · ece: 밝힌 확신도와 실제 정확도의 차이 (0 = 정직) · "
+        "brier: 등급 확률의 오차 (낮을수록 좋음) · exact_top70: 가장 확신하는 70 %에서의 정확도",
     },
 }
-EVALUATORS = {"grpo": "GRPO", "sft": "SFT", "base": "base", "rule": "rule", "gbm": "GBM"}
+# Evaluators in words a reader knows, the technique in brackets (the backtest's keys: grpo, sft, ...)
+EVALUATORS = {
+    "en": {
+        "grpo": "Model (GRPO)",
+        "sft": "Model before reinforcement learning (SFT)",
+        "base": "Untrained base model",
+        "rule": "Methodology (rule scorer)",
+        "gbm": "Statistical model (GBM)",
+    },
+    "ko": {
+        "grpo": "모델 (GRPO)",
+        "sft": "강화학습 전 모델 (SFT)",
+        "base": "학습 전 기본 모델",
+        "rule": "방법론 (규칙 채점)",
+        "gbm": "통계 모델 (GBM)",
+    },
+}

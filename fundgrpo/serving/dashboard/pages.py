@@ -21,9 +21,10 @@ import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
-from fundgrpo.serving.dashboard import charts
+from fundgrpo.serving.dashboard import book, charts
 from fundgrpo.serving.dashboard import workspace as wsm
 from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS
+from fundgrpo.serving.explain import grade_note
 
 API_URL = os.environ.get("FUNDGRPO_API_URL", "http://127.0.0.1:8000").rstrip("/")
 MAX_HISTORY = 20  # versions read for a fund's grade history (each is one artifact download, cached)
@@ -61,6 +62,12 @@ def funds() -> pd.DataFrame:
 @st.cache_data(ttl=60, show_spinner=False)
 def records() -> dict[str, dict]:
     return workspace().records()
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def book_table() -> pd.DataFrame:
+    ws = workspace()
+    return book.read(funds(), ws.store_url(), ws.root / ws.params.evaluate.out_dir)
 
 
 def chosen() -> tuple[wsm.Figures, bool]:
@@ -112,7 +119,7 @@ def funds_page() -> None:
     event = st.dataframe(
         view,
         hide_index=True,
-        use_container_width=True,
+        width="stretch",
         on_select="rerun",
         selection_mode="single-row",
         key="fund_table",
@@ -136,79 +143,99 @@ def funds_page() -> None:
         st.switch_page(PAGES["fund"], query_params=dict(st.query_params))
 
 
+def book_page() -> None:
+    st.title(T["book"])
+    table = book_table()
+    left, mid, right = st.columns(3)
+    search = left.text_input(T["search"], key="book_search")
+    categories = mid.multiselect(T["categories"], sorted(table["category"].dropna().unique()), key="book_categories")
+    states = right.multiselect(T["states"], list(book.STATES), format_func=lambda k: T[f"state_{k}"], key="states")
+    shown = book.search(table, search, categories, states)
+    st.write(T["book_n"].format(shown=len(shown), total=len(table)))
+    view = shown.assign(state=shown["state"].map(lambda k: T[f"state_{k}"]))
+    event = st.dataframe(
+        view,
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key="book_table",
+        column_order=[
+            "name",
+            "category",
+            "share_class_id",
+            "grade",
+            "confidence",
+            "state",
+            "decided_grade",
+            "decided_by",
+            "evaluated_at",
+            "source",
+            "model_version",
+            "in_universe",
+            "review",
+        ],  # fmt: skip
+        column_config={
+            "share_class_id": st.column_config.TextColumn(T["share_class"]),
+            "name": st.column_config.TextColumn(T["name"], width="large"),
+            "category": T["category"],
+            "grade": st.column_config.NumberColumn(T["model"], format="%d"),
+            "confidence": st.column_config.ProgressColumn(T["confidence"], min_value=0.0, max_value=1.0, format="%.2f"),
+            "state": T["states"],
+            "decided_grade": st.column_config.NumberColumn(T["decided"], format="%d"),
+            "decided_by": T["decided_by"],
+            "evaluated_at": T["evaluated_at"],
+            "source": T["source"],
+            "model_version": T["version"],
+            "in_universe": st.column_config.CheckboxColumn(T["in_universe"]),
+            "review": T["why"],
+        },
+    )
+    st.caption(T["open_fund"])
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        st.query_params["id"] = view.iloc[rows[0]]["share_class_id"]
+        st.switch_page(PAGES["fund"], query_params=dict(st.query_params))
+
+
 def fund_page() -> None:
     st.title(T["fund"])
-    if not FIG.predictions:
+    table = book_table()
+    tested = [str(r["share_class_id"]) for r in FIG.predictions]
+    ids = tested + sorted(set(table["share_class_id"]) - set(tested))  # the tested first, as before
+    if not ids:
         st.info(T["no_run"])
         return
-    table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate)
-    ids = table["share_class_id"].tolist()
-    names = dict(zip(table["share_class_id"], table["name"]))
+    names = dict(zip(table["share_class_id"], table["name"].fillna("")))
     asked = st.query_params.get("id")
+    if asked is not None and asked not in ids:  # a careless or stale link: say so, never show another fund
+        st.error(T["unknown_fund"].format(id=asked[:100].replace("`", "'")))  # shown as code, never as markup
+        st.page_link(PAGES["book"], label=T["book"])
+        return
     sid = st.selectbox(
-        T["pick_fund"], ids, index=ids.index(asked) if asked in ids else 0, format_func=lambda i: f"{names[i]} · {i}"
+        T["pick_fund"],
+        ids,
+        index=ids.index(asked) if asked in ids else 0,
+        format_func=lambda i: f"{names.get(i)} · {i}",
     )
     st.query_params["id"] = sid
-    row = next(r for r in FIG.predictions if str(r["share_class_id"]) == sid)
+    row = next((r for r in FIG.predictions if str(r["share_class_id"]) == sid), None)
+    found = table[table["share_class_id"] == sid]
+    entry = found.iloc[0].to_dict() if len(found) else {}
     record = records().get(sid, {})
     st.header(names.get(sid) or sid)
-    st.caption(
-        f"{sid} · {row.get('category')} · {record.get('split', '')} · expert: {row.get('label_source', 'export')}"
-    )
+    category = (row or entry).get("category")
+    label = (row or record).get("label_source") or "-"
+    st.caption(f"{sid} · {category} · {record.get('split', '')} · expert: {label}")
 
     left, right = st.columns(2)
     with left:
-        st.subheader(T["grades"])
-        grades = [{T["evaluator"]: T["expert"], T["grade"]: row.get("expert_grade"), T["confidence"]: None}]
-        for key in ("grpo", "sft", "base", "rule", "gbm"):
-            if f"{key}_grade" in row:
-                grades.append(
-                    {
-                        T["evaluator"]: EVALUATORS[key],
-                        T["grade"]: row.get(f"{key}_grade"),
-                        T["confidence"]: row.get(f"{key}_confidence"),
-                    }
-                )
-        st.dataframe(pd.DataFrame(grades), hide_index=True, use_container_width=True)
-        if row.get("grpo_probs"):
-            st.markdown(f"**{T['probabilities']}**")
-            st.altair_chart(charts.probabilities(row["grpo_probs"], T), use_container_width=True)
-        st.subheader(T["reasoning"])
-        try:
-            answer = json.loads(row.get("grpo_text") or "{}")
-        except json.JSONDecodeError:
-            answer = {}
-        st.write(answer.get("reasoning") if isinstance(answer, dict) and answer.get("reasoning") else "—")
-        flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) else []
-        if row.get("grpo_reason"):
-            flags.append(str(row["grpo_reason"]))
-        if row.get("grpo_unsupported"):
-            flags.append(f"misstated: {', '.join(row['grpo_unsupported'])}")
-        if flags:
-            st.warning(" · ".join(flags))
+        if row is not None:
+            tested_grades(row)
+        else:
+            latest_evaluation(entry)
     with right:
-        st.subheader(T["verdict"])
-        rubric = WS.rubric() or {}
-        band = next((b for b in rubric.get("bands", []) if b.get("grade") == row.get("rule_grade")), {})
-        label = (band.get("label") or {}).get(WS.language(), "")
-        st.write(f"{T['grade']} **{row.get('rule_grade')}** {label} · {T['score']} {record.get('rule_score', '—')}")
-        verdict = wsm.verdict_table(record, rubric).round({"percentile": 0})
-        st.dataframe(
-            verdict.rename(columns={"criterion": T["criterion"], "weight": T["weight"], "percentile": T["percentile"]}),
-            hide_index=True,
-            use_container_width=True,
-        )
-        peers = wsm.peer_table(funds(), sid)
-        st.subheader(T["vs_peers"].format(peers=record.get("peers", "?"), category=row.get("category")))
-        if not peers.empty:
-            st.altair_chart(charts.percentiles(peers, T), use_container_width=True)
-            named = {
-                "metric": T["metric"],
-                "value": T["value"],
-                "peer_median": T["peer_median"],
-                "percentile": T["percentile"],
-            }
-            st.dataframe(peers.round(2).rename(columns=named), hide_index=True, use_container_width=True)
+        verdict_and_peers(sid, record, category)
 
     st.subheader(T["history"])
     registered = versions()[:MAX_HISTORY]
@@ -216,15 +243,104 @@ def fund_page() -> None:
     history = wsm.version_history(sid, figures)
     st.markdown(f"**{T['history_versions']}**")
     if len(history) > 1:
-        st.altair_chart(charts.history(history, T), use_container_width=True)
-    st.dataframe(history, hide_index=True, use_container_width=True)
+        st.altair_chart(charts.history(history, T), width="stretch")
+    st.dataframe(history, hide_index=True, width="stretch")
     evaluations, decisions = WS.store_history(sid)
     if evaluations or decisions:
         st.markdown(f"**{T['history_store']}**")
         if evaluations:
-            st.dataframe(pd.DataFrame(evaluations), hide_index=True, use_container_width=True)
+            st.dataframe(pd.DataFrame(evaluations), hide_index=True, width="stretch")
         if decisions:
-            st.dataframe(pd.DataFrame(decisions), hide_index=True, use_container_width=True)
+            st.dataframe(pd.DataFrame(decisions), hide_index=True, width="stretch")
+
+
+def tested_grades(row: dict) -> None:
+    """A tested share class: every evaluator's grade, the model's probabilities, reasoning and flags."""
+    st.subheader(T["grades"])
+    grades = [{T["evaluator"]: T["expert"], T["grade"]: row.get("expert_grade"), T["confidence"]: None}]
+    for key in ("grpo", "sft", "rule", "gbm"):  # not the untrained base: no analyst weighs it
+        if f"{key}_grade" in row:
+            grades.append(
+                {
+                    T["evaluator"]: NAMES[key],
+                    T["grade"]: row.get(f"{key}_grade"),
+                    T["confidence"]: row.get(f"{key}_confidence"),
+                }
+            )
+    st.dataframe(pd.DataFrame(grades).astype({T["grade"]: "Int64"}), hide_index=True, width="stretch")
+    if row.get("grpo_probs"):
+        st.markdown(f"**{T['probabilities']}**")
+        st.altair_chart(charts.probabilities(row["grpo_probs"], T), width="stretch")
+        grades_of = (WS.rubric() or {}).get("grades", [1, 2, 3, 4, 5])
+        note = grade_note(row.get("grpo_grade"), row["grpo_probs"], grades_of, row.get("grpo_expected_grade"),
+                          FIG.fit, WS.language())  # fmt: skip
+        if note:  # the grade its own chart does not put first: said in words, beside the chart
+            st.info(f"**{T['why_grade']}:** {note}")
+    st.subheader(T["reasoning"])
+    try:
+        answer = json.loads(row.get("grpo_text") or "{}")
+    except json.JSONDecodeError:
+        answer = {}
+    st.write(answer.get("reasoning") if isinstance(answer, dict) and answer.get("reasoning") else "—")
+    flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) else []
+    if row.get("grpo_reason"):
+        flags.append(str(row["grpo_reason"]))
+    if row.get("grpo_unsupported"):
+        flags.append(f"misstated: {', '.join(row['grpo_unsupported'])}")
+    if flags:
+        st.warning(" · ".join(flags))
+
+
+def latest_evaluation(entry: dict) -> None:
+    """A share class outside this version's test funds: its latest evaluation and decision, from the book."""
+    st.info(T["not_tested_here"])
+    st.subheader(T["latest"])
+    if entry.get("state") in (None, "not evaluated"):
+        st.write(T["no_evaluation"])
+    else:
+        shown = {
+            T["model"]: entry.get("grade"),
+            T["confidence"]: entry.get("confidence"),
+            T["states"]: T[f"state_{entry['state']}"],
+            T["decided"]: entry.get("decided_grade"),
+            T["decided_by"]: entry.get("decided_by"),
+            T["evaluated_at"]: entry.get("evaluated_at"),
+            T["source"]: entry.get("source"),
+            T["version"]: entry.get("model_version"),
+            T["why"]: entry.get("review"),
+        }
+        clean = {k: ("—" if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA else str(v))
+                 for k, v in shown.items()}  # fmt: skip
+        st.dataframe(pd.DataFrame({"": list(clean), " ": list(clean.values())}), hide_index=True, width="stretch")
+
+
+def verdict_and_peers(sid: str, record: dict, category) -> None:
+    st.subheader(T["verdict"])
+    rubric = WS.rubric() or {}
+    rule_grade = record.get("rule_grade")
+    band = next((b for b in rubric.get("bands", []) if b.get("grade") == rule_grade), {})
+    label = (band.get("label") or {}).get(WS.language(), "")
+    score = record.get("rule_score")
+    st.write(f"{T['grade']} **{rule_grade if rule_grade is not None else '—'}** {label} · {T['score']} "
+             f"{'—' if score is None else round(score, 1)}")  # fmt: skip
+    if record:
+        verdict = wsm.verdict_table(record, rubric).round({"percentile": 0})
+        st.dataframe(
+            verdict.rename(columns={"criterion": T["criterion"], "weight": T["weight"], "percentile": T["percentile"]}),
+            hide_index=True,
+            width="stretch",
+        )
+    peers = wsm.peer_table(funds(), sid)
+    st.subheader(T["vs_peers"].format(peers=record.get("peers", "?"), category=category))
+    if not peers.empty:
+        st.altair_chart(charts.percentiles(peers, T), width="stretch")
+        named = {
+            "metric": T["metric"],
+            "value": T["value"],
+            "peer_median": T["peer_median"],
+            "percentile": T["percentile"],
+        }
+        st.dataframe(peers.round(2).rename(columns=named), hide_index=True, width="stretch")
 
 
 def backtest_page() -> None:
@@ -236,28 +352,29 @@ def backtest_page() -> None:
     trust = ("ece", "brier", "exact_top70")
     rows = []
     for name, m in FIG.backtest["models"].items():
-        rows.append({T["evaluator"]: EVALUATORS.get(name, name), **{k: m.get(k) for k in keys}}
+        rows.append({T["evaluator"]: NAMES.get(name, name), **{k: m.get(k) for k in keys}}
                     | {k: (m.get("trust") or {}).get(k) for k in trust})  # fmt: skip
     st.write(f"{FIG.backtest['n_funds']} test share classes")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption(T["legend"])
     st.subheader(T["confusion"])
     names = [n for n in ("grpo", "gbm", "rule", "sft") if n in FIG.backtest["models"]]
     for col, name in zip(st.columns(len(names)), names):
         frame = wsm.confusion(FIG.predictions, name)
         if not frame.empty:
-            col.altair_chart(charts.confusion_heatmap(frame, EVALUATORS.get(name, name)))
+            col.altair_chart(charts.confusion_heatmap(frame, NAMES.get(name, name)))
     st.subheader(T["distribution"])
-    st.altair_chart(charts.grade_distribution(wsm.distribution(FIG.predictions), T), use_container_width=True)
+    st.altair_chart(charts.grade_distribution(wsm.distribution(FIG.predictions), T), width="stretch")
     left, right = st.columns(2)
     with left:
         st.subheader(T["reliability"])
         frame = wsm.reliability(FIG.predictions)
         if not frame.empty:
-            st.altair_chart(charts.reliability(frame, T), use_container_width=True)
+            st.altair_chart(charts.reliability(frame, T), width="stretch")
     with right:
         st.subheader(T["rewards"])
         if FIG.curves:
-            st.altair_chart(charts.curves(FIG.curves), use_container_width=True)
+            st.altair_chart(charts.curves(FIG.curves), width="stretch")
         else:
             st.write(T["none"])
 
@@ -282,7 +399,7 @@ def models_page() -> None:
             for v in found
         ]
     )
-    st.dataframe(table, hide_index=True, use_container_width=True)
+    st.dataframe(table, hide_index=True, width="stretch")
     st.subheader(T["per_version"])
     wanted = ("grpo.qwk", "grpo.exact", "grpo.within_one", "gbm.qwk", "rule.qwk")
     long = pd.DataFrame(
@@ -294,7 +411,7 @@ def models_page() -> None:
         ]
     )
     if not long.empty:
-        st.altair_chart(charts.per_version(long), use_container_width=True)
+        st.altair_chart(charts.per_version(long), width="stretch")
 
 
 def drift_page() -> None:
@@ -307,7 +424,7 @@ def drift_page() -> None:
     series = wsm.drift_series(summaries)
     thresholds = {"feature_drift": WS.params.monitor.drift_share, "migration": WS.params.monitor.migration_threshold}
     if not series.empty:
-        st.altair_chart(charts.drift_over_time(series, thresholds, T), use_container_width=True)
+        st.altair_chart(charts.drift_over_time(series, thresholds, T), width="stretch")
     table = pd.DataFrame(
         [
             {
@@ -320,7 +437,7 @@ def drift_page() -> None:
             for s in reversed(summaries)
         ]
     )
-    st.dataframe(table, hide_index=True, use_container_width=True)
+    st.dataframe(table, hide_index=True, width="stretch")
     batch = st.selectbox(T["batch"], [s["batch"] for s in reversed(summaries)])
     summary = next(s for s in summaries if s["batch"] == batch)
     moved = wsm.transitions(summary)
@@ -380,19 +497,24 @@ def review_page() -> None:
                 T["model"]: e.get("grade"),
                 T["confidence"]: e.get("confidence"),
                 T["rule"]: e.get("rule_grade"),
+                T["gbm"]: (e.get("evidence") or {}).get("gbm_grade"),
+                T["label_now"]: wsm.label_text(e.get("expert"), T),
                 T["why"]: "; ".join(e.get("why", [])),
             }
             for e in items
         ]
     )
-    st.dataframe(queue, hide_index=True, use_container_width=True)
+    st.dataframe(queue, hide_index=True, width="stretch")
     st.subheader(T["decide"])
     by_id = {e["share_class_id"]: e for e in items}
     grades = body.get("grades") or [1, 2, 3, 4, 5]  # the methodology's, as the API checks them
-    with st.form("decision", clear_on_submit=False):
-        sid = st.selectbox(T["share_class"], list(by_id), format_func=lambda i: f"{i} · {names.get(i, '')}")
-        grade = st.selectbox(T["new_grade"], grades)
-        reason = st.text_area(T["decision_reason"], max_chars=2000)
+    sid = st.selectbox(T["share_class"], list(by_id), format_func=lambda i: f"{i} · {names.get(i, '')}")
+    # a form per share class: nothing typed for one fund is carried to the next; the grade starts
+    # from the model's (or, for an invalid answer, the methodology's), as the API's /review page does
+    start = wsm.starting_grade(by_id[sid], grades)
+    with st.form(f"decision-{sid}"):  # kept on a refusal (fix and resend); the next fund gets a fresh one
+        grade = st.selectbox(T["new_grade"], grades, index=grades.index(start), key=f"grade-{sid}")
+        reason = st.text_area(T["decision_reason"], max_chars=2000, key=f"reason-{sid}")
         sent = st.form_submit_button(T["submit"])
     if sent:
         item = by_id[sid]
@@ -419,9 +541,11 @@ def review_page() -> None:
 if __name__ == "__main__":
     WS = workspace()
     T = LABELS[WS.language()]
+    NAMES = EVALUATORS[WS.language()]
     st.set_page_config(page_title=T["title"], layout="wide")
     PAGES = {
         "funds": st.Page(funds_page, title=T["funds"], default=True),  # at /: the default page has no path
+        "book": st.Page(book_page, title=T["book"], url_path="book"),
         "fund": st.Page(fund_page, title=T["fund"], url_path="fund"),
         "backtest": st.Page(backtest_page, title=T["backtest"], url_path="backtest"),
         "models": st.Page(models_page, title=T["models"], url_path="models"),

@@ -42,6 +42,7 @@ class Figures:
     backtest: dict | None
     predictions: list[dict]
     curves: list[dict] = field(default_factory=list)  # {"step", "reward", "<name>_reward", ...}
+    fit: dict = field(default_factory=dict)  # its calibration fit: the rule that served each grade
 
 
 class Workspace:
@@ -116,7 +117,8 @@ class Workspace:
         backtest, predictions, curves = None, [], []
         with tempfile.TemporaryDirectory() as tmp:
             local = {}
-            for rel in (self.params.backtest.metrics, self._predictions_path()):
+            fit_file = Path(self.params.calibrate.out).name  # logged at the run's artifact root
+            for rel in (self.params.backtest.metrics, self._predictions_path(), fit_file):
                 try:  # the file lands as tmp/<its name>
                     local[rel] = Path(client.download_artifacts(entry["run_id"], Path(rel).as_posix(), tmp))
                 except Exception:  # noqa: BLE001 - an older run without it: the page says so
@@ -132,8 +134,9 @@ class Workspace:
         for key in names:
             for m in client.get_metric_history(entry["run_id"], key):
                 by_step.setdefault(int(m.step), {"step": int(m.step)})[key[len("curve.") :]] = m.value
+            fit = json.loads(local[fit_file].read_text(encoding="utf-8")) if fit_file in local else {}
         curves = [by_step[s] for s in sorted(by_step)]
-        return Figures(version, entry["aliases"], backtest, predictions, curves)
+        return Figures(version, entry["aliases"], backtest, predictions, curves, fit)
 
     def _predictions_path(self) -> Path:
         return Path(self.params.backtest.report_dir) / "predictions.jsonl"
@@ -142,6 +145,7 @@ class Workspace:
         metrics = self.root / self.params.backtest.metrics
         rows = self.root / self._predictions_path()
         curves = self.root / self.params.grpo.reward_curves
+        fit = self.root / self.params.calibrate.out
         last = self.last_run() or {}
         return Figures(
             last.get("version"),
@@ -149,6 +153,7 @@ class Workspace:
             json.loads(metrics.read_text(encoding="utf-8")) if metrics.exists() else None,
             [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()] if rows.exists() else [],
             json.loads(curves.read_text(encoding="utf-8")) if curves.exists() else [],
+            json.loads(fit.read_text(encoding="utf-8")) if fit.exists() else {},
         )
 
     # -- funds
@@ -292,19 +297,20 @@ def filter_funds(
     table: pd.DataFrame, search: str = "", categories: list[str] | None = None, disagree: bool = False,
     review_only: bool = False,
 ) -> pd.DataFrame:  # fmt: skip
-    """Rows whose name or share class holds `search` (any case), in `categories`, and so on.
+    """Rows whose name, category or share class holds `search` (any case), in `categories`, and so on.
 
     >>> t = pd.DataFrame({"share_class_id": ["A1", "B2"], "name": ["Alpha Bond", "Beta Equity"],
     ...                   "category": ["Bond", "Equity"], "direction": [0, 1], "needs_analyst": [False, True]})
     >>> filter_funds(t, search="beta")["share_class_id"].tolist(), filter_funds(t, disagree=True)["name"].tolist()
     (['B2'], ['Beta Equity'])
+    >>> filter_funds(t, search="BOND")["share_class_id"].tolist()  # the category too
+    ['A1']
     """
     keep = pd.Series(True, index=table.index)
     if search.strip():
         needle = search.strip().casefold()
-        keep &= table["name"].astype(str).str.casefold().str.contains(needle, regex=False) | table[
-            "share_class_id"
-        ].str.casefold().str.contains(needle, regex=False)
+        hay = table.reindex(columns=["name", "category", "share_class_id"]).fillna("").astype(str)
+        keep &= hay.apply(lambda column: column.str.casefold().str.contains(needle, regex=False)).any(axis=1)
     if categories:
         keep &= table["category"].isin(categories)
     if disagree:
@@ -480,3 +486,31 @@ def shown_line(t: dict[str, str], figures: Figures, champion: int | None, regist
     alias = ", ".join(figures.aliases) or "-"
     key = "figures_of" if registered else "figures_ws"
     return t[key].format(model=model, version=figures.version, alias=alias, serving=serving)
+
+
+def starting_grade(item: dict, grades: list[int]) -> int:
+    """The grade a decision form starts from: the model's, else the methodology's, else gradient
+    boosting's, else the middle grade (never silently the first).
+
+    >>> starting_grade({"grade": 4}, [1, 2, 3, 4, 5]), starting_grade({"grade": None, "rule_grade": 2}, [1, 2, 3])
+    (4, 2)
+    >>> starting_grade({"grade": None}, [1, 2, 3, 4, 5])
+    3
+    """
+    for found in (item.get("grade"), item.get("rule_grade"), (item.get("evidence") or {}).get("gbm_grade")):
+        if found in grades:
+            return found
+    return grades[len(grades) // 2]
+
+
+def label_text(expert: dict | None, t: dict[str, str]) -> str:
+    """The label a share class trains with now, in words: '4 (analyst)', '3 (export)', or none.
+
+    >>> label_text({"grade": 4, "source": "analyst"}, {"analyst": "analyst", "export": "export", "none": "-"})
+    '4 (analyst)'
+    >>> label_text(None, {"analyst": "analyst", "export": "export", "none": "-"})
+    '-'
+    """
+    if not expert:
+        return t["none"]
+    return f"{expert['grade']} ({t.get(expert.get('source'), expert.get('source'))})"

@@ -18,9 +18,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.settings import ApiSettings
+from tests import support
 from tests.support import REPO
+
+SHOTS = REPO / "reports" / "screenshots"
 
 
 def fund(reference: pd.DataFrame, i: int, **change) -> dict:
@@ -101,10 +105,18 @@ def test_evaluate_store_and_read_back(setup):
             assert (not e["valid"]) == any(w.startswith("invalid answer") for w in e["review"])
             assert e["evidence"]["gbm_grade"] in range(1, 6) and e["evidence"]["peers"] > 1
             assert e["evidence"]["in_prompt"] == {"rule": True, "gbm": False}  # the defaults: show_rule, no estimate
+        schemas.Evaluations.model_validate(body)  # every field /docs shows, and no other
+        for e in body["evaluations"]:  # a grade its probabilities do not put first says why in words
+            top = max(e["probabilities"], key=e["probabilities"].get) if e["valid"] else None
+            assert (e["grade_note"] is not None) == (e["valid"] and e["probabilities"][top] > e["confidence"] + 1e-9)
         stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
+        schemas.StoredEvaluation.model_validate(stored)
+        assert stored["created_at"].endswith("+00:00")  # with its time zone, on SQLite too
         assert stored["grade"] == body["evaluations"][1]["grade"] and stored["model_version"] == body["model_version"]
         assert client.get("/v1/evaluations/NOPE", headers=h).status_code == 404
-        assert client.get("/v1/model", headers=h).json()["model_version"] == body["model_version"]
+        card = client.get("/v1/model", headers=h).json()
+        assert card["model_version"] == body["model_version"] and schemas.ModelCard.model_validate(card)
+        assert schemas.Ready.model_validate(client.get("/readyz").json())
         # concurrent requests are batched for generation and all answered
         with ThreadPoolExecutor(4) as pool:
             codes = list(
@@ -279,6 +291,7 @@ def test_review_queue_and_analysts_decisions(setup):
         assert done.status_code == 200, done.text
         evaluations = {e["share_class_id"]: e for e in done.json()["evaluations"]}
         queue = client.get("/v1/review-queue", params={"limit": 1000}, headers=reader).json()
+        schemas.ReviewQueue.model_validate(queue)
         assert queue["rule"] == {"review_below": 0.5, "disagree_by": 2} and queue["total"] >= 3
         items = [e for e in queue["items"] if e["share_class_id"] in evaluations]
         ids = [e["share_class_id"] for e in items]
@@ -321,9 +334,18 @@ def test_review_queue_and_analysts_decisions(setup):
         assert target not in [
             e["share_class_id"] for e in client.get("/v1/review-queue", headers=reader).json()["items"]
         ]
+        # scored again by the same model: the analyst's decision stands, the fund stays out of the queue
+        same = next(f for f in funds if f["share_class_id"] == target)
+        again = client.post("/v1/evaluations", json={"funds": [same]}, headers=analyst)
+        assert again.status_code == 200
+        queue_now = client.get("/v1/review-queue", params={"limit": 1000}, headers=reader).json()
+        assert target not in [e["share_class_id"] for e in queue_now["items"]]
 
+        schemas.Decision.model_validate(d1)
+        assert d1["created_at"].endswith("+00:00")
         stale = decide(grade=3)  # based_on absent: the analyst saw no decision, but there is one
         assert stale.status_code == 409 and f"decision {d1['id']} by reviewer" in stale.json()["detail"]
+        assert "since you loaded it (you saw no decision)" in stale.json()["detail"]  # not "since decision None"
         second = decide(grade=3, reason="On reflection: average.", based_on=d1["id"])
         assert second.status_code == 201
         d2 = second.json()
@@ -331,9 +353,12 @@ def test_review_queue_and_analysts_decisions(setup):
         with ThreadPoolExecutor(2) as pool:
             codes = sorted(pool.map(lambda g: decide(grade=g, based_on=d2["id"]).status_code, (1, 5)))
         assert codes == [201, 409]
-        rows = client.get("/v1/decisions", params=mine, headers=reader).json()["decisions"]
+        listed = client.get("/v1/decisions", params=mine, headers=reader).json()
+        schemas.Decisions.model_validate(listed)
+        assert all(r["created_at"].endswith("+00:00") for r in listed["decisions"])  # read back with its zone
+        rows = listed["decisions"]
         assert [r["id"] for r in rows][:2] == [d1["id"], d2["id"]] and len(rows) == 3  # a new row each; latest last
-        audit = client.get("/v1/audit", headers=reviewer).json()["audit"]
+        audit = schemas.Audit.model_validate(client.get("/v1/audit", headers=reviewer).json()).model_dump()["audit"]
         actions = [a["action"] for a in audit if a["share_class_id"] in (target, None)]
         assert actions.count("decide") == 3 and actions.count("conflict") == 2 and actions.count("refused") >= 2
         assert client.get("/v1/audit", headers=reader).status_code == 403
@@ -496,3 +521,45 @@ def test_serving_never_follows_champion_past_the_gate(trained, tmp_path, monkeyp
         assert "decision" not in card and card["gate"]["reason"] == "qwk beat"
         (view / "metrics/register.json").write_text(json.dumps({**decision, "run_id": promoted_run}))
         assert app.get("/v1/model", headers=h).json()["decision"]["run_id"] == promoted_run
+
+
+@pytest.mark.skipif(not support.has_browser(), reason="no Chromium (apt-get install chromium chromium-driver)")
+def test_docs_render_the_api_with_typed_answers_in_a_browser(trained, tmp_path):
+    """/docs in headless Chromium: Swagger UI renders FastAPI's OpenAPI 3.1 (the 4.15 bundle could
+    not), and an answer's schema is typed field by field (not `additionalProperties: true`)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    root, _ = trained
+    settings = ApiSettings(keys_file=tmp_path / "keys.json", db_url=f"sqlite:///{tmp_path}/s.db",
+                           model=str(root / "models/policy"))  # fmt: skip
+    server, base = support.serve(create_app(root, settings))
+    try:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{base}/openapi.json", timeout=60) as r:
+            spec = json.loads(r.read())
+        answer = spec["paths"]["/v1/evaluations"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+        evaluation = spec["components"]["schemas"]["Evaluation"]
+        assert answer == {"$ref": "#/components/schemas/Evaluations"} and evaluation["additionalProperties"] is False
+        assert {"grade", "grade_note", "probabilities", "confidence", "evidence"} <= set(evaluation["properties"])
+        driver = support.browser()
+        try:
+            driver.get(base + "/docs")
+            wait = WebDriverWait(driver, 60)
+            wait.until(seen.presence_of_element_located((By.CSS_SELECTOR, ".opblock-summary-path")))
+            paths = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")]
+            assert {"/v1/evaluations", "/v1/decisions", "/v1/review-queue", "/v1/model"} <= set(paths), paths
+            assert "Unable to render this definition" not in driver.page_source
+            # the schemas section lists the answers' models; open Evaluation and read a field
+            model = wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, "#model-Evaluation button")))
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", model)
+            model.click()
+            wait.until(lambda d: "grade_note" in d.find_element(By.ID, "model-Evaluation").text)
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(SHOTS / "api_docs.png"))
+        finally:
+            driver.quit()
+    finally:
+        server.should_exit = True

@@ -28,6 +28,7 @@ from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
+from fundgrpo.serving.dashboard.labels import LABELS
 from tests import support
 from tests.support import REPO
 
@@ -236,9 +237,13 @@ def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
                 text = page.open(f"{base}/backtest?version={v}", f"Figures of fund-evaluator v{v} (")
                 assert serving in text
             page.open(f"{base}/backtest?version=999", f"Figures of fund-evaluator v{shown} (")
-            # a careless or hostile link: an unknown share class opens the first, nothing is run
-            text = page.open(f"{base}/fund?id=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "Each evaluator's grade")
-            assert rows[0]["share_class_id"] in text
+            # a careless or hostile link: an unknown share class says so (never another fund), nothing is run
+            text = page.open(f"{base}/fund?id=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "No share class")
+            assert "<script>alert(1)</script> in the universe" in text and "Each evaluator's grade" not in text
+            # a training fund (not tested) opens its own page, not another fund's
+            trained_id = next(i for i in funds.index if i not in {r["share_class_id"] for r in rows})
+            text = page.open(f"{base}/fund?id={trained_id}", "Not among this version's tested share classes")
+            assert str(funds.loc[trained_id, "name"]) in text and "The methodology's verdict" in text
         finally:
             page.quit()
 
@@ -328,6 +333,17 @@ def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(
                 page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
                 text = page.wait_text(f"recorded: {target} → grade 5")
                 assert f"{len(queue) - 1} evaluation(s) need an analyst" in text  # the decided one has left
+                # the next fund's form starts afresh: no reason carried over, the grade from the model's
+                # (its methodology's when the answer is invalid), never silently grade 1
+                following = queue[1]
+                start = following["grade"] or following["rule_grade"] or following["evidence"]["gbm_grade"]
+                area = page.wait_css('[data-testid="stTextArea"] textarea')[0]
+                WebDriverWait(page.driver, 30).until(lambda d: area.get_attribute("value") == "")
+                box = next(b for b in page.wait_css('[data-testid="stSelectbox"]') if "Grade" in b.text)
+                assert box.text.split("\n")[-1].strip() == str(start), box.text
+                # the queue shows what the API's page shows: gradient boosting's grade, the label now
+                page.wait_grid_text("Gradient boosting")
+                page.wait_grid_text("Label now")
                 page.shot("dashboard_review.png")
             finally:
                 page.quit()
@@ -339,3 +355,82 @@ def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(
     )  # fmt: skip
     audit = [(a["actor"], a["action"]) for a in Store(store_url).audit_log()]
     assert ("viewer", "refused") in audit and audit.count(("ana", "refused")) == 0  # the refusal is audited
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_the_book_finds_every_fund_and_a_contradicted_grade_says_why(trained, tmp_path, language):
+    """The book lists the universe and every fund the API or a batch scored, searchable by name,
+    category and share class; each opens its page, an unknown id says so. A grade its own
+    probabilities do not put first is explained in words beside its chart. English and Korean."""
+    root, _ = trained
+    ws = tmp_path / "ws"
+    for rel in (
+        "params.yaml",
+        "data/schema",
+        "data/validated",
+        "data/prepared",
+        "metrics",
+        "reports/backtest",
+        "plots",
+    ):
+        src, dst = root / rel, ws / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy(src, dst)
+    rubric = json.loads((ws / "data/schema/rubric.json").read_text())
+    (ws / "data/schema/rubric.json").write_text(json.dumps({**rubric, "language": language}, ensure_ascii=False))
+    # the served rule of a calibrated model: the expected grade through validation cut-points
+    fit = {"method": "score", "confidence": "token", "grade_from": "expected", "cutpoints": [2.05, 2.67, 3.44, 4.01]}
+    (ws / "models").mkdir()
+    (ws / "models/calibration.json").write_text(json.dumps(fit))
+    path = ws / "reports/backtest/predictions.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    contradicted = rows[0]["share_class_id"]
+    rows[0].update(grpo_grade=1, grpo_valid=True, grpo_probs=[0.3, 0.63, 0.05, 0.01, 0.01], grpo_expected_grade=2.03,
+                   grpo_confidence=0.3)  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # a batch's evaluations (a fund new to the universe among them) and the API's store
+    funds = pd.read_parquet(ws / "data/validated/funds.parquet")
+    korea = funds[funds["category"] == "Korea Equity"].iloc[0]
+    other = funds[funds["category"] != "Korea Equity"].iloc[0]
+    batch = pd.DataFrame([
+        {"share_class_id": "NEW-1", "name": "Fresh Start Fund", "category": "Korea Equity", "grade": 4,
+         "confidence": 0.7, "needs_analyst": True, "review": "new to the universe", "model": "models:/m/1",
+         "evaluated_at": "2026-11-20T08:00:00+00:00"},
+        {"share_class_id": str(other["share_class_id"]), "name": other["name"], "category": other["category"],
+         "grade": 3, "confidence": 0.8, "needs_analyst": False, "review": "", "model": "models:/m/1",
+         "evaluated_at": "2026-11-20T08:00:00+00:00"},
+    ])  # fmt: skip
+    (ws / "reports/evaluations/2026-11").mkdir(parents=True)
+    batch.to_csv(ws / "reports/evaluations/2026-11/evaluations.csv", index=False)
+    store = Store(f"sqlite:///{ws}/evaluations.db")
+    evaluated = {"share_class_id": str(korea["share_class_id"]), "grade": 2, "name": korea["name"],
+                 "category": "Korea Equity", "needs_analyst": True, "review": ["confidence 0.2 below 0.5"]}  # fmt: skip
+    store.add([evaluated], "models:/m/1")
+    store.decide(store.latest(str(korea["share_class_id"])), 3, "peers lag it", "ana", None)
+    t = LABELS[language]
+    with dashboard(ws) as base:
+        page = Page()
+        try:
+            total = len(set(funds["share_class_id"].astype(str)) | {"NEW-1"})
+            text = page.open(f"{base}/book", t["book_n"].format(shown=total, total=total))
+            page.type_into('[data-testid="stTextInput"] input', "korea")  # the category, in any case
+            korea_n = int((funds["category"] == "Korea Equity").sum()) + 1
+            page.wait_text(t["book_n"].format(shown=korea_n, total=total))
+            page.wait_grid_text("Fresh Start Fund")
+            page.wait_grid_text(t["state_decided"])
+            page.shot(f"dashboard_book_{language}.png")
+            # a fund only a batch scored opens its page, with that evaluation
+            text = page.open(f"{base}/fund?id=NEW-1", t["latest"])
+            assert "Fresh Start Fund" in text and t["not_tested_here"][:20] in text
+            page.wait_grid_text("batch 2026-11/evaluations.csv")
+            # the one an analyst decided shows the decision; an unknown id says so
+            page.open(f"{base}/fund?id={korea['share_class_id']}", t["latest"])
+            page.wait_grid_text(t["state_decided"])
+            page.open(f"{base}/fund?id=NOPE-404", "NOPE-404")
+            # a grade its probabilities contradict: the words beside the chart
+            text = page.open(f"{base}/fund?id={contradicted}", t["why_grade"])
+            assert ("2.03" in text) and (("expected grade" in text) if language == "en" else ("기대 등급" in text))
+            page.wait_css(".vega-embed", 2)
+            page.shot(f"dashboard_grade_note_{language}.png")
+        finally:
+            page.quit()

@@ -1,0 +1,197 @@
+"""The book: every share class the firm knows, with its latest evaluation, decision and review state.
+
+Three sources, read only: the validated universe (`validate.out`), the API's store (its latest
+evaluation of each share class and the analysts' decisions), and the batch command's and the monthly
+evaluation flow's files under `evaluate.out_dir` (`.parquet`, `.csv`, `.jsonl`; the newest
+evaluation of a share class wins across the store and the files). A share class scored by the API
+or a batch but not in the universe is in the book too, marked new.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from fundgrpo.data import analyst_labels
+
+COLUMNS = [
+    "share_class_id", "name", "category", "in_universe", "grade", "confidence", "needs_analyst", "review",
+    "evaluated_at", "model_version", "source", "decided_grade", "decided_by", "state",
+]  # fmt: skip
+STATES = ("needs an analyst", "decided", "evaluated", "not evaluated")
+EVALUATION = ["share_class_id", "name", "category", "grade", "confidence", "needs_analyst", "review",
+              "evaluated_at", "model_version", "source"]  # fmt: skip
+
+
+def stored_latest(url: str) -> pd.DataFrame:
+    """The latest evaluation of each share class in the API's store (empty without a store; none is made)."""
+    import sqlalchemy as sa
+
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() == "sqlite" and (not parsed.database or not Path(parsed.database).exists()):
+        return pd.DataFrame(columns=EVALUATION)
+    engine = sa.create_engine(url, future=True)
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table("evaluations"):
+                return pd.DataFrame(columns=EVALUATION)
+            t = sa.Table("evaluations", sa.MetaData(), autoload_with=conn)
+            newest = sa.select(sa.func.max(t.c.id)).group_by(t.c.share_class_id).scalar_subquery()
+            rows = conn.execute(sa.select(t).where(t.c.id.in_(newest))).mappings().all()
+    finally:
+        engine.dispose()
+    out = []
+    for r in rows:
+        e = r["evaluation"] if isinstance(r["evaluation"], dict) else json.loads(r["evaluation"])
+        at = pd.Timestamp(r["created_at"])
+        out.append(
+            {
+                "share_class_id": str(r["share_class_id"]),
+                "name": e.get("name"),
+                "category": e.get("category"),
+                "grade": e.get("grade"),
+                "confidence": e.get("confidence"),
+                "needs_analyst": bool(e.get("needs_analyst")),
+                "review": "; ".join(e.get("review") or []),
+                "evaluated_at": (at if at.tzinfo else at.tz_localize("UTC")).isoformat(),
+                "model_version": r["model_version"],
+                "source": "API",
+            }
+        )
+    return pd.DataFrame(out, columns=EVALUATION)
+
+
+def batch_latest(folder: Path) -> pd.DataFrame:
+    """The latest evaluation of each share class in the batch files under `folder` (the batch
+    command's and the evaluation flow's outputs); a file's rows date from its `evaluated_at`
+    column, or from the file's time when it has none (files written before the column)."""
+    frames = []
+    for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".parquet", ".csv", ".jsonl")):
+        try:
+            table = _read(path)
+        except Exception:  # noqa: BLE001 - a file that is not an evaluations table is not in the book
+            continue
+        if not {"share_class_id", "grade"} <= set(table.columns):
+            continue
+        when = pd.Timestamp(path.stat().st_mtime, unit="s", tz="UTC").isoformat(timespec="seconds")
+        at = table["evaluated_at"] if "evaluated_at" in table else pd.Series(when, index=table.index)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "share_class_id": table["share_class_id"].astype(str),
+                    "name": table.get("name"),
+                    "category": table.get("category"),
+                    "grade": table["grade"],
+                    "confidence": table.get("confidence"),
+                    "needs_analyst": table.get("needs_analyst", pd.Series(False, index=table.index)).astype(bool),
+                    "review": table.get("review", pd.Series("", index=table.index)).fillna("").astype(str),
+                    "evaluated_at": at.fillna(when).astype(str),
+                    "model_version": table.get("model"),
+                    "source": f"batch {path.relative_to(folder).as_posix()}",
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=EVALUATION)
+    every = pd.concat(frames, ignore_index=True)
+    return every.sort_values("evaluated_at").groupby("share_class_id", as_index=False).tail(1)
+
+
+def _read(path: Path) -> pd.DataFrame:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    if suffix == ".csv":
+        return pd.read_csv(path, dtype={"share_class_id": str})
+    return pd.read_json(path, lines=True, dtype={"share_class_id": str})
+
+
+def assemble(
+    universe: pd.DataFrame, stored: pd.DataFrame, batch: pd.DataFrame, decisions: pd.DataFrame
+) -> pd.DataFrame:
+    """One row per share class in any source: its latest evaluation (the newer of the store's and
+    the batch files'), its latest decision, and its state: needs an analyst (the newest evaluation
+    says so and no decision came after it), decided, evaluated, or not evaluated.
+
+    >>> universe = pd.DataFrame({"share_class_id": ["A", "B", "C"], "name": ["Alpha", "Beta", "Gamma"],
+    ...                          "category": ["Korea Equity"] * 3})
+    >>> stored = pd.DataFrame([{"share_class_id": "A", "grade": 3, "confidence": 0.3, "needs_analyst": True,
+    ...     "review": "confidence 0.30 below 0.50", "evaluated_at": "2026-11-02T00:00:00+00:00", "source": "API"},
+    ...     {"share_class_id": "N", "name": "New", "category": "Bond", "grade": 4, "needs_analyst": True,
+    ...      "review": "new to the universe", "evaluated_at": "2026-11-02T00:00:00+00:00", "source": "API"}])
+    >>> batch = pd.DataFrame([{"share_class_id": "A", "grade": 2, "needs_analyst": False, "review": "",
+    ...     "evaluated_at": "2026-11-01T00:00:00+00:00", "source": "batch x.csv"}])
+    >>> decided = pd.DataFrame([{"share_class_id": "B", "grade": 5, "analyst": "ana",
+    ...     "decided_at": "2026-11-03T00:00:00+00:00"}])
+    >>> book = assemble(universe, stored, batch, decided).set_index("share_class_id")
+    >>> int(book.loc["A", "grade"]), book.loc["A", "source"], book.loc["A", "state"]  # the store's is newer
+    (3, 'API', 'needs an analyst')
+    >>> int(book.loc["B", "decided_grade"]), book.loc["B", "decided_by"], book.loc["B", "state"], book.loc["C", "state"]
+    (5, 'ana', 'decided', 'not evaluated')
+    >>> book.loc["N", "name"], bool(book.loc["N", "in_universe"]), book.loc["N", "state"]
+    ('New', False, 'needs an analyst')
+    """
+    evaluated = pd.concat([f for f in (stored, batch) if len(f)], ignore_index=True) if len(stored) + len(batch) else (
+        pd.DataFrame(columns=EVALUATION)
+    )  # fmt: skip
+    if len(evaluated):
+        evaluated = evaluated.sort_values("evaluated_at").groupby("share_class_id", as_index=False).tail(1)
+    base = universe.reindex(columns=["share_class_id", "name", "category"]).astype({"share_class_id": str})
+    base["in_universe"] = True
+    rows = base.merge(evaluated, on="share_class_id", how="outer", suffixes=("", "_evaluated"))
+    for column in ("name", "category"):  # a new share class is named by its evaluation
+        rows[column] = rows[column].fillna(rows.pop(f"{column}_evaluated"))
+    rows["in_universe"] = rows["in_universe"].eq(True)
+    latest = decisions.reindex(columns=["share_class_id", "grade", "analyst", "decided_at"]).astype(
+        {"share_class_id": str}
+    )
+    latest = latest.rename(columns={"grade": "decided_grade", "analyst": "decided_by"})
+    rows = rows.merge(latest, on="share_class_id", how="left")
+    rows["state"] = [_state(r) for r in rows.to_dict("records")]
+    for column in ("grade", "decided_grade"):
+        rows[column] = pd.to_numeric(rows[column], errors="coerce").astype("Int64")  # 3, not 3.0
+    return (
+        rows.reindex(columns=COLUMNS).sort_values(["name", "share_class_id"], na_position="last").reset_index(drop=True)
+    )
+
+
+def _state(row: dict) -> str:
+    evaluated, decided = row.get("evaluated_at"), row.get("decided_at")
+    after = isinstance(decided, str) and (
+        not isinstance(evaluated, str) or pd.Timestamp(decided) >= pd.Timestamp(evaluated)
+    )
+    if after:
+        return "decided"
+    if not isinstance(evaluated, str):
+        return "decided" if isinstance(decided, str) else "not evaluated"
+    return "needs an analyst" if row.get("needs_analyst") is True else "evaluated"
+
+
+def search(book: pd.DataFrame, text: str = "", categories: list[str] | None = None, states: list[str] | None = None):
+    """Rows whose name, category or share class contains `text` (any case), in `categories` and `states`.
+
+    >>> b = pd.DataFrame({"share_class_id": ["K1", "U1"], "name": ["한국 성장", "UK Income"],
+    ...                   "category": ["Korea Equity", "UK Equity"], "state": ["evaluated", "decided"]})
+    >>> search(b, "korea")["share_class_id"].tolist(), search(b, "u1")["share_class_id"].tolist()
+    (['K1'], ['U1'])
+    >>> search(b, "", states=["decided"])["share_class_id"].tolist()
+    ['U1']
+    """
+    keep = pd.Series(True, index=book.index)
+    if text.strip():
+        needle = text.strip().casefold()
+        hay = book[["name", "category", "share_class_id"]].fillna("").astype(str)
+        keep &= hay.apply(lambda col: col.str.casefold().str.contains(needle, regex=False)).any(axis=1)
+    if categories:
+        keep &= book["category"].isin(categories)
+    if states:
+        keep &= book["state"].isin(states)
+    return book[keep]
+
+
+def read(universe: pd.DataFrame, store_url: str, evaluations_dir: Path) -> pd.DataFrame:
+    """The book of a workspace (see the module docstring)."""
+    decisions = analyst_labels.export(store_url)
+    return assemble(universe, stored_latest(store_url), batch_latest(evaluations_dir), decisions)

@@ -1,0 +1,92 @@
+"""Words for a served grade that its own probabilities do not put first.
+
+The decision rule may serve a grade other than the likeliest: with `calibrate.grade_from: expected`
+the grade is read from the expected grade through cut-points fitted on validation funds, and with
+`greedy` it is the grade the model wrote. A reader who sees the grade beside its probabilities must
+be told why, in words; the API, the batch command and the dashboard show this note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def _ko(n: int, batchim: str, plain: str) -> str:
+    """A Korean particle after a number read aloud in Sino-Korean (일 이 삼 사 오 ...).
+
+    >>> _ko(1, "은", "는"), _ko(2, "은", "는"), _ko(3, "이", "가"), _ko(5, "이", "가")
+    ('1은', '2는', '3이', '5가')
+    """
+    return f"{n}{batchim if n % 10 in (0, 1, 3, 6, 7, 8) else plain}"
+
+
+def _range(i: int, cutpoints: Sequence[float], language: str) -> str:
+    """Where grade number `i` (0-based) lies among the cut-points, in words.
+
+    >>> _range(0, [1.5, 2.5], "en"), _range(1, [1.5, 2.5], "en"), _range(2, [1.5, 2.5], "ko")
+    ('below the cut-point 1.50', 'between the cut-points 1.50 and 2.50', '기준점 2.50 이상')
+    """
+    low = cutpoints[i - 1] if i > 0 else None
+    high = cutpoints[i] if i < len(cutpoints) else None
+    if language == "ko":
+        if low is None:
+            return f"기준점 {high:.2f} 미만"
+        return f"기준점 {low:.2f} 이상" if high is None else f"기준점 {low:.2f}~{high:.2f} 사이"
+    if low is None:
+        return f"below the cut-point {high:.2f}"
+    return f"above the cut-point {low:.2f}" if high is None else f"between the cut-points {low:.2f} and {high:.2f}"
+
+
+def grade_note(
+    grade: int | None,
+    probabilities: Sequence[float] | None,
+    grades: Sequence[int],
+    expected: float | None,
+    fit: dict,
+    language: str = "en",
+) -> str | None:
+    """Why `grade` is served although its probabilities put another grade first; None when they
+    put it first (or there is no grade or no probabilities).
+
+    >>> fit = {"grade_from": "expected", "cutpoints": [2.05, 2.67, 3.44, 4.01]}
+    >>> note = grade_note(1, [0.3, 0.63, 0.05, 0.01, 0.01], [1, 2, 3, 4, 5], 2.03, fit)
+    >>> print(note)  # doctest: +NORMALIZE_WHITESPACE
+    Grade 1, though grade 2 is the likeliest (63%, grade 1 30%): the grade is read from the expected
+    grade 2.03, below the cut-point 2.05 (cut-points fitted on validation funds to match the experts).
+    >>> grade_note(2, [0.3, 0.63, 0.05, 0.01, 0.01], [1, 2, 3, 4, 5], 2.03, fit) is None
+    True
+    >>> print(grade_note(3, [0.1, 0.6, 0.3], [1, 2, 3], 2.2, {"grade_from": "greedy"}, "ko"))
+    등급 3은 모델이 쓴 등급입니다. 확률로는 등급 2가 가장 높습니다 (60%, 등급 3은 30%).
+    """
+    if grade is None or probabilities is None or grade not in grades:
+        return None
+    probs = list(probabilities)
+    top_i = max(range(len(probs)), key=probs.__getitem__)
+    mine = probs[list(grades).index(grade)]
+    if mine >= probs[top_i] - 1e-9:  # the served grade is (one of) the likeliest
+        return None
+    top, p_top = grades[top_i], probs[top_i]
+    rule = fit.get("grade_from", "greedy")
+    cutpoints = fit.get("cutpoints") or []
+    if rule == "expected" and cutpoints and expected is not None:
+        where = _range(list(grades).index(grade), cutpoints, language)
+        if language == "ko":
+            return (
+                f"등급 {grade}: 확률로는 등급 {_ko(top, '이', '가')} 가장 높지만 "
+                f"({p_top:.0%}, 등급 {_ko(grade, '은', '는')} {mine:.0%}), 등급은 기대 등급 {expected:.2f}에서 "
+                f"정해집니다 ({where}; 기준점은 검증 펀드에서 전문가 등급에 맞춘 값)."
+            )
+        return (
+            f"Grade {grade}, though grade {top} is the likeliest ({p_top:.0%}, grade {grade} {mine:.0%}): the grade "
+            f"is read from the expected grade {expected:.2f}, {where} (cut-points fitted on validation funds to "
+            "match the experts)."
+        )
+    if language == "ko":
+        return (
+            f"등급 {_ko(grade, '은', '는')} 모델이 쓴 등급입니다. 확률로는 등급 {_ko(top, '이', '가')} 가장 높습니다 "
+            f"({p_top:.0%}, 등급 {_ko(grade, '은', '는')} {mine:.0%})."
+        )
+    return (
+        f"Grade {grade} is the grade the model wrote; its probabilities put grade {top} first "
+        f"({p_top:.0%}, grade {grade} {mine:.0%})."
+    )
