@@ -50,7 +50,7 @@ from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
 from fundgrpo.serving.champion import calibration_of, grade, prompt_records
-from fundgrpo.serving.explain import grade_note
+from fundgrpo.serving.explain import grade_note, refusal
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = (
@@ -310,7 +310,9 @@ def evaluate(
                 "score": p["score"],
                 "reasoning": p["reasoning"],
                 "valid": p["valid"],
-                "reason": p["reason"],
+                "reason": p["reason"]
+                if p["valid"]
+                else refusal(p["reason"], lacks, rubric, record["rule_grade"], record.get("gbm_grade")),
                 "confidence": p.get("confidence"),
                 "expected_grade": p.get("expected_grade"),
                 "flags": flagged,

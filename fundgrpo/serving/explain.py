@@ -90,3 +90,30 @@ def grade_note(
         f"Grade {grade} is the grade the model wrote; its probabilities put grade {top} first "
         f"({p_top:.0%}, grade {grade} {mine:.0%})."
     )
+
+
+def refusal(reason: str | None, lacking: str, rubric: dict, rule_grade, gbm_grade) -> str | None:
+    """The reason an invalid answer gives a reader: for a fund that lacks criterion data, a refusal
+    that names what is missing and what the other evaluators say; else the parser's reason as it is.
+
+    >>> rubric = {"language": "en", "criteria": [{"metric": "sharpe_3y", "label": "3-year Sharpe ratio"},
+    ...                                          {"metric": "ongoing_cost", "label": "Ongoing cost"}]}
+    >>> print(refusal("not one JSON object", "sharpe_3y", rubric, 3, 4))  # doctest: +NORMALIZE_WHITESPACE
+    not graded: the fund lacks 3-year Sharpe ratio (sharpe_3y), which the model weighs; the methodology
+    grades it 3 on the criteria it has, gradient boosting 4 (the model's own answer: not one JSON object)
+    >>> refusal("not one JSON object", "", rubric, 3, 4)
+    'not one JSON object'
+    """
+    if not lacking:
+        return reason
+    labels = {c["metric"]: c.get("label", c["metric"]) for c in rubric.get("criteria", [])}
+    missing = ", ".join(f"{labels.get(m, m)} ({m})" for m in lacking.split(", ") if m)
+    if rubric.get("language") == "ko":
+        return (
+            f"평가하지 않음: 모델이 보는 {missing} 데이터가 없습니다. 있는 기준으로 방법론 등급은 {rule_grade}, "
+            f"그래디언트 부스팅은 {gbm_grade}입니다 (모델의 답: {reason})"
+        )
+    return (
+        f"not graded: the fund lacks {missing}, which the model weighs; the methodology grades it {rule_grade} "
+        f"on the criteria it has, gradient boosting {gbm_grade} (the model's own answer: {reason})"
+    )

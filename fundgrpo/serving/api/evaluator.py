@@ -24,7 +24,7 @@ from fundgrpo.serving import review
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import flags, missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, prompt_records
-from fundgrpo.serving.explain import grade_note
+from fundgrpo.serving.explain import grade_note, refusal
 from fundgrpo.training import modelling
 
 
@@ -252,7 +252,11 @@ class Evaluator:
                     "score": p["score"],
                     "reasoning": p["reasoning"],
                     "valid": p["valid"],
-                    "reason": p["reason"],
+                    "reason": p["reason"]
+                    if p["valid"]
+                    else refusal(
+                        p["reason"], record["lacking"], self.rubric, record["rule_grade"], record.get("gbm_grade")
+                    ),  # for a fund with gaps: what it lacks, and what the other evaluators say
                     "probabilities": {str(g): probs[i] for i, g in enumerate(grades)} if probs is not None else None,
                     "expected_grade": p.get("expected_grade"),
                     "confidence": p.get("confidence"),

@@ -96,7 +96,8 @@ def batch_latest(folder: Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=EVALUATION)
     every = pd.concat(frames, ignore_index=True)
-    return every.sort_values("evaluated_at").groupby("share_class_id", as_index=False).tail(1)
+    order = every["evaluated_at"].map(_utc)
+    return every.loc[order.sort_values().index].groupby("share_class_id", as_index=False).tail(1)
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -137,7 +138,8 @@ def assemble(
         pd.DataFrame(columns=EVALUATION)
     )  # fmt: skip
     if len(evaluated):
-        evaluated = evaluated.sort_values("evaluated_at").groupby("share_class_id", as_index=False).tail(1)
+        order = evaluated["evaluated_at"].map(_utc)
+        evaluated = evaluated.loc[order.sort_values().index].groupby("share_class_id", as_index=False).tail(1)
     base = universe.reindex(columns=["share_class_id", "name", "category"]).astype({"share_class_id": str})
     base["in_universe"] = True
     rows = base.merge(evaluated, on="share_class_id", how="outer", suffixes=("", "_evaluated"))
@@ -157,11 +159,19 @@ def assemble(
     )
 
 
+def _utc(text: str) -> pd.Timestamp:
+    """A stored time as UTC (SQLite hands back times written in UTC without their zone).
+
+    >>> str(_utc("2026-11-03T00:00:00")), str(_utc("2026-11-03T09:00:00+09:00"))
+    ('2026-11-03 00:00:00+00:00', '2026-11-03 00:00:00+00:00')
+    """
+    at = pd.Timestamp(text)
+    return at.tz_localize("UTC") if at.tzinfo is None else at.tz_convert("UTC")
+
+
 def _state(row: dict) -> str:
     evaluated, decided = row.get("evaluated_at"), row.get("decided_at")
-    after = isinstance(decided, str) and (
-        not isinstance(evaluated, str) or pd.Timestamp(decided) >= pd.Timestamp(evaluated)
-    )
+    after = isinstance(decided, str) and (not isinstance(evaluated, str) or _utc(decided) >= _utc(evaluated))
     if after:
         return "decided"
     if not isinstance(evaluated, str):

@@ -105,6 +105,13 @@ LABELS: dict[str, dict[str, str]] = {
         "export": "export",
         "why_grade": "Why this grade",
         "accuracy": "Share graded as the expert did",
+        "n_tested": "{n} test share classes",
+        "choose": "Choose",
+        "invalid": "invalid answer",
+        "misstated": "misstated",
+        "split_train": "training split",
+        "split_validation": "validation split",
+        "split_test": "test split",
         "book": "Book",
         "book_n": "{shown} of {total} share classes (the universe, and every fund the API or a batch scored)",
         "states": "Review state",
@@ -231,6 +238,13 @@ LABELS: dict[str, dict[str, str]] = {
         "export": "원자료",
         "why_grade": "이 등급인 이유",
         "accuracy": "전문가와 같은 등급 비율",
+        "n_tested": "테스트 클래스 {n}개",
+        "choose": "선택하세요",
+        "invalid": "무효 답변",
+        "misstated": "잘못 기술된 기준",
+        "split_train": "학습 분할",
+        "split_validation": "검증 분할",
+        "split_test": "테스트 분할",
         "book": "전체 펀드",
         "book_n": "전체 {total}개 중 {shown}개 클래스 (유니버스, 그리고 API나 배치가 평가한 모든 펀드)",
         "states": "검토 상태",
@@ -271,3 +285,24 @@ EVALUATORS = {
         "gbm": "통계 모델 (GBM)",
     },
 }
+
+# The peer metrics in words (fundgrpo/data/canonical.py's columns), per language
+METRICS = {
+    "en": {
+        "return_1y": "1-year return (%)", "return_3y": "3-year return (%)", "return_5y": "5-year return (%)",
+        "volatility_3y": "3-year volatility (%)", "sharpe_3y": "3-year Sharpe ratio",
+        "sortino_3y": "3-year Sortino ratio",
+        "max_drawdown_3y": "3-year maximum drawdown (%)", "tracking_error_3y": "3-year tracking error (%)",
+        "information_ratio_3y": "3-year information ratio", "mrar_3y": "3-year risk-adjusted return (%)",
+        "mrar_5y": "5-year risk-adjusted return (%)", "ongoing_cost": "Ongoing cost (% a year)",
+        "fund_size": "Fund size (millions)", "manager_tenure": "Manager tenure (years)",
+    },
+    "ko": {
+        "return_1y": "1년 수익률 (%)", "return_3y": "3년 수익률 (%)", "return_5y": "5년 수익률 (%)",
+        "volatility_3y": "3년 변동성 (%)", "sharpe_3y": "3년 샤프 비율", "sortino_3y": "3년 소르티노 비율",
+        "max_drawdown_3y": "3년 최대 낙폭 (%)", "tracking_error_3y": "3년 추적 오차 (%)",
+        "information_ratio_3y": "3년 정보 비율", "mrar_3y": "3년 위험조정 수익률 (%)",
+        "mrar_5y": "5년 위험조정 수익률 (%)", "ongoing_cost": "총보수 (연 %)",
+        "fund_size": "펀드 규모 (백만)", "manager_tenure": "운용역 재임 기간 (년)",
+    },
+}  # fmt: skip

@@ -23,7 +23,7 @@ import streamlit.components.v1 as components
 
 from fundgrpo.serving.dashboard import book, charts
 from fundgrpo.serving.dashboard import workspace as wsm
-from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS
+from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS, METRICS
 from fundgrpo.serving.explain import grade_note
 
 API_URL = os.environ.get("FUNDGRPO_API_URL", "http://127.0.0.1:8000").rstrip("/")
@@ -106,7 +106,9 @@ def funds_page() -> None:
     table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate)
     left, mid, right = st.columns(3)
     search = left.text_input(T["search"], key="search")
-    categories = mid.multiselect(T["categories"], sorted(table["category"].dropna().unique()), key="categories")
+    categories = mid.multiselect(
+        T["categories"], sorted(table["category"].dropna().unique()), key="categories", placeholder=T["choose"]
+    )
     disagree = right.checkbox(T["only_disagree"], key="disagree")
     review_only = right.checkbox(f"{T['only_review']} (< {WS.params.evaluate.review_below:g})", key="review_only")
     order = st.segmented_control(
@@ -115,9 +117,9 @@ def funds_page() -> None:
     shown = wsm.sort_funds(wsm.filter_funds(table, search, categories, disagree, review_only), order or "tested")
     st.write(T["shown_n"].format(shown=len(shown), total=len(table)))
     arrows = {1: f"▲ {T['above']}", -1: f"▼ {T['below']}", 0: f"= {T['same']}"}
-    view = shown.assign(direction=shown["direction"].map(arrows).fillna("invalid"))
+    view = shown.assign(direction=shown["direction"].map(arrows).fillna(T["invalid"]))
     event = st.dataframe(
-        view,
+        view.style.format(na_rep="—", precision=2),
         hide_index=True,
         width="stretch",
         on_select="rerun",
@@ -148,13 +150,17 @@ def book_page() -> None:
     table = book_table()
     left, mid, right = st.columns(3)
     search = left.text_input(T["search"], key="book_search")
-    categories = mid.multiselect(T["categories"], sorted(table["category"].dropna().unique()), key="book_categories")
-    states = right.multiselect(T["states"], list(book.STATES), format_func=lambda k: T[f"state_{k}"], key="states")
+    categories = mid.multiselect(
+        T["categories"], sorted(table["category"].dropna().unique()), key="book_categories", placeholder=T["choose"]
+    )
+    states = right.multiselect(
+        T["states"], list(book.STATES), format_func=lambda k: T[f"state_{k}"], key="states", placeholder=T["choose"]
+    )
     shown = book.search(table, search, categories, states)
     st.write(T["book_n"].format(shown=len(shown), total=len(table)))
     view = shown.assign(state=shown["state"].map(lambda k: T[f"state_{k}"]))
     event = st.dataframe(
-        view,
+        view.style.format(na_rep="—", precision=2),
         hide_index=True,
         width="stretch",
         on_select="rerun",
@@ -226,7 +232,8 @@ def fund_page() -> None:
     st.header(names.get(sid) or sid)
     category = (row or entry).get("category")
     label = (row or record).get("label_source") or "-"
-    st.caption(f"{sid} · {category} · {record.get('split', '')} · expert: {label}")
+    split = T.get(f"split_{record.get('split')}", "")
+    st.caption(f"{sid} · {category} · {split} · {T['label_now']}: {T.get(label, label)}")
 
     left, right = st.columns(2)
     with left:
@@ -244,14 +251,14 @@ def fund_page() -> None:
     st.markdown(f"**{T['history_versions']}**")
     if len(history) > 1:
         st.altair_chart(charts.history(history, T), width="stretch")
-    st.dataframe(history, hide_index=True, width="stretch")
+    st.dataframe(dashed(history), hide_index=True, width="stretch")
     evaluations, decisions = WS.store_history(sid)
     if evaluations or decisions:
         st.markdown(f"**{T['history_store']}**")
         if evaluations:
-            st.dataframe(pd.DataFrame(evaluations), hide_index=True, width="stretch")
+            st.dataframe(dashed(pd.DataFrame(evaluations)), hide_index=True, width="stretch")
         if decisions:
-            st.dataframe(pd.DataFrame(decisions), hide_index=True, width="stretch")
+            st.dataframe(dashed(pd.DataFrame(decisions)), hide_index=True, width="stretch")
 
 
 def tested_grades(row: dict) -> None:
@@ -267,7 +274,7 @@ def tested_grades(row: dict) -> None:
                     T["confidence"]: row.get(f"{key}_confidence"),
                 }
             )
-    st.dataframe(pd.DataFrame(grades).astype({T["grade"]: "Int64"}), hide_index=True, width="stretch")
+    st.dataframe(dashed(pd.DataFrame(grades).astype({T["grade"]: "Int64"})), hide_index=True, width="stretch")
     if row.get("grpo_probs"):
         st.markdown(f"**{T['probabilities']}**")
         st.altair_chart(charts.probabilities(row["grpo_probs"], T), width="stretch")
@@ -286,7 +293,7 @@ def tested_grades(row: dict) -> None:
     if row.get("grpo_reason"):
         flags.append(str(row["grpo_reason"]))
     if row.get("grpo_unsupported"):
-        flags.append(f"misstated: {', '.join(row['grpo_unsupported'])}")
+        flags.append(f"{T['misstated']}: {', '.join(row['grpo_unsupported'])}")
     if flags:
         st.warning(" · ".join(flags))
 
@@ -331,6 +338,7 @@ def verdict_and_peers(sid: str, record: dict, category) -> None:
             width="stretch",
         )
     peers = wsm.peer_table(funds(), sid)
+    peers["metric"] = peers["metric"].map(lambda m: METRICS[WS.language()].get(m, m))  # words, not column names
     st.subheader(T["vs_peers"].format(peers=record.get("peers", "?"), category=category))
     if not peers.empty:
         st.altair_chart(charts.percentiles(peers, T), width="stretch")
@@ -354,8 +362,8 @@ def backtest_page() -> None:
     for name, m in FIG.backtest["models"].items():
         rows.append({T["evaluator"]: NAMES.get(name, name), **{k: m.get(k) for k in keys}}
                     | {k: (m.get("trust") or {}).get(k) for k in trust})  # fmt: skip
-    st.write(f"{FIG.backtest['n_funds']} test share classes")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.write(T["n_tested"].format(n=FIG.backtest["n_funds"]))
+    st.dataframe(dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
     st.caption(T["legend"])
     st.subheader(T["confusion"])
     names = [n for n in ("grpo", "gbm", "rule", "sft") if n in FIG.backtest["models"]]
@@ -452,6 +460,11 @@ def drift_page() -> None:
             components.html(report.read_text(encoding="utf-8"), height=700, scrolling=True)
 
 
+def dashed(table: pd.DataFrame):
+    """A table for reading: missing values as a dash (never "None"), numbers as they are."""
+    return table.style.format(na_rep="—", precision=4)
+
+
 def api(path: str, key: str, body: dict | None = None) -> tuple[int, dict]:
     """Call the API as the analyst (their key); (status, JSON body). Errors come back, not raised."""
     data = None if body is None else json.dumps(body).encode()
@@ -504,7 +517,7 @@ def review_page() -> None:
             for e in items
         ]
     )
-    st.dataframe(queue, hide_index=True, width="stretch")
+    st.dataframe(dashed(queue), hide_index=True, width="stretch")
     st.subheader(T["decide"])
     by_id = {e["share_class_id"]: e for e in items}
     grades = body.get("grades") or [1, 2, 3, 4, 5]  # the methodology's, as the API checks them

@@ -128,13 +128,13 @@ class Workspace:
             if self._predictions_path() in local:
                 rows = local[self._predictions_path()].read_text(encoding="utf-8").splitlines()
                 predictions = [json.loads(line) for line in rows]
+            fit = json.loads(local[fit_file].read_text(encoding="utf-8")) if fit_file in local else {}
         run = client.get_run(entry["run_id"])
         names = sorted(k for k in run.data.metrics if k.startswith("curve."))
         by_step: dict[int, dict] = {}
         for key in names:
             for m in client.get_metric_history(entry["run_id"], key):
                 by_step.setdefault(int(m.step), {"step": int(m.step)})[key[len("curve.") :]] = m.value
-            fit = json.loads(local[fit_file].read_text(encoding="utf-8")) if fit_file in local else {}
         curves = [by_step[s] for s in sorted(by_step)]
         return Figures(version, entry["aliases"], backtest, predictions, curves, fit)
 

@@ -146,6 +146,13 @@ def test_thin_or_peerless_funds_are_flagged_not_graded_as_real(setup):
     assert lonely["needs_analyst"] and any(f.startswith("no peers:") for f in lonely["flags"])
     for e in (thin, lonely):
         assert (e["grade"] is None) == (not e["valid"])
+    if not thin["valid"]:  # a refusal that names what the fund lacks and what the others say
+        assert thin["reason"].startswith("not graded: the fund lacks") and "(sharpe_3y)" in thin["reason"]
+        assert f"the methodology grades it {thin['rule_grade']}" in thin["reason"]
+    # a canonical row as the pipeline writes it (its `as_of` too) is accepted as it is
+    dated = {**fund(reference, 2), "as_of": "2026-10-31"}
+    with TestClient(create_app(root, settings)) as client:
+        assert client.post("/v1/evaluations", json={"funds": [dated]}, headers=h).status_code == 200
 
 
 def test_keys_scopes_limits_and_bad_input(setup, caplog):
@@ -552,11 +559,18 @@ def test_docs_render_the_api_with_typed_answers_in_a_browser(trained, tmp_path):
             paths = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")]
             assert {"/v1/evaluations", "/v1/decisions", "/v1/review-queue", "/v1/model"} <= set(paths), paths
             assert "Unable to render this definition" not in driver.page_source
-            # the schemas section lists the answers' models; open Evaluation and read a field
-            model = wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, "#model-Evaluation button")))
-            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", model)
-            model.click()
-            wait.until(lambda d: "grade_note" in d.find_element(By.ID, "model-Evaluation").text)
+
+            # the schemas section (JSON Schema 2020-12 in Swagger UI 5) lists the answers' models; open
+            # Evaluation and read its fields
+            def article(d):
+                tops = d.find_elements(By.CSS_SELECTOR, "section.models article[data-json-schema-level='0']")
+                title = ".json-schema-2020-12__title"
+                return next((a for a in tops if a.find_element(By.CSS_SELECTOR, title).text == "Evaluation"), False)
+
+            model = wait.until(article)
+            driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", model)
+            model.find_element(By.CSS_SELECTOR, ".json-schema-2020-12-accordion").click()
+            wait.until(lambda d: "grade_note" in article(d).text and "confidence" in article(d).text)
             SHOTS.mkdir(parents=True, exist_ok=True)
             driver.save_screenshot(str(SHOTS / "api_docs.png"))
         finally:

@@ -67,8 +67,15 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
         "expert_grade",
         "seen_in_training",
         "model",
+        "grade_note",
+        "as_of",
+        "evaluated_at",
         *(f"p_{g}" for g in range(1, 6)),
     } <= set(out.columns)
+    raw = pd.read_csv(tmp_path / "out/evaluations.csv", dtype=str)  # as a reader of the CSV sees it
+    for column in ("grade", "rule_grade", "gbm_grade"):
+        assert not raw[column].dropna().str.contains(".", regex=False).any(), raw[column]  # 3, never 3.0
+    assert out["evaluated_at"].nunique() == 1 and pd.Timestamp(out["evaluated_at"].iloc[0]).tzinfo is not None
     assert not out["seen_in_training"].any()
     valid = out["valid"].astype(bool)
     # an invalid answer carries no grade, no probabilities, and says why; it always needs an analyst
