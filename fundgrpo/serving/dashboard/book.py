@@ -18,11 +18,11 @@ from fundgrpo.data import analyst_labels
 
 COLUMNS = [
     "share_class_id", "name", "category", "in_universe", "grade", "confidence", "needs_analyst", "review",
-    "evaluated_at", "model_version", "source", "decided_grade", "decided_by", "state",
+    "reason", "evaluated_at", "model_version", "source", "decided_grade", "decided_by", "state",
 ]  # fmt: skip
 STATES = ("needs an analyst", "decided", "evaluated", "not evaluated")
 EVALUATION = ["share_class_id", "name", "category", "grade", "confidence", "needs_analyst", "review",
-              "evaluated_at", "model_version", "source"]  # fmt: skip
+              "reason", "evaluated_at", "model_version", "source"]  # fmt: skip
 
 
 def stored_latest(url: str) -> pd.DataFrame:
@@ -55,6 +55,7 @@ def stored_latest(url: str) -> pd.DataFrame:
                 "confidence": e.get("confidence"),
                 "needs_analyst": bool(e.get("needs_analyst")),
                 "review": "; ".join(e.get("review") or []),
+                "reason": e.get("reason"),  # an invalid answer's: what the fund lacks, or the parser's word
                 "evaluated_at": (at if at.tzinfo else at.tz_localize("UTC")).isoformat(),
                 "model_version": r["model_version"],
                 "source": "API",
@@ -87,6 +88,7 @@ def batch_latest(folder: Path) -> pd.DataFrame:
                     "confidence": table.get("confidence"),
                     "needs_analyst": table.get("needs_analyst", pd.Series(False, index=table.index)).astype(bool),
                     "review": table.get("review", pd.Series("", index=table.index)).fillna("").astype(str),
+                    "reason": table.get("reason"),
                     "evaluated_at": at.fillna(when).astype(str),
                     "model_version": table.get("model"),
                     "source": f"batch {path.relative_to(folder).as_posix()}",

@@ -119,7 +119,7 @@ def funds_page() -> None:
     arrows = {1: f"▲ {T['above']}", -1: f"▼ {T['below']}", 0: f"= {T['same']}"}
     view = shown.assign(direction=shown["direction"].map(arrows).fillna(T["invalid"]))
     event = st.dataframe(
-        view.style.format(na_rep="—", precision=2),
+        view,
         hide_index=True,
         width="stretch",
         on_select="rerun",
@@ -159,8 +159,9 @@ def book_page() -> None:
     shown = book.search(table, search, categories, states)
     st.write(T["book_n"].format(shown=len(shown), total=len(table)))
     view = shown.assign(state=shown["state"].map(lambda k: T[f"state_{k}"]))
+    view = view.assign(**{c: dashed(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")})
     event = st.dataframe(
-        view.style.format(na_rep="—", precision=2),
+        view,
         hide_index=True,
         width="stretch",
         on_select="rerun",
@@ -185,10 +186,10 @@ def book_page() -> None:
             "share_class_id": st.column_config.TextColumn(T["share_class"]),
             "name": st.column_config.TextColumn(T["name"], width="large"),
             "category": T["category"],
-            "grade": st.column_config.NumberColumn(T["model"], format="%d"),
+            "grade": st.column_config.TextColumn(T["model"]),
             "confidence": st.column_config.ProgressColumn(T["confidence"], min_value=0.0, max_value=1.0, format="%.2f"),
             "state": T["states"],
-            "decided_grade": st.column_config.NumberColumn(T["decided"], format="%d"),
+            "decided_grade": st.column_config.TextColumn(T["decided"]),
             "decided_by": T["decided_by"],
             "evaluated_at": T["evaluated_at"],
             "source": T["source"],
@@ -242,7 +243,15 @@ def fund_page() -> None:
         else:
             latest_evaluation(entry)
     with right:
-        verdict_and_peers(sid, record, category)
+        peers = verdict_and_peers(sid, record, category)
+    if not peers.empty:  # full width: its four columns are never cut off
+        named = {
+            "metric": T["metric"],
+            "value": T["value"],
+            "peer_median": T["peer_median"],
+            "percentile": T["percentile"],
+        }
+        st.dataframe(peers.round(2).rename(columns=named), hide_index=True, width="stretch")
 
     st.subheader(T["history"])
     registered = versions()[:MAX_HISTORY]
@@ -315,13 +324,14 @@ def latest_evaluation(entry: dict) -> None:
             T["source"]: entry.get("source"),
             T["version"]: entry.get("model_version"),
             T["why"]: entry.get("review"),
+            T["reason"]: entry.get("reason"),
         }
         clean = {k: ("—" if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA else str(v))
                  for k, v in shown.items()}  # fmt: skip
         st.dataframe(pd.DataFrame({"": list(clean), " ": list(clean.values())}), hide_index=True, width="stretch")
 
 
-def verdict_and_peers(sid: str, record: dict, category) -> None:
+def verdict_and_peers(sid: str, record: dict, category) -> pd.DataFrame:
     st.subheader(T["verdict"])
     rubric = WS.rubric() or {}
     rule_grade = record.get("rule_grade")
@@ -342,13 +352,7 @@ def verdict_and_peers(sid: str, record: dict, category) -> None:
     st.subheader(T["vs_peers"].format(peers=record.get("peers", "?"), category=category))
     if not peers.empty:
         st.altair_chart(charts.percentiles(peers, T), width="stretch")
-        named = {
-            "metric": T["metric"],
-            "value": T["value"],
-            "peer_median": T["peer_median"],
-            "percentile": T["percentile"],
-        }
-        st.dataframe(peers.round(2).rename(columns=named), hide_index=True, width="stretch")
+    return peers
 
 
 def backtest_page() -> None:
@@ -460,9 +464,9 @@ def drift_page() -> None:
             components.html(report.read_text(encoding="utf-8"), height=700, scrolling=True)
 
 
-def dashed(table: pd.DataFrame):
-    """A table for reading: missing values as a dash (never "None"), numbers as they are."""
-    return table.style.format(na_rep="—", precision=4)
+def dashed(table: pd.DataFrame) -> pd.DataFrame:
+    """A table for reading: missing values as a dash, never "None" (the cells become text)."""
+    return table.astype(object).where(table.notna(), "—")
 
 
 def api(path: str, key: str, body: dict | None = None) -> tuple[int, dict]:

@@ -296,8 +296,21 @@ def test_korean_labels_drift_over_time_and_a_workspace_without_registry(trained,
             page.quit()
 
 
-def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(trained, tmp_path):
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(trained, tmp_path, language):
+    from tests.fundgrpo.serving.test_api import workspace_view
+
     root, _ = trained
+    t = LABELS[language]
+    shown_root = root
+    if language == "ko":  # the same workspace, its methodology in Korean
+        shown_root = workspace_view(root, tmp_path / "ws", own=("data",))
+        rubric = json.loads((shown_root / "data/schema/rubric.json").read_text())
+        (shown_root / "data/schema/rubric.json").write_text(
+            json.dumps({**rubric, "language": "ko"}, ensure_ascii=False)
+        )
+    refused = t["refused"].format(status="{status}", detail="X").split(": X")[0]  # "Refused ({status})"
+    recorded = t["recorded"].split("{id}")[1]  # " recorded: {sid} → grade {grade}"
     keys = tmp_path / "keys.json"
     made = {
         n: add_key(keys, n, s) for n, s in (("desk", ["evaluate"]), ("viewer", ["read"]), ("ana", ["read", "review"]))
@@ -307,53 +320,51 @@ def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(
     test = [json.loads(line) for line in (root / "data/prepared/test.jsonl").read_text().splitlines()]
     reference = pd.read_parquet(root / "data/validated/funds.parquet").set_index("share_class_id", drop=False)
     server, api = support.serve(create_app(root, settings))
+    reason = "Costs are the worst of its peers." if language == "en" else "보수가 동일 유형에서 가장 높습니다."
     try:
         funds = [support.canonical(reference.loc[r["share_class_id"]]) for r in test[:4]]
         support.call(api, "/v1/evaluations", made["desk"], {"funds": funds})
         queue = support.call(api, "/v1/review-queue", made["viewer"])["items"]
-        assert queue, "the tiny model is unsure (or invalid) on these"
+        assert len(queue) >= 2, "the tiny model is unsure (or invalid) on these"
         target = queue[0]["share_class_id"]
-        with dashboard(root, {"FUNDGRPO_API_URL": api}) as base:
+        with dashboard(shown_root, {"FUNDGRPO_API_URL": api}) as base:
             page = Page()
             try:
-                page.open(f"{base}/review", "Review queue")
+                page.open(f"{base}/review", t["review"])
                 page.type_into('input[type="password"]', "not-a-key")
-                page.wait_text("Refused (401)")
+                page.wait_text(refused.format(status=401))
                 page.type_into('input[type="password"]', made["viewer"])
-                text = page.wait_text(f"{len(queue)} evaluation(s) need an analyst")
+                text = page.wait_text(t["queue_n"].format(n=len(queue)))
                 assert made["viewer"] not in page.driver.current_url
-                page.choose("Grade", "5")
-                page.wait_css('[data-testid="stTextArea"] textarea')[0].send_keys("Costs are the worst of its peers.")
+                page.choose(t["new_grade"], "5")
+                page.wait_css('[data-testid="stTextArea"] textarea')[0].send_keys(reason)
                 page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
-                text = page.wait_text("Refused (403)")
+                text = page.wait_text(refused.format(status=403))
                 assert "review" in text
                 page.type_into('input[type="password"]', made["ana"])
-                page.wait_text(f"{len(queue)} evaluation(s) need an analyst")
-                page.choose("Grade", "5")  # the reason typed before is still there
+                page.wait_text(t["queue_n"].format(n=len(queue)))
+                page.choose(t["new_grade"], "5")  # the reason typed before is still there (a refusal keeps it)
                 page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
-                text = page.wait_text(f"recorded: {target} → grade 5")
-                assert f"{len(queue) - 1} evaluation(s) need an analyst" in text  # the decided one has left
+                text = page.wait_text(recorded.format(sid=target, grade=5).strip())
+                assert t["queue_n"].format(n=len(queue) - 1) in text  # the decided one has left
                 # the next fund's form starts afresh: no reason carried over, the grade from the model's
                 # (its methodology's when the answer is invalid), never silently grade 1
                 following = queue[1]
                 start = following["grade"] or following["rule_grade"] or following["evidence"]["gbm_grade"]
                 area = page.wait_css('[data-testid="stTextArea"] textarea')[0]
                 WebDriverWait(page.driver, 30).until(lambda d: area.get_attribute("value") == "")
-                box = next(b for b in page.wait_css('[data-testid="stSelectbox"]') if b.text.startswith("Grade"))
-                shown = box.find_element(By.CSS_SELECTOR, '[data-baseweb="select"]').text.strip()
-                assert shown == str(start), (shown, box.get_attribute("innerText"))
+                box = next(b for b in page.wait_css('[data-testid="stSelectbox"]') if b.text == t["new_grade"])
+                assert box.find_element(By.CSS_SELECTOR, "input").get_attribute("value") == str(start)
                 # the queue shows what the API's page shows: gradient boosting's grade, the label now
-                page.wait_grid_text("Gradient boosting")
-                page.wait_grid_text("Label now")
-                page.shot("dashboard_review.png")
+                page.wait_grid_text(t["gbm"])
+                page.wait_grid_text(t["label_now"])
+                page.shot(f"dashboard_review_{language}.png")
             finally:
                 page.quit()
     finally:
         server.should_exit = True
     [decision] = Store(store_url).list_decisions(target)
-    assert (decision["analyst"], decision["new_grade"], decision["reason"]) == (
-        "ana", 5, "Costs are the worst of its peers."
-    )  # fmt: skip
+    assert (decision["analyst"], decision["new_grade"], decision["reason"]) == ("ana", 5, reason)
     audit = [(a["actor"], a["action"]) for a in Store(store_url).audit_log()]
     assert ("viewer", "refused") in audit and audit.count(("ana", "refused")) == 0  # the refusal is audited
 
@@ -398,6 +409,9 @@ def test_the_book_finds_every_fund_and_a_contradicted_grade_says_why(trained, tm
         {"share_class_id": "NEW-1", "name": "Fresh Start Fund", "category": "Korea Equity", "grade": 4,
          "confidence": 0.7, "needs_analyst": True, "review": "new to the universe", "model": "models:/m/1",
          "evaluated_at": "2026-11-20T08:00:00+00:00"},
+        {"share_class_id": "NEW-2", "name": "Young Fund", "category": "Korea Equity", "grade": None,
+         "confidence": None, "needs_analyst": True, "model": "models:/m/1", "evaluated_at": "2026-11-20T08:00:00+00:00",
+         "review": "invalid answer", "reason": "not graded: the fund lacks 3-year Sharpe ratio (sharpe_3y)"},
         {"share_class_id": str(other["share_class_id"]), "name": other["name"], "category": other["category"],
          "grade": 3, "confidence": 0.8, "needs_analyst": False, "review": "", "model": "models:/m/1",
          "evaluated_at": "2026-11-20T08:00:00+00:00"},
@@ -413,10 +427,10 @@ def test_the_book_finds_every_fund_and_a_contradicted_grade_says_why(trained, tm
     with dashboard(ws) as base:
         page = Page()
         try:
-            total = len(set(funds["share_class_id"].astype(str)) | {"NEW-1"})
+            total = len(set(funds["share_class_id"].astype(str)) | {"NEW-1", "NEW-2"})
             text = page.open(f"{base}/book", t["book_n"].format(shown=total, total=total))
             page.type_into('[data-testid="stTextInput"] input', "korea")  # the category, in any case
-            korea_n = int((funds["category"] == "Korea Equity").sum()) + 1
+            korea_n = int((funds["category"] == "Korea Equity").sum()) + 2
             page.wait_text(t["book_n"].format(shown=korea_n, total=total))
             page.wait_grid_text("Fresh Start Fund")
             page.wait_grid_text(t["state_decided"])
@@ -425,6 +439,9 @@ def test_the_book_finds_every_fund_and_a_contradicted_grade_says_why(trained, tm
             text = page.open(f"{base}/fund?id=NEW-1", t["latest"])
             assert "Fresh Start Fund" in text and t["not_tested_here"][:20] in text
             page.wait_grid_text("batch 2026-11/evaluations.csv")
+            # a fund with gaps: its refusal names what it lacks
+            page.open(f"{base}/fund?id=NEW-2", t["latest"])
+            page.wait_grid_text("not graded: the fund lacks 3-year Sharpe ratio (sharpe_3y)")
             # the one an analyst decided shows the decision; an unknown id says so
             page.open(f"{base}/fund?id={korea['share_class_id']}", t["latest"])
             page.wait_grid_text(t["state_decided"])
