@@ -122,7 +122,14 @@ def check_nothing_lost(table: Path, url: str) -> None:
     exporting would wipe those labels (the table is kept; the message names the way out)."""
     if not table.exists():
         return
-    lost = missing_from_store(read(table), url)
+    try:
+        previous = read(table)
+    except (StageError, ValueError) as err:  # edited by hand, cut short: never overwritten unseen
+        raise StageError(
+            f"decisions: {table} cannot be read as the decisions table ({str(err).splitlines()[0][:200]}); "
+            "it is kept: restore it from git or DVC, or remove it to export afresh from the store"
+        ) from None
+    lost = missing_from_store(previous, url)
     if len(lost):
         first = lost.iloc[0]
         raise StageError(

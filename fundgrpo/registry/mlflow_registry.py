@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -363,7 +364,6 @@ GATE_RECORD = "gate.json"
 def gate_record(client, name: str, version: str, cache: dict | None = None) -> dict | None:
     """The gate's decision for `name` v`version` (its run's GATE_RECORD), or None when it has none
     (registered by hand, or before gate records). Records never change: `cache` keeps them."""
-    import tempfile
 
     key = (client.tracking_uri, name, str(version))
     if cache is not None and key in cache:

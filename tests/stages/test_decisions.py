@@ -162,3 +162,11 @@ def test_a_store_set_only_in_params_is_the_one_the_api_writes_and_the_stage_read
     said = refused.stdout + refused.stderr
     assert f"holds {len(table)} decision(s) the store at sqlite:///{tmp_path}/other.db does not" in said
     assert "decisions.store_url" in said and table_file.read_bytes() == kept
+
+
+def test_a_table_that_cannot_be_read_is_kept_and_named(tmp_path: Path) -> None:
+    table = tmp_path / "decisions.csv"
+    table.write_text("share_class_id,grade\nA,3\n")  # edited by hand: columns gone
+    with pytest.raises(Exception, match=r"decisions.csv cannot be read as the decisions table .*it is kept"):
+        analyst_labels.check_nothing_lost(table, f"sqlite:///{tmp_path}/none.db")
+    assert table.read_text() == "share_class_id,grade\nA,3\n"

@@ -176,7 +176,9 @@ class ModelCard(Answer):
     aliases: Optional[list[str]] = None
     backtest: Optional[dict[str, float]] = None
     gate: Optional[dict[str, Any]] = Field(None, description="the gate's record for this version")
-    decision: Optional[dict[str, Any]] = Field(None, description="metrics/register.json, when it is this run's")
+    decision: Optional[dict[str, Any]] = Field(
+        None, description="the last registration's decision (register.decision), when it is this run's"
+    )
 
 
 class Ready(Answer):

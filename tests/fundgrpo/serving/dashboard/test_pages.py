@@ -65,7 +65,8 @@ def dashboard(root: Path, env: dict | None = None):
         yield base
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        log = proc.communicate(timeout=30)[0]
+    assert "use_container_width" not in log, log[-2000:]  # no deprecated arguments flooding the server's log
 
 
 class Page:
