@@ -19,6 +19,7 @@ crash detection (the worker reports the process as crashed).
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -182,8 +183,10 @@ def reconcile(root: Path, log: Callable[[str], None] = print) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m flows.journal [ROOT]`: reconcile the workspace's journals with the server."""
-    argv = sys.argv[1:] if argv is None else argv
-    changed = reconcile(Path(argv[0] if argv else "."))
+    ap = argparse.ArgumentParser(prog="python -m flows.journal", description=main.__doc__)
+    ap.add_argument("root", nargs="?", default=".", help="the workspace whose journals to reconcile (default: here)")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    changed = reconcile(Path(args.root))
     print(f"{len(changed)} run(s) corrected" if changed else "every finished run's record on the server is true")
     return 0
 

@@ -31,6 +31,7 @@ flow fails with the error after writing the summary.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -508,8 +509,17 @@ def finished(results: list[dict], counted: dict) -> Completed:
     return Completed(message="; ".join(parts)[:1000], data=results)
 
 
-def main() -> int:
-    results = monitoring()
+def main(argv: list[str] | None = None) -> int:
+    """`python -m flows.monitoring_flow [--root .] [--no-retrain]`: one run (`--help` says so and runs nothing)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m flows.monitoring_flow",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--root", default=".", help="the workspace (default: here)")
+    ap.add_argument("--no-retrain", action="store_true", help="measure drift only, whatever monitor.retrain says")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    results = monitoring(root=args.root, retrain=False if args.no_retrain else None)
     for s in results:
         what = s["batch"] or "analysts' decisions"
         print(f"{what}: {s['verdict']}: {s.get('retrain', {}).get('message') or s['reason']}")

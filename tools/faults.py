@@ -12,6 +12,7 @@ summary in the README.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -41,7 +42,9 @@ def summarise(rows: list[dict]) -> dict:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """`python tools/faults.py`: run the tests marked `fault` and write the faults page (`--help` runs nothing)."""
+    argparse.ArgumentParser(prog="python tools/faults.py", description=main.__doc__).parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "faults.json"
         env = {**os.environ, "FUNDGRPO_FAULTS_OUT": str(results)}

@@ -380,7 +380,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, default=None, help="the reference universe (default: validate.out)")
     args = parser.parse_args(argv)
     offline()
-    params = load_params()
+    try:  # a setting out of range is one line naming it, as the stages say it
+        params = load_params()
+    except ValueError as err:
+        print(f"evaluate failed: {err}", file=sys.stderr)
+        return 1
     args.out = args.out or Path(params.evaluate.out_dir) / "evaluations.parquet"
     try:
         if args.out.suffix.lower() not in (".parquet", ".pq", ".csv", ".jsonl"):

@@ -213,3 +213,15 @@ def test_repeated_share_class_ids_in_the_fund_file_name_rows_and_the_fix(tmp_pat
     )
     dropped = read_funds(path, replace(params, ingest=replace(params.ingest, drop_duplicate_rows=True)))
     assert dropped["share_class_id"].tolist() == ["N0", "N1", "N2"]
+
+
+def test_a_setting_out_of_range_is_one_line_not_a_traceback(tmp_path):
+    import yaml
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params["evaluate"]["review_below"] = 50  # a percentage where a confidence belongs
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    (tmp_path / "funds.csv").write_text("share_class_id,category\nA,X\n", encoding="utf-8")
+    done = evaluate(tmp_path, "funds.csv")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "evaluate failed: evaluate.review_below is a confidence, between 0 and 1; got 50" in done.stderr
