@@ -32,13 +32,16 @@ COLUMNS = [
 
 def store_url(configured: str, root: Path | None = None) -> str:
     """FUNDGRPO_DB_URL in the environment wins (as for the API, which writes the decisions); a
-    relative SQLite path is taken under `root` when given.
+    relative SQLite path is taken under `root`, by default the DVC workspace: `DVC_ROOT` when
+    DVC sets it (`dvc exp run --queue` and `--temp` run stages in a copy under .dvc/tmp/exps/,
+    where the store, which DVC does not track, is absent), else the current directory.
 
     >>> store_url("sqlite:///evaluations.db", Path("/ws"))
     'sqlite:////ws/evaluations.db'
     """
     url = os.environ.get("FUNDGRPO_DB_URL") or configured
-    if root is not None and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+    root = Path(os.environ.get("DVC_ROOT") or ".") if root is None else root
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
         return f"sqlite:///{(root / url[len('sqlite:///') :]).absolute()}"
     return url
 
