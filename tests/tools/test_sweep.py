@@ -30,7 +30,17 @@ def swept(trained, tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep") / "repo"
     shutil.copytree(source, root, symlinks=True, ignore=lambda d, names: [n for n in names if n in IGNORE])
     shutil.rmtree(root / "monitoring" / "reports", ignore_errors=True)
-    support.run(["dvc", "repro"], root)  # a no-op unless an earlier test left the copy half-done
+    # an analyst's decision in the workspace's store (which DVC does not track): the baseline trains
+    # with it, and so must every queued member, whose stages run in a copy without the store
+    from fundgrpo.serving.api.store import Store
+
+    sid = json.loads((root / "data/prepared/test.jsonl").read_text(encoding="utf-8").splitlines()[0])["share_class_id"]
+    store = Store(f"sqlite:///{root}/evaluations.db")
+    store.add([{"share_class_id": sid, "grade": 3}], "models:/fund-evaluator/1")
+    earlier = store.latest_decision(sid)
+    store.decide(store.latest(sid), 1, "sweep test: the costs", "ana", earlier["id"] if earlier else None)
+    store.engine.dispose()
+    support.run(["dvc", "repro"], root)  # the decision becomes a label
     support.run(["git", "add", "-A"], root)
     support.run(["git", "commit", "-qm", "baseline", "--allow-empty"], root)
     guarded = {
@@ -108,3 +118,22 @@ def test_the_workspace_is_untouched(swept):
     root, _, guarded = swept
     assert {p: (root / p).read_bytes() for p in guarded} == guarded
     assert support.run(["git", "status", "--porcelain", "--untracked-files=no"], root).stdout == ""
+
+
+def test_every_member_trained_with_the_workspaces_decisions(swept):
+    """Queued members run in copies under .dvc/tmp/exps without the store: the `decisions` stage reads
+    the workspace's (DVC_ROOT), so each member's decisions table is the baseline's (it once exported
+    an empty table from a store it could not see, dropping the analysts' labels)."""
+    import yaml
+
+    root, _, _ = swept
+    table = (root / "data/decisions/decisions.csv").read_text(encoding="utf-8")
+    assert "sweep test: the costs" in table
+    want = yaml.safe_load((root / "dvc.lock").read_text(encoding="utf-8"))["stages"]["decisions"]["outs"]
+    show = json.loads(support.run(["dvc", "exp", "show", "--json"], root).stdout)
+    head = next(c for c in show if c["rev"] != "workspace")
+    revs = [e["revs"][0]["rev"] for e in head["experiments"]]
+    assert len(revs) == 2
+    for rev in revs:
+        lock = yaml.safe_load(support.run(["git", "show", f"{rev}:dvc.lock"], root).stdout)
+        assert lock["stages"]["decisions"]["outs"] == want, rev
