@@ -1,6 +1,9 @@
 """Time the main job (`dvc repro` on the embedded default) stage by stage, in a fresh copy.
 
-    python benchmarks/pipeline.py [--profile NAME ...] [--keep]   # e.g. --profile morningstar smollm2
+    python benchmarks/pipeline.py [--profile NAME ...] [--seed N] [--keep]   # e.g. --profile morningstar smollm2
+
+`--seed N` trains with `sft.seed` and `grpo.seed` N (the data split and the base model stay fixed):
+benchmarks/seeds.py repeats a profile over seeds with it.
 
 Copies the repo (without data, models, MLflow store) to a temp dir, runs `dvc repro`
 there (its output goes to `repro.log` beside the copy as it comes: `tail -f` follows a long
@@ -39,6 +42,7 @@ def cpu() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", nargs="*", default=[], help="profiles applied in order")
+    ap.add_argument("--seed", type=int, default=None, help="sft.seed and grpo.seed (default: params.yaml's)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fundgrpo-bench-")) / "repo"
@@ -52,10 +56,14 @@ def main() -> None:
     )
     env.pop("MLFLOW_TRACKING_URI", None)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
-    if args.profile:
-        subprocess.run(
-            [sys.executable, "-m", "fundgrpo.profiles", "apply", *args.profile], cwd=root, check=True, env=env
+    profiles = list(args.profile)
+    if args.seed is not None:  # a profile of the copy's own, applied last
+        (root / "profiles" / f"seed-{args.seed}.yaml").write_text(
+            f"sft:\n  seed: {args.seed}\ngrpo:\n  seed: {args.seed}\n", encoding="utf-8"
         )
+        profiles.append(f"seed-{args.seed}")
+    if profiles:
+        subprocess.run([sys.executable, "-m", "fundgrpo.profiles", "apply", *profiles], cwd=root, check=True, env=env)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
     subprocess.run(["git", "commit", "-qm", "bench"], cwd=root, check=True, env=env)
 
@@ -93,6 +101,7 @@ def main() -> None:
         json.dumps(
             {
                 "profiles": args.profile,
+                "seed": args.seed,
                 "stage_seconds": {k: round(v, 1) for k, v in stage_times.items()},
                 "total_seconds": round(total, 1),
                 "noop_seconds": round(noop, 1),

@@ -108,6 +108,9 @@ class IngestParams:
     fund_id_from: tuple[str, ...] = ()  # derive fund_id from these source columns when absent
     # regexes removed from those values first (plan suffixes: Direct, Regular, Acc, Inc)
     fund_id_strip: tuple[str, ...] = ()
+    # Numeric fund_id_from values within this relative difference of each other are one fund
+    # (assets reported per currency class, rounded differently: 401441871 vs 401441872). 0: exact.
+    fund_id_tolerance: float = 0.0
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor (e.g. to millions)
     drop_columns: tuple[str, ...] = ()  # source columns never to carry (e.g. leaking labels)
     # Drop rows that repeat an earlier row cell for cell (a doubled export), counted in ingest's
@@ -125,6 +128,11 @@ class IngestParams:
         _choice("ingest.decimal", self.decimal, (".", ","))
         if self.share_class_id_from and self.share_class_id_generate:
             raise ParamsError("ingest: set share_class_id_from or share_class_id_generate, not both")
+        if not 0 <= self.fund_id_tolerance < 0.01:
+            raise ParamsError(
+                f"ingest.fund_id_tolerance: {self.fund_id_tolerance} is not a relative difference in [0, 0.01) "
+                "(larger would join different funds)"
+            )
         for i, pattern in enumerate(self.fund_id_strip):
             try:
                 re.compile(pattern)

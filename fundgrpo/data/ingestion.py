@@ -556,12 +556,51 @@ def strip_patterns(values: pd.Series, patterns: tuple[str, ...]) -> pd.Series:
     return values.map(strip)
 
 
+def snap_close(parts: pd.DataFrame, tolerance: float) -> tuple[pd.DataFrame, int]:
+    """Numeric key columns with values within `tolerance` (relative) of each other, among rows equal
+    on the other key columns, made one value (the smallest of each chain of close values); and how
+    many rows changed. Why: fund-level assets reported per currency class round differently
+    (401441871 vs 401441872), which would split one fund's share classes across the split.
+
+    >>> parts = pd.DataFrame({"tna": [100.0, 100.001, 100.5, 100.0], "cat": ["a", "a", "a", "b"]})
+    >>> snapped, changed = snap_close(parts, 1e-4)
+    >>> snapped["tna"].tolist(), changed
+    ([100.0, 100.0, 100.5, 100.0], 1)
+    """
+    out, changed = parts.copy(), 0
+    for column in parts.columns:
+        values = pd.to_numeric(parts[column], errors="coerce")
+        if values.isna().sum() > parts[column].isna().sum():  # not a numeric key: matched exactly
+            continue
+        others = [c for c in parts.columns if c != column]
+        keys = parts[others].astype(str).agg("\x1f".join, axis=1) if others else pd.Series("", index=parts.index)
+        for _, rows in values.groupby(keys):
+            distinct = np.sort(rows.dropna().unique())
+            first, mapping = None, {}
+            for v in distinct:
+                if first is None or abs(v - previous) > tolerance * max(abs(v), abs(previous)):
+                    first = v
+                mapping[v], previous = first, v
+            moved = rows.notna() & (rows.map(mapping) != rows)
+            if moved.any():  # each moved value takes the chain's first value as the source wrote it
+                written = {v: parts.at[i, column] for i, v in rows.dropna().items()}
+                out.loc[moved[moved].index, column] = rows[moved].map(lambda v: written[mapping[v]])
+                changed += int(moved.sum())
+    return out, changed
+
+
 def fund_id_from(
-    raw: pd.DataFrame, columns: tuple[str, ...], share_class_id: pd.Series, strip: tuple[str, ...] = ()
+    raw: pd.DataFrame,
+    columns: tuple[str, ...],
+    share_class_id: pd.Series,
+    strip: tuple[str, ...] = (),
+    tolerance: float = 0.0,
 ) -> pd.Series:
-    r"""A stable short hash of the named columns' values (after `strip_patterns`); a row missing
-    any of them is its own fund. With `strip`, `attrs["stripped"]` counts the rows whose values
-    the patterns changed, of the rows with a value (for ingest's line).
+    r"""A stable short hash of the named columns' values (after `strip_patterns`; numeric ones
+    within `tolerance` of each other made equal, `snap_close`); a row missing any of them is its own
+    fund. With `strip`, `attrs["stripped"]` counts the rows whose values the patterns changed, of
+    the rows with a value; with `tolerance`, `attrs["snapped"]` the rows whose value it moved (for
+    ingest's line).
 
     >>> raw = pd.DataFrame({"tna": ["10", "10", None], "cat": ["a", "a", "a"]})
     >>> ids = fund_id_from(raw, ("tna", "cat"), pd.Series(["s1", "s2", "s3"]))
@@ -583,12 +622,17 @@ def fund_id_from(
             "of": int(named.any(axis=1).sum()),
         }
     complete = parts.notna().all(axis=1).to_numpy()
+    snapped = None
+    if tolerance > 0:
+        parts, snapped = snap_close(parts, tolerance)
     joined = parts.astype(str).agg("\x1f".join, axis=1)
     hashed = joined.map(lambda s: "f" + hashlib.sha1(s.encode("utf-8")).hexdigest()[:12])
     # Grouping on a missing value would lump unrelated share classes together.
     ids = pd.Series(np.where(complete, hashed, share_class_id.to_numpy()), index=raw.index)
     if stripped is not None:
         ids.attrs["stripped"] = stripped
+    if snapped is not None:
+        ids.attrs["snapped"] = snapped
     return ids
 
 
@@ -745,7 +789,9 @@ def to_canonical(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.Data
                 if source not in raw.columns:
                     message = missing_column_message("fund_id_from", source, [str(c) for c in raw.columns], where)
                     raise IngestError(message)
-            out["fund_id"] = fund_id_from(raw, params.fund_id_from, out["share_class_id"], params.fund_id_strip)
+            out["fund_id"] = fund_id_from(
+                raw, params.fund_id_from, out["share_class_id"], params.fund_id_strip, params.fund_id_tolerance
+            )
         else:
             out["fund_id"] = out["share_class_id"]  # no fund grouping known: each class is a fund
     table = pd.DataFrame(out)
@@ -757,6 +803,8 @@ def to_canonical(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.Data
             table.attrs[key] = raw.attrs[key]
     if "stripped" in out["fund_id"].attrs:
         table.attrs["fund_id_stripped"] = out["fund_id"].attrs["stripped"]
+    if "snapped" in out["fund_id"].attrs:
+        table.attrs["fund_id_snapped"] = out["fund_id"].attrs["snapped"]
     return table
 
 
@@ -839,7 +887,7 @@ def ingest_returns(params: IngestParams, root: Path) -> pd.DataFrame:
         blanked[marker] = blanked.get(marker, 0) + n
     if blanked:
         table.attrs["blanked"] = blanked
-    for key in ("duplicates_dropped", "fund_id_stripped"):
+    for key in ("duplicates_dropped", "fund_id_stripped", "fund_id_snapped"):
         if key in found:
             table.attrs[key] = found[key]
     return table
@@ -933,4 +981,6 @@ def summary(table: pd.DataFrame) -> str:
     stripped = table.attrs.get("fund_id_stripped")
     if stripped:
         line += f"; ingest.fund_id_strip changed {stripped['changed']} of {stripped['of']} name(s)"
+    if table.attrs.get("fund_id_snapped"):
+        line += f"; ingest.fund_id_tolerance joined {table.attrs['fund_id_snapped']} share class(es) to a close fund key"
     return line

@@ -296,7 +296,17 @@ def test_morningstar_profile(morningstar_csv: Path, repo_root: Path) -> None:
         assert leak not in table.columns
     assert set(table.columns) <= {c.name for c in COLUMNS}
     assert table["share_class_id"].is_unique
-    assert table["fund_id"].nunique() == 890  # FundTNAV + CategoryName, see the profile
+    # FundTNAV (within 1e-5) + CategoryName, see the profile: 890 funds on exact FundTNAV
+    assert table["fund_id"].nunique() == 864
+    fund = table.set_index("share_class_id")["fund_id"]
+    named = {sc: n for sc, n in zip(raw["SecId"], raw["Name"])}
+    # one fund's classes whose assets differ by one unit: the same fund, one side of every split
+    for a, b in (("F0GBR04AWZ", "F00000Q7RF"), ("F00000ZX12", "F00000Y61R")):
+        assert fund[a] == fund[b], (named[a], named[b])
+    assert named["F0GBR04AWZ"] == "AS SICAV I European Eq A Acc EUR" and named["F00000Y61R"].startswith("Jupiter")
+    exact = run(dataclasses.replace(params, fund_id_tolerance=0.0), repo_root)
+    assert exact["fund_id"].nunique() == 890
+    assert exact.set_index("share_class_id").loc[["F0GBR04AWZ", "F00000Q7RF"], "fund_id"].nunique() == 2
     assert table["category"].nunique() == raw["CategoryName"].nunique()
     assert table["expert_grade"].dtype == "Int64"
     assert table["expert_grade"].isna().sum() == raw["StarRatingM255"].isna().sum()
@@ -459,6 +469,23 @@ def test_a_file_of_blank_lines_is_named_as_such(tmp_path: Path) -> None:
     # blank lines before the header are skipped, as pandas does, not counted as a 0-field header
     write(tmp_path / "lead.csv", "\n\nshare_class_id,category\nA,x\n")
     assert run(IngestParams(source="table", path="lead.csv"), tmp_path)["share_class_id"].tolist() == ["A"]
+
+
+def test_fund_keys_within_the_tolerance_are_one_fund(tmp_path: Path) -> None:
+    csv = "Id,Cat,TNA\nA1,x,401441871\nA2,x,401441872\nB1,x,401541872\nC1,y,401441872\nD1,x,\n"
+    path = write(tmp_path / "screener.csv", csv)
+    params = IngestParams(
+        source="table", path=path.name, column_map={"share_class_id": "Id", "category": "Cat"},
+        fund_id_from=("TNA", "Cat"), fund_id_tolerance=1e-5,
+    )  # fmt: skip
+    table = run(params, tmp_path)
+    ids = dict(zip(table["share_class_id"], table["fund_id"]))
+    assert ids["A1"] == ids["A2"]  # one unit apart: one fund
+    assert len({ids["A1"], ids["B1"], ids["C1"]}) == 3  # 2.5e-4 apart; another category
+    assert ids["D1"] == "D1"  # no key: its own fund
+    assert "ingest.fund_id_tolerance joined 1 share class(es)" in summary(table)
+    with pytest.raises(ParamsError, match=r"ingest.fund_id_tolerance: 0.5 is not a relative difference"):
+        IngestParams(fund_id_tolerance=0.5)
 
 
 def test_an_invalid_fund_id_strip_regex_is_refused_when_params_load(tmp_path: Path) -> None:
