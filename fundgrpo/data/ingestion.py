@@ -576,11 +576,11 @@ def snap_close(parts: pd.DataFrame, tolerance: float) -> tuple[pd.DataFrame, int
         keys = parts[others].astype(str).agg("\x1f".join, axis=1) if others else pd.Series("", index=parts.index)
         for _, rows in values.groupby(keys):
             distinct = np.sort(rows.dropna().unique())
-            first, mapping = None, {}
-            for v in distinct:
-                if first is None or abs(v - previous) > tolerance * max(abs(v), abs(previous)):
-                    first = v
-                mapping[v], previous = first, v
+            mapping = {}
+            for before, v in zip([None, *distinct[:-1]], distinct):
+                if before is None or abs(v - before) > tolerance * max(abs(v), abs(before)):
+                    first = v  # a new chain
+                mapping[v] = first
             moved = rows.notna() & (rows.map(mapping) != rows)
             if moved.any():  # each moved value takes the chain's first value as the source wrote it
                 written = {v: parts.at[i, column] for i, v in rows.dropna().items()}
@@ -982,5 +982,6 @@ def summary(table: pd.DataFrame) -> str:
     if stripped:
         line += f"; ingest.fund_id_strip changed {stripped['changed']} of {stripped['of']} name(s)"
     if table.attrs.get("fund_id_snapped"):
-        line += f"; ingest.fund_id_tolerance joined {table.attrs['fund_id_snapped']} share class(es) to a close fund key"
+        snapped = table.attrs["fund_id_snapped"]
+        line += f"; ingest.fund_id_tolerance joined {snapped} share class(es) to a close fund key"
     return line
