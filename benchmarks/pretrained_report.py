@@ -4,7 +4,7 @@
     python benchmarks/pipeline.py --profile smollm2 --keep                    # prints "running in DIR"
     # (optional) the sampling-headroom check on its SFT start, before GRPO (DIR holds experiments/ too)
     (cd DIR && python experiments/sampling_headroom/sampling_headroom.py models/sft 8 \\
-        --splits test --max-funds 96 --out headroom.json)
+        --splits validation --max-funds 96 --out headroom.json)
     # 2. its figures into benchmarks/results/pretrained/<dataset>/<variant>/ (small JSON, committed)
     python benchmarks/pretrained_report.py collect DIR --dataset synthetic --variant sft-grpo
     # 3. the page, from every collected run

@@ -39,7 +39,7 @@ SHOWN_MODELS = ("none", "gbm")
 # Where a model's grade probabilities are read (fundgrpo.evaluation.belief): at the score, at the
 # grade token, or the confidence its answer states (prepare.stated_confidence).
 BELIEF_METHODS = ("score", "grade", "stated")
-CONFIDENCES = ("auto", "token", "temperature", "pooled")  # the product's belief (fundgrpo.evaluation.calibration)
+SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.evaluation.calibration)
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -384,21 +384,25 @@ class BacktestParams:
 
 @dataclass(frozen=True)
 class CalibrateParams:
-    """The evaluator's belief and confidence (stage `calibrate`, fundgrpo/evaluation/calibration.py),
-    fitted on the validation funds: the policy's grade probabilities read at each of `beliefs`, as
-    read (`token`), rescaled by one temperature (`temperature`), or pooled with the statistical
-    estimate's probabilities (`pooled`: p_lm^a x p_gbm^b, the language model departing from the
-    estimate where it is surer); `auto` uses the option with the lowest validation Brier score. The
+    """What the product serves and how it decides a grade (stage `calibrate`,
+    fundgrpo/evaluation/calibration.py), chosen on the validation funds only: the policy's own
+    belief (its grade probabilities read at each of `beliefs`, temperature-scaled), gradient
+    boosting's probabilities, or the two pooled (a stack: p_lm^a x p_gbm^b), each with each rule of
+    `GRADE_FROM`. Options are scored by cross-validation over the validation funds and the choice is
+    logged with the model, shown on the dashboard and in every API answer. The same choice is made
+    for the SFT start, and the backtest reports each source apart with its own best rule. The
     confidence of an evaluation is the probability of its grade."""
 
     beliefs: tuple[str, ...] = ("score", "grade", "stated")  # stated: used when the answers state one
-    confidence: str = "auto"  # auto | token | temperature | pooled
-    # The grade reported: expected (the expected grade under the belief, cut at points fitted on
-    # validation for the best QWK: the QWK-optimal rescaling), likeliest (the most probable grade:
-    # the written score's digits are chosen one at a time, a band's probability sums them) or greedy
-    # (the one the model wrote). The backtest reports all three (block `grade_from`); measured on the
-    # embedded default, pooled: expected QWK 0.84 / exact 0.68, likeliest 0.83 / 0.69, greedy 0.78 / 0.63.
-    grade_from: str = "expected"
+    serve: str = "auto"  # auto | lm | gbm | stack (auto: the best on validation)
+    # The grade reported: expected (the expected grade, cut at points fitted for the best QWK),
+    # likeliest (the most probable grade) or greedy (the one the model wrote); auto: the best on
+    # validation. Each option's validation figures are in the fit (`options`).
+    grade_from: str = "auto"
+    # The choice maximises validation QWK minus this times the share of served grades that the
+    # probabilities shown beside them contradict (not the likeliest): a reader trusts such a grade less.
+    contradiction_cost: float = 0.1
+    folds: int = 5  # cross-validation folds over the validation funds (by fund), to score each option
     bins: int = 10  # for the expected calibration error
     out: str = "models/calibration.json"
 
@@ -407,8 +411,12 @@ class CalibrateParams:
             raise ParamsError("calibrate.beliefs: name at least one of " + str(list(BELIEF_METHODS)))
         for method in self.beliefs:
             _choice("calibrate.beliefs[]", method, BELIEF_METHODS)
-        _choice("calibrate.confidence", self.confidence, CONFIDENCES)
-        _choice("calibrate.grade_from", self.grade_from, GRADE_FROM)
+        _choice("calibrate.serve", self.serve, SERVES)
+        _choice("calibrate.grade_from", self.grade_from, ("auto", *GRADE_FROM))
+        if self.folds < 2:
+            raise ParamsError(f"calibrate.folds: {self.folds}; at least 2 (cross-validation over the validation funds)")
+        if self.contradiction_cost < 0:
+            raise ParamsError(f"calibrate.contradiction_cost: {self.contradiction_cost} is negative")
 
 
 @dataclass(frozen=True)
@@ -471,6 +479,17 @@ class GateParams:
     # Calibration no worse than the champion's: the candidate's expected calibration error (its
     # confidence on the test funds) may exceed the champion's by at most this; empty: not checked.
     ece_tolerance: float | None = None
+    # What the candidate must beat, each of them: champion (the version serving, re-scored with its
+    # own fit where the test set changed; the rule scorer where there is none), rule (the rule
+    # scorer), gbm_rule (gradient boosting with its validation-chosen rule: the firm's best
+    # alternative without a language model). The gate record names the baseline that decided.
+    against: tuple[str, ...] = ("champion",)
+
+    def __post_init__(self) -> None:
+        if not self.against:
+            raise ParamsError("register.gate.against: name at least one of ['champion', 'rule', 'gbm_rule']")
+        for who in self.against:
+            _choice("register.gate.against[]", who, ("champion", "rule", "gbm_rule"))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,10 @@ from fundgrpo.evaluation.backtesting import backtest, per_fund, plot_confusions,
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 
+# The evaluators with a confusion matrix among DVC's plots (dvc.yaml); the served evaluator's parts
+# (grpo_alone, grpo_stack, gbm_rule, sft_served) are in the metrics and the per-fund file.
+PLOTTED = ("grpo", "sft", "base", "rule", "gbm")
+
 
 def main() -> None:
     def body() -> None:
@@ -30,6 +34,8 @@ def main() -> None:
         rows, predictions = result.pop("rows"), result.pop("predictions")
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():
+            if name not in PLOTTED:
+                continue
             io.write_json(
                 [{"expert": r["expert_grade"], "predicted": q["grade"] or "invalid"} for r, q in zip(rows, preds)],
                 plots / f"confusion_{name}.json",
@@ -37,7 +43,8 @@ def main() -> None:
         for name in ("grpo", "gbm"):  # reliability diagrams: the policy's confidence and gradient boosting's
             io.write_json(reliability(rows, predictions[name], rubric["grades"]), plots / f"reliability_{name}.json")
         io.write_jsonl(per_fund(rows, predictions), Path(p.backtest.report_dir) / "predictions.jsonl")
-        plot_confusions(rows, predictions, rubric["grades"], Path(p.backtest.report_dir) / "confusion.png")
+        shown = {k: v for k, v in predictions.items() if k in PLOTTED}
+        plot_confusions(rows, shown, rubric["grades"], Path(p.backtest.report_dir) / "confusion.png")
         io.write_json(result, p.backtest.metrics)
         for name, m in result["models"].items():
             print(f"backtest {name:5s}: " + ", ".join(f"{k}={v}" for k, v in m.items()))

@@ -1,8 +1,10 @@
-"""Stage `baseline`: the bars the LLM must clear, on its own test split: the methodology's rule
+"""Stage `baseline`: the bars the LLM must clear, on the validation split: the methodology's rule
 scorer and a tuned gradient-boosting model. `dvc repro baseline` is the rule-only evaluation:
-how a methodology agrees with the experts, in seconds, before any LLM is trained.
+how a methodology agrees with the experts, in seconds, before any LLM is trained. It reads the
+validation funds, where design choices are made; the test funds are read by `backtest` (which
+reports both evaluators there) and `register` only.
 
-The gradient-boosting grades are the `evidence` stage's for the test funds: the model fitted on
+The gradient-boosting grades are the `evidence` stage's for the validation funds (out of fold: the model fitted on
 `prepare`'s training split (`fundgrpo.evaluation.statistical`; features: the canonical numeric metrics,
 their within-category percentiles over the whole universe, the category; never the labels nor
 columns that leak the rating company's pipeline), which `prepare` puts in each record. Writes
@@ -26,18 +28,18 @@ from fundgrpo.params import load_params
 def main() -> None:
     def body() -> None:
         p = load_params()
-        test_rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
+        rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
         rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
-        rule = agreement(test_rows, rule_predictions(test_rows), rubric["grades"])
+        rule = agreement(rows, rule_predictions(rows), rubric["grades"])
         print(
             "baseline rule: "
             + ", ".join(f"{k}={rule[k]}" for k in ("exact", "within_one", "qwk", "spearman"))
-            + f" on {len(test_rows)} test share classes"
+            + f" on {len(rows)} validation share classes"
         )
         summary = statistical.read_summary(p.evidence.out_dir)
-        metrics = gbm_metrics(test_rows, summary, p.baseline, rubric["grades"])
+        metrics = gbm_metrics(rows, summary, p.baseline, rubric["grades"], "validation")
         io.write_json({**metrics, "rule": rule}, p.baseline.metrics)
-        shown = ("n_train", "n_test", "exact", "within_one", "qwk", "spearman")
+        shown = ("n_train", "n", "exact", "within_one", "qwk", "spearman")
         print("baseline gbm: " + ", ".join(f"{k}={metrics[k]}" for k in shown) + f", chosen {metrics['chosen']}")
 
     run_stage("baseline", body)

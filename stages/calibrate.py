@@ -1,11 +1,12 @@
-"""Stage `calibrate`: the evaluator's belief and confidence, fitted on the validation funds.
+"""Stage `calibrate`: what the product serves and how it decides a grade, chosen on the validation funds.
 
 Answers every validation fund greedily with the trained policy, reads its grade probabilities at
-each of `calibrate.beliefs` (fundgrpo/evaluation/belief.py), and fits the product's belief
-(fundgrpo/evaluation/calibration.py: the probabilities as read, temperature-scaled, or pooled with
-the statistical estimate's (out of fold on these funds); the one with the lowest validation Brier
-score under `confidence: auto`; cut-points for the expected grade). Writes `calibrate.out`, which the
-backtest applies to the test funds and `register` logs with the model.
+each of `calibrate.beliefs` (fundgrpo/evaluation/belief.py), and chooses among the policy's own
+belief, gradient boosting's probabilities (out of fold on these funds) and the two pooled, each
+with each decision rule, by cross-validation over these funds (fundgrpo/evaluation/calibration.py,
+`fit_choice`). The SFT start gets the same choice (key `sft`), so the backtest compares like with
+like. Writes `calibrate.out`, which the backtest applies to the test funds and `register` logs
+with the model.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import StageError, run_stage
-from fundgrpo.evaluation import calibration
-from fundgrpo.evaluation.backtesting import DEFAULT_FIT, evaluate_model
+from fundgrpo.evaluation.contest import fit_model
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
+from fundgrpo.training.modelling import answer_fingerprint
 
 
 def main() -> None:
@@ -25,41 +26,32 @@ def main() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
         rubric, schema = load_compiled(Path(p.methodology.out_dir))
-        c = p.calibrate
-        found, preds = evaluate_model(
-            Path(p.grpo.out_dir), rows, rubric, schema, p.backtest.max_new_tokens, p.backtest.batch_size,
-            "calibrate", tuple(c.beliefs),
-        )  # fmt: skip
-        readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
-        valid = sum(q["valid"] for q in preds)
-        if valid == 0:  # an undertrained model: nothing to fit, its evaluations carry no confidence
-            fit = {
-                **DEFAULT_FIT,
-                "grade_from": "greedy",
-                "chosen": "none: no valid answer on validation",
-                "options": {},
-            }
-            print(f"calibrate: warning: {p.grpo.out_dir} gave no valid answer on the {len(rows)} validation funds")
-        elif not any(b is not None for rows_ in readable.values() for b in rows_):
-            raise StageError(
-                f"calibrate: {p.grpo.out_dir} puts no probability on any grade at its answers' decision points "
-                f"({valid} valid answers on {len(rows)} validation funds; calibrate.beliefs {list(c.beliefs)}): "
-                "its confidence cannot be read"
+        fits = {}
+        for name, path in (("grpo", Path(p.grpo.out_dir)), ("sft", Path(p.sft.out_dir))):
+            key = answer_fingerprint(path)
+            if name == "sft" and key is None:
+                print(f"calibrate: {path} holds no weights: no SFT start to compare with")
+                continue
+            if name == "sft" and key == answer_fingerprint(Path(p.grpo.out_dir)):
+                fits["sft"] = {**fits["grpo"], "model": str(path)}  # GRPO kept its SFT start
+                continue
+            try:
+                fits[name], _ = fit_model(path, rows, rubric, schema, p.calibrate, p.backtest.max_new_tokens,
+                                          p.backtest.batch_size)  # fmt: skip
+            except ValueError as err:
+                raise StageError(str(err)) from None
+        fit = {
+            **fits["grpo"],
+            **({"sft": {k: v for k, v in fits["sft"].items() if k != "options"}} if "sft" in fits else {}),
+        }
+        io.write_json(fit, p.calibrate.out)
+        for name, f in fits.items():
+            chosen = f["options"].get(f["chosen"], {})
+            print(
+                f"calibrate {name}: serves {f['chosen']} (weights {f['weights']}) on {len(rows)} validation funds, "
+                f"cross-validated: QWK {chosen.get('qwk')}, exact {chosen.get('exact')}, "
+                f"contradicted {chosen.get('contradicted')}, Brier {chosen.get('brier')}; cut-points {f['cutpoints']}"
             )
-        else:
-            gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
-            fit = calibration.fit_choice(
-                [r["expert_grade"] for r in rows], [q["grade"] for q in preds], readable, rubric["grades"],
-                c.confidence, c.grade_from, c.bins, gbm,
-            )  # fmt: skip
-        fit.update(model=p.grpo.out_dir, validation_funds=len(rows), validation=found)
-        io.write_json(fit, c.out)
-        chosen = fit["options"].get(fit["chosen"], {})
-        print(
-            f"calibrate: {fit['chosen']} (temperature {fit['temperature']}) on {len(rows)} validation funds: "
-            f"ECE {chosen.get('ece')}, Brier {chosen.get('brier')}; cut-points {fit['cutpoints']}; options "
-            + ", ".join(f"{k} ECE {v['ece']}" for k, v in fit["options"].items())
-        )
 
     run_stage("calibrate", body)
 

@@ -28,9 +28,11 @@ def main() -> None:
         )
         estimates, estimator, summary = statistical.estimate(funds, p.baseline, p.evidence, p.prepare, rubric["grades"])
         statistical.write(p.evidence.out_dir, estimates, estimator, summary)
-        shown = {k: summary[k] for k in ("out_of_fold", "test") if k in summary}
+        shown = summary.get("out_of_fold")
         seconds = time.perf_counter() - started
-        print(f"evidence: {summary['rows']} share classes, {summary['folds']} folds, {shown}, {seconds:.1f} s")
+        print(
+            f"evidence: {summary['rows']} share classes, {summary['folds']} folds, out of fold {shown}, {seconds:.1f} s"
+        )
 
     run_stage("evidence", body)
 

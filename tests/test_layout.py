@@ -111,6 +111,46 @@ def test_imports_sit_at_the_top_except_heavy_packages():
     assert late == [], "move these imports to the top of their module (or document the package in LAZY)"
 
 
+# The test split is read once per design: by the `backtest` and `register` stages (and the benchmark
+# collectors in benchmarks/); every other stage, flow, monitor and experiment decides and reports on
+# validation. A reader names the test file or selects the split: `== "test"`, `.eq("test")`, or
+# "test" in a tuple or list of splits (not `"test" in splits`, `!= "test"` or `--test-share`).
+TEST_READERS = ("backtest", "register")
+TEST_SPLIT = re.compile(
+    r"""\btest\.jsonl|==\s*["']test["']|["']test["']\s*==|\.eq\(\s*["']test["']"""
+    r"""|,\s*["']test["']\s*[)\]]|[(\[]\s*["']test["']\s*,"""
+)
+# The monitoring flow scores the new candidate on a monitoring batch's newly rated test-split funds,
+# after the register stage's gate has decided: a report on new labels, not a design choice.
+TEST_SPLIT_ALLOWED = {"flows/monitoring_flow.py": ('r["split"] == "test"',)}
+
+
+def test_only_the_backtest_register_and_collectors_read_the_test_split():
+    """No dvc.yaml stage but `backtest` and `register` depends on the test rows (or the whole
+    prepared folder), and no other stage, flow, monitor or experiment reads or selects them."""
+    test_file = "test" + ".jsonl"
+    assert all(
+        TEST_SPLIT.search(s) for s in (f'read(out / "{test_file}")', 'r["split"] == "test"', "('train', 'test')")
+    )
+    assert not any(TEST_SPLIT.search(s) for s in ('"test" in args.splits', 'split != "test"', '"--test-share"'))
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    deps = [
+        f"{name}: {dep}"
+        for name, spec in stages.items()
+        if name not in TEST_READERS
+        for dep in (str(next(iter(e)) if isinstance(e, dict) else e) for e in spec.get("deps", []))
+        if dep.rstrip("/") == "${prepare.out_dir}" or TEST_SPLIT.search(dep)
+    ]
+    readers = [
+        f"{f}:{n}: {line.strip()}"
+        for f in tracked("stages", "flows", "monitoring", "experiments")
+        if f not in [f"stages/{s}.py" for s in TEST_READERS]
+        for n, line in enumerate((REPO / f).read_text(encoding="utf-8").splitlines(), 1)
+        if TEST_SPLIT.search(line) and not any(a in line for a in TEST_SPLIT_ALLOWED.get(f, ()))
+    ]
+    assert deps + readers == [], "design and report on validation (or cross-validation over train + validation)"
+
+
 def test_the_checks_see_what_they_look_for():
     """The checks above are not vacuous: each finds its target in a made-up module."""
     tree = ast.parse('"""doc: data/x.parquet"""\ndef f():\n    import json\n    return "models/base"\n')

@@ -1,15 +1,17 @@
-"""Which belief, and how pooled: the policy's grade probabilities on the validation and test funds of a
-kept run, each way of turning them into a grade and a confidence, fitted on validation, scored on test.
+"""Which belief, and how pooled: the policy's grade probabilities on the validation funds of a kept run,
+each way of turning them into a grade and a confidence, scored by cross-validation over the validation
+funds (5 folds by fund_id, each option fitted on the other folds), as `calibrate` chooses (`fit_choice`).
 
     python experiments/belief_pooling/belief_pooling.py RUN [--model models/policy] [--out results.json]
 
 RUN is a kept `benchmarks/pipeline.py --keep` run (its data/prepared, data/schema and model). Rows: gradient
 boosting alone (its class probabilities); for each belief (`score`: read at the score and mapped through
 the bands; `grade`: the grade token after the written score) the written grade with the belief as read,
-temperature-scaled (by validation log-likelihood), the likeliest grade, the expected grade cut at
-QWK-optimal points, and the belief pooled with gradient boosting's probabilities (p_lm^a p_gbm^b, a and b
-by validation log-likelihood), its likeliest and its expected-cut grade. Exact, QWK, ECE, Brier and exact
-on the most confident 70 % of the test funds.
+temperature-scaled (by log-likelihood), the likeliest grade, the expected grade cut at QWK-optimal points,
+and the belief pooled with gradient boosting's probabilities (p_lm^a p_gbm^b, a and b by log-likelihood),
+its likeliest and its expected-cut grade. A fitted option's name shows its fit on every validation fund.
+Exact, QWK, ECE, Brier and exact on the most confident 70 % of the validation funds. The test split is
+not read: it is the backtest's alone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from fundgrpo.evaluation.backtesting import predictions_from_texts  # noqa: E402
 from fundgrpo.methodology.compiler import load_compiled  # noqa: E402
 from fundgrpo.training import modelling  # noqa: E402
 
+FOLDS = 5  # as `calibrate.folds`: cross-validation over the validation funds, by fund_id
+
 
 def answers(run: Path, model_dir: Path, split: str, rubric: dict, schema: dict, max_new_tokens: int) -> dict:
     model, tokenizer = modelling.load(model_dir)
@@ -41,6 +45,7 @@ def answers(run: Path, model_dir: Path, split: str, rubric: dict, schema: dict, 
         "expert": np.array([r["expert_grade"] for r in rows]),
         "written": np.array([p["grade"] if p["grade"] is not None else 0 for p in preds]),
         "gbm": np.array([r["gbm_probs"] for r in rows]),
+        "fund_id": [str(r["fund_id"]) for r in rows],
     }
     for method in ("score", "grade"):
         found = belief.beliefs(model, tokenizer, [r["prompt"] for r in rows], texts, rubric, method, split)
@@ -66,26 +71,52 @@ def row(name: str, expert, grade, probs, grades: list[int]) -> dict:
     }
 
 
-def options(val: dict, test: dict, grades: list[int]) -> list[dict]:
-    g = np.asarray(grades)
-    out = [row("gradient boosting", test["expert"], g[test["gbm"].argmax(1)], test["gbm"], grades)]
-    yv = np.searchsorted(grades, val["expert"])
+def fitted(kind: str, p, val: dict, grades: list[int], fit, held) -> tuple[np.ndarray, np.ndarray]:
+    """One option (`kind`: temperature, cut, pooled, pooled cut) fitted on the funds `fit` (a mask),
+    its grades and probabilities on the funds `held`."""
+    y = val["expert"]
+    yi = np.searchsorted(grades, y)
+    if kind == "temperature":
+        t = calibration.fit_temperature(p[fit], yi[fit])
+        return val["written"][held], calibration.temperature_probs(p[held], t)
+    q = p
+    if kind.startswith("pooled"):
+        a, b = calibration.fit_pool(p[fit], val["gbm"][fit], yi[fit])
+        q = calibration.pooled(p, val["gbm"], a, b)
+    if kind.endswith("cut"):
+        cuts = calibration.fit_cutpoints(calibration.expected_grade(q[fit], grades), y[fit], grades)
+        return calibration.cut(calibration.expected_grade(q[held], grades), cuts, grades), q[held]
+    return np.asarray(grades)[q[held].argmax(1)], q[held]
+
+
+def cross_fitted(kind: str, p, val: dict, grades: list[int], fold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold grades and probabilities: each fold's from the fit on the others (no fund scores
+    a fit it was part of, so an option with more fitted parts gains no in-sample edge)."""
+    grade, probs = np.zeros(len(fold), dtype=int), np.zeros(p.shape)
+    for k in np.unique(fold):
+        held = fold == k
+        grade[held], probs[held] = fitted(kind, p, val, grades, ~held, held)
+    return grade, probs
+
+
+def options(val: dict, grades: list[int]) -> list[dict]:
+    g, y = np.asarray(grades), val["expert"]
+    yi = np.searchsorted(grades, y)
+    fold = np.array(calibration.folds_of(val["fund_id"], FOLDS))
+    # gradient boosting's probabilities on validation are out of fold already (stage evidence)
+    out = [row("gradient boosting", y, g[val["gbm"].argmax(1)], val["gbm"], grades)]
     for method in ("score", "grade"):
-        pv, pt = val[method], test[method]
-        out.append(row(f"{method}: written grade, as read", test["expert"], test["written"], pt, grades))
-        t = calibration.fit_temperature(pv, yv)
-        out.append(row(f"{method}: written grade, temperature {t}", test["expert"], test["written"],
-                       calibration.temperature_probs(pt, t), grades))  # fmt: skip
-        out.append(row(f"{method}: likeliest", test["expert"], g[pt.argmax(1)], pt, grades))
-        cuts = calibration.fit_cutpoints(calibration.expected_grade(pv, grades), val["expert"], grades)
-        out.append(row(f"{method}: expected, cut", test["expert"],
-                       calibration.cut(calibration.expected_grade(pt, grades), cuts, grades), pt, grades))  # fmt: skip
-        a, b = calibration.fit_pool(pv, val["gbm"], yv)
-        qv, qt = calibration.pooled(pv, val["gbm"], a, b), calibration.pooled(pt, test["gbm"], a, b)
-        out.append(row(f"{method}: pooled (a {a}, b {b}), likeliest", test["expert"], g[qt.argmax(1)], qt, grades))
-        cuts = calibration.fit_cutpoints(calibration.expected_grade(qv, grades), val["expert"], grades)
-        out.append(row(f"{method}: pooled, expected, cut", test["expert"],
-                       calibration.cut(calibration.expected_grade(qt, grades), cuts, grades), qt, grades))  # fmt: skip
+        p = val[method]
+        oof = {
+            kind: cross_fitted(kind, p, val, grades, fold) for kind in ("temperature", "cut", "pooled", "pooled cut")
+        }
+        t, (a, b) = calibration.fit_temperature(p, yi), calibration.fit_pool(p, val["gbm"], yi)
+        out.append(row(f"{method}: written grade, as read", y, val["written"], p, grades))
+        out.append(row(f"{method}: written grade, temperature {t}", y, *oof["temperature"], grades))
+        out.append(row(f"{method}: likeliest", y, g[p.argmax(1)], p, grades))
+        out.append(row(f"{method}: expected, cut", y, *oof["cut"], grades))
+        out.append(row(f"{method}: pooled (a {a}, b {b}), likeliest", y, *oof["pooled"], grades))
+        out.append(row(f"{method}: pooled, expected, cut", y, *oof["pooled cut"], grades))
     return out
 
 
@@ -98,11 +129,9 @@ def main() -> None:
     args = ap.parse_args()
     rubric, schema = load_compiled(args.run / "data/schema")
     grades = rubric["grades"]
-    val, test = (
-        answers(args.run, args.run / args.model, s, rubric, schema, args.max_new_tokens) for s in ("validation", "test")
-    )
-    rows = options(val, test, grades)
-    print(f"{len(test['expert'])} test funds, fitted on {len(val['expert'])} validation funds")
+    val = answers(args.run, args.run / args.model, "validation", rubric, schema, args.max_new_tokens)
+    rows = options(val, grades)
+    print(f"{len(val['expert'])} validation funds, {FOLDS}-fold cross-validation by fund_id")
     print("| option | exact | QWK | ECE | Brier | exact, top 70 % |\n|---|---|---|---|---|---|")
     for r in rows:
         cells = " | ".join(f"{r[k]:.3f}" for k in ("exact", "qwk", "ece", "brier", "exact_top70"))

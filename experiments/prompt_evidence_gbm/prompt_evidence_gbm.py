@@ -1,10 +1,11 @@
 """How much the LLM's prompt evidence can tell: gradient boosting (and a logistic regression) on
-the numbers the Morningstar prompt shows, fitted on the training and validation funds, scored on
-the test funds (experiments/real_experts/real_experts.md, "Where the LLM stands"). "full prompt" is
+the numbers the Morningstar prompt shows, fitted on the training funds, scored on the validation
+funds (experiments/real_experts/real_experts.md, "Where the LLM stands"; the test split is the
+backtest's alone: which evidence the prompt should show is a design question). "full prompt" is
 `prepare.prompt_style: full` (each MRAR's value, peer median, percentile within the category and
 among all funds, and the peer count); "compact prompt" the percentiles and peer count only (the
 smollm2 profile's prompts); both prompts also state the methodology's score (`show_rule`): the
-`+ rule_score` rows. Fitted on training and validation funds: the LLM's SFT sees the training funds only.
+`+ rule_score` rows. Fitted on the training funds, as the LLM's SFT sees them.
 
     python -m fundgrpo.profiles apply morningstar
     python -m stages.ingest && python -m stages.validate && python -m stages.methodology && python -m stages.prepare
@@ -64,11 +65,11 @@ def prompt_features(m: meth.Methodology, funds: pd.DataFrame) -> tuple[pd.DataFr
     return F, rules
 
 
-def gbm(X_train: pd.DataFrame, y_train: np.ndarray, X_test: pd.DataFrame, seed: int) -> list[int]:
+def gbm(X_train: pd.DataFrame, y_train: np.ndarray, X_held: pd.DataFrame, seed: int) -> list[int]:
     """The baseline's gradient boosting at the setting measured here, fitted and predicting."""
     params = BaselineParams(seed=seed, l2_regularization=0.0)
     model = baselines._model(params, learning_rate=0.05, max_leaf_nodes=7, max_iter=150)
-    return list(model.fit(X_train, y_train).predict(X_test))
+    return list(model.fit(X_train, y_train).predict(X_held))
 
 
 def shown(metrics: dict) -> dict:
@@ -91,11 +92,11 @@ def main() -> None:
     F, rules = prompt_features(m, funds)
     recs = {
         s: [json.loads(line)["share_class_id"] for line in Path(f"data/prepared/{s}.jsonl").read_text().splitlines()]
-        for s in ["train", "validation", "test"]
+        for s in ["train", "validation"]
     }
     sid = funds.share_class_id.astype(str)
-    tr = sid.isin(recs["train"] + recs["validation"]).values
-    te = sid.isin(recs["test"]).values
+    tr = sid.isin(recs["train"]).values
+    va = sid.isin(recs["validation"]).values  # scored on validation: the test split is the backtest's
     y = funds.expert_grade.astype(int).values
     base = [c for c in F if c.startswith("mrar")] + ["peers"]
     pcts = [c for c in base if c.endswith(("_p", "_pa"))]
@@ -112,11 +113,11 @@ def main() -> None:
     }
     for name, cols in sets.items():
         res = [
-            grade_metrics(list(y[te]), gbm(F.loc[tr, cols], y[tr], F.loc[te, cols], seed), GRADES)
+            grade_metrics(list(y[va]), gbm(F.loc[tr, cols], y[tr], F.loc[va, cols], seed), GRADES)
             for seed in range(args.seeds)
         ]
         print(f"{name:30s}", {k: round(float(np.mean([r[k] for r in res])), 3) for k in res[0] if k in SHOWN})
-    print("rule", shown(grade_metrics(list(y[te]), list(rules.rule_grade.values[te]), GRADES)))
+    print("rule", shown(grade_metrics(list(y[va]), list(rules.rule_grade.values[va]), GRADES)))
 
     abl = {
         "p+pa": [c for c in base if c.endswith("_p") or c.endswith("_pa")],
@@ -125,12 +126,12 @@ def main() -> None:
         "all": base,
     }
     for name, cols in abl.items():
-        r = grade_metrics(list(y[te]), gbm(F.loc[tr, cols], y[tr], F.loc[te, cols], 0), GRADES)
+        r = grade_metrics(list(y[va]), gbm(F.loc[tr, cols], y[tr], F.loc[va, cols], 0), GRADES)
         X = F[cols].copy()
         for c in cols:
             X[c + "_na"] = X[c].isna().astype(float)
         lr = make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression(max_iter=2000)).fit(X[tr], y[tr])
-        r2 = grade_metrics(list(y[te]), list(lr.predict(X[te])), GRADES)
+        r2 = grade_metrics(list(y[va]), list(lr.predict(X[va])), GRADES)
         print(
             name, "gbm", round(r["exact"], 3), round(r["qwk"], 3), "logreg", round(r2["exact"], 3), round(r2["qwk"], 3)
         )

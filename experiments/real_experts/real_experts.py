@@ -8,12 +8,15 @@ into the repo), through the same code as the pipeline: ingest with the profile's
 (MRAR derived there), the profile's methodology (methodology/morningstar.yaml) for the rule
 scorer, `fundgrpo.evaluation.baselines` for gradient boosting. Nothing is written but the Markdown.
 
-  * Rule scorer on the whole file (it learns nothing, so every labelled row is a test row).
-  * Fund-grouped 80/20 splits over seeds 0..4 (`stages.prepare.split_of` with
-    train_share 0.8: share classes of one fund are never on both sides): the rule scorer
-    and GBMs trained on the 80 %, mean ± sd over the seeds.
-  * The pipeline's own split (params `prepare`, train/validation/test): what
-    metrics/backtest.json reports, so the LLM rows are comparable with these.
+Only the pipeline's training and validation funds (params `prepare`) are scored: its test split is
+the backtest's alone, and these tables inform design choices (the rule's variants, the GBM's inputs).
+
+  * Rule scorer on the training and validation funds (it learns nothing, so every such row is held out).
+  * Fund-grouped 80/20 splits of the training and validation funds over seeds 0..4
+    (`stages.prepare.split_of` with train_share 0.8: share classes of one fund are never on both
+    sides): the rule scorer and GBMs trained on the 80 %, mean ± sd over the seeds.
+  * The pipeline's own split: trained on its train split, scored on its validation split, as the
+    LLM's validation figures are.
 Peer percentiles are taken over the whole file in every case, as `prepare` does (they use no label).
 """
 
@@ -100,12 +103,12 @@ def rule_variants(m, table: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def gbm(p, table: pd.DataFrame, train: np.ndarray, test: np.ndarray, X: dict, spec: dict, seed: int, grades):
+def gbm(p, table: pd.DataFrame, train: np.ndarray, held: np.ndarray, X: dict, spec: dict, seed: int, grades):
     bp = dataclasses.replace(p.baseline, seed=seed, **spec["params"])
     key = (tuple(spec["inputs"] or ()), bp.category)
     labelled = train & table["expert_grade"].notna().to_numpy()
     pred, chosen = baselines.fit_predict(
-        X[key][labelled], table["expert_grade"][labelled], table["fund_id"][labelled], X[key][test], bp, grades
+        X[key][labelled], table["expert_grade"][labelled], table["fund_id"][labelled], X[key][held], bp, grades
     )
     return pred, chosen
 
@@ -125,14 +128,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--csv", default=None, help="the export (default: the profile's ingest.path)")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--test-share", type=float, default=0.2)
+    ap.add_argument("--test-share", type=float, default=0.2, help="held out of the training and validation funds")
     ap.add_argument("--out", default=str(HERE / "real_experts.md"))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
 
     p, table, m = load(args.csv)
     grades = m.grades
-    labelled = table["expert_grade"].notna().to_numpy()
+    # the pipeline's test funds are the backtest's alone: every table here scores train + validation funds
+    split = table["fund_id"].map(lambda f: split_of(str(f), p.prepare))
+    kept = split.isin(["train", "validation"]).to_numpy()
+    labelled = table["expert_grade"].notna().to_numpy() & kept
     y = table["expert_grade"].astype("Int64").to_numpy(dtype=float, na_value=np.nan)
     rule = meth.rule_score(m, table)["rule_grade"].to_numpy()  # percentiles over the whole file
     specs = SPECS
@@ -144,7 +150,8 @@ def main() -> None:
 
     counts = (
         f"{len(table)} share classes, {table['fund_id'].nunique()} funds, {table['category'].nunique()} categories, "
-        f"{int(labelled.sum())} with a star rating; missing 5-year history {int(table['return_5y'].isna().sum())}, "
+        f"{int(labelled.sum())} rated in the train and validation splits; "
+        f"missing 5-year history {int(table['return_5y'].isna().sum())}, "
         f"10-year {int(table['return_10y'].isna().sum())}"
     )
     print(counts)
@@ -165,35 +172,34 @@ def main() -> None:
     sizes = []
     for seed in range(args.seeds):
         pp = PrepareParams(seed=seed, train_share=1 - args.test_share, validation_share=0.0)
-        test = table["fund_id"].map(lambda f: split_of(str(f), pp)).eq("test").to_numpy()
-        train = ~test
-        test = test & labelled
-        sizes.append((int(test.sum()), int(table.loc[test, "fund_id"].nunique())))
-        for k, v in score(y[test].astype(int), rule[test], grades).items():
+        held = table["fund_id"].map(lambda f: split_of(str(f), pp)).ne("train").to_numpy()
+        train = ~held & kept
+        held = held & labelled
+        sizes.append((int(held.sum()), int(table.loc[held, "fund_id"].nunique())))
+        for k, v in score(y[held].astype(int), rule[held], grades).items():
             results["rule"][k].append(v)
         for name, spec in specs.items():
             start = time.perf_counter()
-            pred, chosen = gbm(p, table, train, test, X, spec, seed, grades)
+            pred, chosen = gbm(p, table, train, held, X, spec, seed, grades)
             seconds[name].append(time.perf_counter() - start)
             chosen_by[name].append(chosen)
-            for k, v in score(y[test].astype(int), pred, grades).items():
+            for k, v in score(y[held].astype(int), pred, grades).items():
                 results[name][k].append(v)
         print(
-            f"seed {seed}: {sizes[-1][0]} test share classes ({sizes[-1][1]} funds); "
+            f"seed {seed}: {sizes[-1][0]} held-out share classes ({sizes[-1][1]} funds); "
             + ", ".join(f"{n} exact {results[n]['exact'][-1]:.3f}" for n in ["rule", *specs]),
             flush=True,
         )
 
-    # The pipeline's own split (prepare params): train split -> test split, as stages.baseline does.
-    split = table["fund_id"].map(lambda f: split_of(str(f), p.prepare))
-    ptest = (split == "test").to_numpy() & labelled
+    # The pipeline's own split (prepare params): train split -> validation split (the test split is the backtest's).
+    pval = (split == "validation").to_numpy() & labelled
     ptrain = (split == "train").to_numpy() & labelled
-    pipeline_rows = [("Rule scorer", {k: [v] for k, v in score(y[ptest].astype(int), rule[ptest], grades).items()}, "")]
-    pred, chosen0 = gbm(p, table, ptrain, ptest, X, specs["gbm"], p.baseline.seed, grades)
+    pipeline_rows = [("Rule scorer", {k: [v] for k, v in score(y[pval].astype(int), rule[pval], grades).items()}, "")]
+    pred, chosen0 = gbm(p, table, ptrain, pval, X, specs["gbm"], p.baseline.seed, grades)
     pipeline_rows.append(
         (
             specs["gbm"]["label"],
-            {k: [v] for k, v in score(y[ptest].astype(int), pred, grades).items()},
+            {k: [v] for k, v in score(y[pval].astype(int), pred, grades).items()},
             f"chosen: {chosen0}",
         )
     )
@@ -202,7 +208,7 @@ def main() -> None:
         ("**LLM: SFT** (placeholder, lead fills in)", "_TBD_"),
         ("**LLM: GRPO** (placeholder, lead fills in)", "_TBD_"),
     ]
-    llm_rows = "".join(f"| {n} | " + " | ".join([v] * 4) + " | from metrics/backtest.json |\n" for n, v in llm)
+    llm_rows = "".join(f"| {n} | " + " | ".join([v] * 4) + " | validation figures |\n" for n, v in llm)
 
     split_rows = [("Rule scorer (methodology/morningstar.yaml)", results["rule"], "")]
     for name in specs:
@@ -213,7 +219,11 @@ def main() -> None:
     md_pipe = table_md(pipeline_rows) + llm_rows
     md_whole = table_md(
         [
-            ("Rule scorer (methodology/morningstar.yaml)", whole, f"all {int(labelled.sum())} rated share classes"),
+            (
+                "Rule scorer (methodology/morningstar.yaml)",
+                whole,
+                f"{int(labelled.sum())} rated train/validation classes",
+            ),
             *variants,
         ]
     )
@@ -224,7 +234,7 @@ def main() -> None:
         return
     chosen_lines = "\n".join(f"- {specs[n]['label']}: " + "; ".join(str(c) for c in chosen_by[n]) for n in specs)
     pipeline_head = (
-        f"## The pipeline's own test split (`prepare`: seed {p.prepare.seed}, "
+        f"## The pipeline's own validation split (`prepare`: seed {p.prepare.seed}, "
         f"{p.prepare.train_share:g} / {p.prepare.validation_share:g} / rest)"
     )
     doc = f"""# Real expert ratings: Morningstar stars
@@ -244,7 +254,7 @@ Ground truth: `StarRatingM255` (the Morningstar Rating, 1-5 stars). Inputs never
 `fundgrpo.evaluation.baselines`). Metrics: `fundgrpo.evaluation.agreement.grade_metrics` (exact, within one star,
 quadratic weighted kappa, Spearman).
 
-## Rule scorer on the whole file
+## Rule scorer on the training and validation funds
 
 The methodology's scorer, then variants of it (not in the pipeline) to show what the choices buy:
 the risk penalty γ of MRAR, and Morningstar's own aggregation of per-period stars.
@@ -253,7 +263,8 @@ the risk penalty γ of MRAR, and Morningstar's own aggregation of per-period sta
 ## Fund-grouped 80/20 split, seeds 0-{args.seeds - 1} (mean ± sd)
 
 Split by `stages.prepare.split_of` (seeded hash of `fund_id`, train_share {1 - args.test_share:g}):
-share classes of one fund are never on both sides. Test rows per seed: {n_test}.
+share classes of one fund are never on both sides; only the pipeline's training and validation funds are
+split (its test funds are the backtest's). Held-out rows per seed: {n_test}.
 The GBMs are tuned on an inner fund-grouped split of the training funds (`params.yaml` `baseline:`);
 inputs are every canonical numeric metric, its within-category percentile and the category,
 unless said otherwise.
@@ -264,9 +275,9 @@ Settings the inner split chose, per seed:
 
 {pipeline_head}
 
-What `metrics/backtest.json` reports after `python -m fundgrpo.profiles apply morningstar && dvc repro`
-(rule and "gbm" blocks; the GBM trained on the train split only, as `stages/baseline.py` does).
-{int(ptest.sum())} test share classes. The LLM rows are placeholders until the lead's GPU run.
+The rule scorer and the GBM trained on the train split only, scored on the validation split (the test
+split is read by the backtest alone). {int(pval.sum())} validation share classes. The LLM rows are
+placeholders until the lead's GPU run.
 
 {md_pipe}
 ## Notes

@@ -8,13 +8,14 @@ not fitted). Run in a checkout with a profile applied and `prepare` done (a copy
 
     python experiments/sampling_headroom/sampling_headroom.py models/sft 8                 # MODEL K
     python experiments/sampling_headroom/sampling_headroom.py models/sft 8 --temperature 0.7 \\
-        --splits test --max-funds 96 --out headroom.json
+        --splits validation --max-funds 96 --out headroom.json
 
 Prints exact / within one / QWK / Spearman per split for greedy, one sample, maj@k and the mean
 of the k grades rounded, plus pass@k (the expert's grade among the k samples) and the share of
 prompts whose samples disagree; `--out` also writes them as JSON (`benchmarks/pretrained_report.py
 collect` copies a run's headroom.json, `report` shows it). Samples use the GRPO settings in params.yaml
-(max_completion_length). CPU minutes: not a test.
+(max_completion_length). The test split is refused: it is the backtest's alone, and whether GRPO has
+headroom is a design question, answered on validation (or train). CPU minutes: not a test.
 """
 
 from __future__ import annotations
@@ -114,10 +115,12 @@ def main() -> None:
     ap.add_argument("model", type=Path)
     ap.add_argument("k", type=int)
     ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--splits", nargs="+", default=["validation", "test"])
+    ap.add_argument("--splits", nargs="+", default=["validation"], help="validation (default) or train; not test")
     ap.add_argument("--max-funds", type=int, default=0, help="the first N rows of each split (0: all)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    if "test" in args.splits:
+        ap.error("--splits test: only the backtest reads the test split; measure headroom on validation")
     p = load_params()
     rubric, schema = load_compiled(Path(p.methodology.out_dir))
     result = {}

@@ -1,4 +1,5 @@
-"""SFT, answering all validation and test prompts greedily after every epoch (and saving each epoch's model).
+"""SFT, answering all validation prompts greedily after every epoch (and saving each epoch's model).
+The test split is not read: it is the backtest's alone, and the epoch count is a design choice.
 
 Run in a checkout with a profile applied and `prepare` and `model` done
 (experiments/real_experts/real_experts.md, "SFT epoch by epoch"):
@@ -39,16 +40,14 @@ def main() -> None:
     out = args.out
     base = args.base or Path(p.model.out_dir)
     rubric, schema = load_compiled(Path(p.methodology.out_dir))
-    splits = {
-        name: io.read_jsonl(Path(p.prepare.out_dir) / f"{name}.jsonl") for name in ("train", "validation", "test")
-    }
+    splits = {name: io.read_jsonl(Path(p.prepare.out_dir) / f"{name}.jsonl") for name in ("train", "validation")}
     log = open(out.with_suffix(".jsonl"), "a")
 
     class GreedyEachEpoch(TrainerCallback):
         def on_epoch_end(self, args, state, control, model=None, processing_class=None, **kwargs):
             model.eval()
             row = {"epoch": round(state.epoch)}
-            for name in ("validation", "test"):
+            for name in ("validation",):
                 rows = splits[name]
                 texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], 96, 64, desc=name)
                 m = metrics(rows, predictions_from_texts(texts, rubric, schema), rubric["grades"])

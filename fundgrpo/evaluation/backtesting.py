@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fundgrpo import io
-from fundgrpo.evaluation import belief, calibration
+from fundgrpo.evaluation import belief, calibration, contest
 from fundgrpo.evaluation.agreement import bootstrap_diff, confusion, grade_metrics, one_metric
 from fundgrpo.params import GRADE_FROM, BacktestParams
 from fundgrpo.training import modelling
@@ -139,7 +139,7 @@ def evaluate_model(
     expert = [r["expert_grade"] for r in rows]
     written = [p["grade"] for p in preds]
     read: dict[str, list] = {}
-    wanted = [*methods, *([fit["method"]] if fit else [])]
+    wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
     for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
         if method == "stated" and not any("stated" in p for p in preds):
             continue  # the answers state no confidence (prepare.stated_confidence is off)
@@ -290,9 +290,13 @@ def backtest(
             print(f"backtest {name}: the same weights as {same}, its answers reused")
             continue
         started = time.perf_counter()
+        methods = tuple(dict.fromkeys([*params.beliefs, *contest.methods_needed(fits)]))
         results[name], predictions[name] = evaluate_model(
-            path, rows, rubric, schema, params.max_new_tokens, params.batch_size, name, params.beliefs, fits.get(name)
+            path, rows, rubric, schema, params.max_new_tokens, params.batch_size, name, methods, fits.get(name)
         )
+        if set(methods) - set(params.beliefs):  # read for a fit's parts, not reported as the model's own
+            for extra in set(methods) - set(params.beliefs):
+                results[name].get("calibration", {}).pop(extra, None)
         # loading, greedy answers to every test fund and reading their probabilities
         results[name]["seconds"] = round(time.perf_counter() - started, 1)
         if key:
@@ -307,6 +311,17 @@ def backtest(
             [r["expert_grade"] for r in rows], [p["grade"] for p in predictions["gbm"]],
             [p["probs"] for p in predictions["gbm"]], [max(p["probs"]) for p in predictions["gbm"]], grades,
         )  # fmt: skip
+    fit = fits.get("grpo")
+    if fit and "grpo" in predictions and "gbm" in predictions:  # the served evaluator's parts, apart
+        for part, preds in contest.parts(rows, predictions["grpo"], fit, grades).items():
+            key = part if part == "gbm_rule" else f"grpo_{part}"
+            predictions[key], results[key] = preds, scored(rows, preds, grades)
+        if "gbm_rule" in predictions:
+            results["grpo"]["served"] = contest.served(rows, predictions["grpo"], predictions["gbm_rule"], fit, grades)
+        if fit.get("sft") and "sft" in predictions:  # SFT under its own validation-chosen rule
+            predictions["sft_served"] = contest.applied(rows, predictions["sft"], fit["sft"], grades)
+            results["sft_served"] = scored(rows, predictions["sft_served"], grades)
+            results["sft_served"]["serves"] = fit["sft"].get("chosen")
     return {
         "n_funds": len(rows),
         "test_fingerprint": fingerprint(rows),
@@ -318,6 +333,17 @@ def backtest(
         "predictions": predictions,
         "rows": rows,
     }
+
+
+def scored(rows: list[dict], preds: list[dict], grades: list[int]) -> dict[str, Any]:
+    """`metrics`, and (where the predictions carry probabilities) block `trust`: their calibration."""
+    out = metrics(rows, preds, grades)
+    if any(p.get("probs") is not None for p in preds):
+        out["trust"] = calibration.summary(
+            [r["expert_grade"] for r in rows], [p["grade"] for p in preds], [p.get("probs") for p in preds],
+            [p.get("confidence") or 0.0 for p in preds], grades,
+        )  # fmt: skip
+    return out
 
 
 def as_written(p: dict) -> dict:
@@ -362,7 +388,18 @@ def confidence_of(preds: list[dict], grades: list[int], raw: bool = False) -> tu
 
 # (A, B, compare raw beliefs): GRPO against its SFT start on what training changed (the beliefs as
 # read, no calibration fit); against gradient boosting with the product's confidence.
-PAIRS = (("grpo", "gbm", False), ("grpo", "sft", True), ("grpo", "rule", False), ("sft", "gbm", False))
+# Against gradient boosting with the same validation-chosen rule: the served evaluator, the language
+# model alone and the stack; GRPO against SFT as served.
+PAIRS = (
+    ("grpo", "gbm", False),
+    ("grpo", "sft", True),
+    ("grpo", "rule", False),
+    ("sft", "gbm", False),
+    ("grpo", "gbm_rule", False),
+    ("grpo_alone", "gbm_rule", False),
+    ("grpo_stack", "gbm_rule", False),
+    ("grpo", "sft_served", False),
+)
 
 
 def comparisons(rows: list[dict], predictions: dict[str, list[dict]], grades: list[int], n: int) -> dict[str, dict]:

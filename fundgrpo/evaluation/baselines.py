@@ -291,28 +291,30 @@ def fit_predict_gbm(
     return grades
 
 
-def gbm_metrics(test_rows: list[dict], summary: dict, params: BaselineParams, grades: list[int]) -> dict:
-    """The gradient-boosting baseline's figures on the test split: its grades are the `evidence`
-    stage's estimates from the training split's model, which `prepare` puts in each record
-    (`gbm_grade`); `summary` is the evidence stage's (features, tuning, sizes).
+def gbm_metrics(rows: list[dict], summary: dict, params: BaselineParams, grades: list[int], split: str) -> dict:
+    """The gradient-boosting baseline's figures on the records of one split (the `baseline` stage:
+    validation, whose estimates are out of fold; the test split is the backtest's): its grades are
+    the `evidence` stage's estimates, which `prepare` puts in each record (`gbm_grade`); `summary`
+    is the evidence stage's (features, tuning, sizes).
 
     >>> rows = [{"expert_grade": g, "gbm_grade": p} for g, p in [(1, 1), (2, 2), (3, 2)]]
     >>> summary = {"train_rows": 9, "train_funds": 5, "features": [], "chosen": {}}
-    >>> m = gbm_metrics(rows, summary, BaselineParams(), [1, 2, 3])
-    >>> m["exact"], m["n_test"]
-    (0.6667, 3)
+    >>> m = gbm_metrics(rows, summary, BaselineParams(), [1, 2, 3], "validation")
+    >>> m["exact"], m["n"], m["split"]
+    (0.6667, 3, 'validation')
     """
-    stale = sum("gbm_grade" not in r for r in test_rows)
+    stale = sum("gbm_grade" not in r for r in rows)
     if stale:
-        raise BaselineError(f"baseline: {stale} test record(s) carry no gradient-boosting grade; rerun prepare")
-    if not test_rows:
-        raise BaselineError("baseline: the test split is empty")
-    scores = grade_metrics([r["expert_grade"] for r in test_rows], [r["gbm_grade"] for r in test_rows], grades)
+        raise BaselineError(f"baseline: {stale} {split} record(s) carry no gradient-boosting grade; rerun prepare")
+    if not rows:
+        raise BaselineError(f"baseline: the {split} split is empty")
+    scores = grade_metrics([r["expert_grade"] for r in rows], [r["gbm_grade"] for r in rows], grades)
     return {
         "model": f"HistGradientBoosting{params.objective.capitalize()}",
         "n_train": summary["train_rows"],
         "n_train_funds": summary.get("train_funds"),
-        "n_test": len(test_rows),
+        "split": split,
+        "n": len(rows),
         "features": summary["features"],
         "chosen": summary["chosen"],
         **{k: round(v, 4) for k, v in scores.items()},

@@ -9,12 +9,13 @@ bootstrap calls these functions thousands of times.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from fundgrpo.evaluation.agreement import one_metric
-from fundgrpo.params import CONFIDENCES, GRADE_FROM
+from fundgrpo.params import GRADE_FROM
 
 COVERAGES = (0.5, 0.7, 0.9)
 
@@ -280,7 +281,8 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     """One evaluation's probabilities, grade, expected grade and confidence under a calibration
     `fit` (`fundgrpo.evaluation.calibration.fit_choice`): `probs` are the raw belief (None for an
     invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote,
-    `gbm` the statistical estimate's probabilities (needed by a `pooled` fit).
+    `gbm` the statistical estimate's probabilities (needed by a `pooled` or `gbm` fit: the product
+    serves gradient boosting's probabilities, and the language model's evaluation beside them).
 
     >>> fit = {"confidence": "temperature", "temperature": 2.0, "grade_from": "greedy", "cutpoints": [1.5]}
     >>> d = decide([0.8, 0.2], 1, fit, [1, 2])
@@ -291,16 +293,22 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     >>> pool = {"confidence": "pooled", "pool": [1.0, 1.0], "grade_from": "likeliest"}
     >>> decide([0.6, 0.4], 1, pool, [1, 2], gbm=[0.1, 0.9])["grade"]
     2
+    >>> gbm = {"confidence": "gbm", "temperature": 1.0, "grade_from": "likeliest"}
+    >>> decide([0.9, 0.1], 1, gbm, [1, 2], [0.3, 0.7])["grade"]
+    2
     """
     if probs is None:
         return {"grade": written, "probs": None, "expected_grade": None, "confidence": None}
     p = np.asarray(probs, dtype=float)[None, :]
-    if fit.get("confidence") == "temperature":
+    kind = fit.get("confidence")
+    if kind in ("pooled", "gbm") and gbm is None:
+        raise ValueError(f"a {kind} calibration needs the statistical estimate's probabilities (stage evidence)")
+    if kind == "temperature":
         p = temperature_probs(p, fit["temperature"])
-    elif fit.get("confidence") == "pooled":
-        if gbm is None:
-            raise ValueError("a pooled calibration needs the statistical estimate's probabilities (stage evidence)")
+    elif kind == "pooled":
         p = pooled(p, [gbm], *fit["pool"])
+    elif kind == "gbm":
+        p = temperature_probs([gbm], fit.get("temperature", 1.0))
     expected = float(expected_grade(p, grades)[0])
     grade = written
     if fit.get("grade_from") == "expected" and fit.get("cutpoints"):
@@ -315,78 +323,180 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     }
 
 
+# What the product can serve (`calibrate.serve`): the language model's own belief, gradient
+# boosting's probabilities, or the two pooled (a stack). Each with its decision rule.
+SOURCES = ("lm", "gbm", "stack")
+KIND = {"lm": "temperature", "gbm": "gbm", "stack": "pooled"}  # `decide`'s name for each
+
+
+def weights(fit: dict[str, Any]) -> dict[str, float]:
+    """How much of a fit's belief is the language model's and how much gradient boosting's: the
+    pooling exponents' shares (1/0 for the language model alone, 0/1 for gradient boosting).
+
+    >>> weights({"confidence": "pooled", "pool": [0.2, 0.6]})
+    {'language_model': 0.25, 'gradient_boosting': 0.75}
+    >>> weights({"confidence": "temperature"})
+    {'language_model': 1.0, 'gradient_boosting': 0.0}
+    """
+    kind = fit.get("confidence")
+    if kind == "pooled":
+        a, b = fit["pool"]
+        return {"language_model": round(a / (a + b), 4), "gradient_boosting": round(b / (a + b), 4)}
+    share = 0.0 if kind == "gbm" else 1.0
+    return {"language_model": share, "gradient_boosting": round(1.0 - share, 4)}
+
+
+def contradicted(grades_served, probs, grades: list[int]) -> float:
+    """The share of answered funds whose served grade is not the likeliest under the probabilities
+    served beside it: a grade the reader sees contradicted (an expected-grade rule can do this).
+
+    >>> contradicted([1, 2, None], [[0.6, 0.4], [0.7, 0.3], None], [1, 2])
+    0.5
+    """
+    seen = [(g, p) for g, p in zip(grades_served, probs) if g is not None and p is not None]
+    if not seen:
+        return 0.0
+    return round(float(np.mean([p[grades.index(int(g))] < max(p) - 1e-9 for g, p in seen])), 4)
+
+
+def fit_option(source, method, grade_from, expert, written, lm, gbm, grades, rows) -> dict[str, Any]:
+    """One option's fit on the funds `rows` (indices): the belief's transform by log-likelihood
+    (a temperature; for a stack the pooling exponents) and, for the expected grade, its cut-points."""
+    fit: dict[str, Any] = {"serves": source, "method": method, "confidence": KIND[source], "temperature": 1.0}
+    index = [grades.index(int(expert[i])) for i in rows]
+    if source == "lm":
+        fit["temperature"] = fit_temperature([lm[i] for i in rows], index)
+    elif source == "gbm":
+        fit["temperature"] = fit_temperature([gbm[i] for i in rows], index)
+    else:
+        fit["pool"] = list(fit_pool([lm[i] for i in rows], [gbm[i] for i in rows], index))
+    fit["grade_from"] = grade_from
+    fit["cutpoints"] = None
+    if grade_from == "expected":
+        if source == "gbm":  # its probabilities exist where the language model gave no answer too
+            probs = temperature_probs([gbm[i] for i in rows], fit["temperature"])
+        else:
+            probs = [decide(lm[i], written[i], fit, grades, gbm[i] if gbm else None)["probs"] for i in rows]
+        fit["cutpoints"] = fit_cutpoints(expected_grade(probs, grades), [expert[i] for i in rows], grades)
+    return fit
+
+
+def folds_of(groups: list[str], k: int) -> list[int]:
+    """A fold for each fund from a hash of its group (fund id): share classes of one fund together.
+
+    >>> folds_of(["a", "b", "a"], 5)[0] == folds_of(["a", "b", "a"], 5)[2]
+    True
+    """
+    return [int(hashlib.sha1(str(g).encode()).hexdigest(), 16) % k for g in groups]
+
+
 def fit_choice(
     expert,
     written,
     beliefs: dict[str, list],
     grades: list[int],
-    confidence: str = "auto",
-    grade_from: str = "expected",
+    serve: str = "auto",
+    grade_from: str = "auto",
     bins: int = 10,
     gbm: list | None = None,
+    groups: list[str] | None = None,
+    folds: int = 5,
+    contradiction_cost: float = 0.1,
 ) -> dict[str, Any]:
-    """Fit the product's belief on validation. For each belief method (its raw probabilities per
-    fund, None for an invalid answer): the probabilities as read (`token`), temperature-scaled
-    (`temperature`, by log-likelihood), and, given the statistical estimate's probabilities `gbm`,
-    pooled with them (`pooled`, exponents by log-likelihood). With `confidence` "auto" the option
-    with the lowest validation Brier score is used (a proper score: it rewards being right and
-    saying how sure; ECE on a few hundred funds is noisy), else the named kind with the first
-    method. Cut-points for the expected grade are fitted on the chosen probabilities. Returns the
-    fit with every option's validation figures (under `grade_from`).
+    """Choose on validation what the product serves and how it decides a grade. Options: each
+    source (`SOURCES`: the language model's belief read by each method in `beliefs`, gradient
+    boosting's probabilities `gbm`, or the two pooled) with each decision rule (`GRADE_FROM`: the
+    written grade, the likeliest, the expected grade cut at fitted points). Each option is scored by
+    cross-validation over the validation funds (`folds` by fund, `groups`): its transform and
+    cut-points fitted on the other folds, so a rule with more fitted parts gains no in-sample edge.
+    The chosen option maximises QWK - `contradiction_cost` x the share of grades the served
+    probabilities contradict (`contradicted`), among those `serve` and `grade_from` allow ("auto":
+    all); it and the best option of each source (`by_source`, what the backtest reports apart) are
+    then refitted on every validation fund. An invalid answer (None) keeps no grade under any option.
 
-    >>> sure = {"score": [[0.99, 0.01], [0.01, 0.99], [0.99, 0.01], [0.99, 0.01]]}
-    >>> fit = fit_choice([1, 2, 2, 1], [1, 2, 1, 1], sure, [1, 2])
-    >>> fit["method"], fit["confidence"], fit["temperature"] > 1
-    ('score', 'temperature', True)
+    >>> sure = {"score": [[0.99, 0.01], [0.01, 0.99], [0.99, 0.01], [0.99, 0.01]] * 3}
+    >>> fit = fit_choice([1, 2, 2, 1] * 3, [1, 2, 1, 1] * 3, sure, [1, 2], grade_from="likeliest", folds=2)
+    >>> fit["serves"], fit["method"], fit["confidence"], fit["temperature"] > 1
+    ('lm', 'score', 'temperature', True)
     """
-    if confidence not in CONFIDENCES or grade_from not in GRADE_FROM:
+    if serve not in ("auto", *SOURCES) or grade_from not in ("auto", *GRADE_FROM):
         raise ValueError(
-            f"calibrate: confidence {confidence!r} / grade_from {grade_from!r} not among {CONFIDENCES} / {GRADE_FROM}"
+            f"calibrate: serve {serve!r} / grade_from {grade_from!r} not among {('auto', *SOURCES)} / "
+            f"{('auto', *GRADE_FROM)}"
         )
-    options: dict[str, dict] = {}
+    n = len(expert)
+    groups = list(groups) if groups is not None else [str(i) for i in range(n)]
+    fold = folds_of(groups, max(2, folds))
+    candidates = []
     for method, rows in beliefs.items():
-        seen = [i for i, r in enumerate(rows) if r is not None and written[i] is not None]
-        if not seen:
-            continue
-        probs = np.asarray([rows[i] for i in seen], dtype=float)
-        index = [grades.index(int(expert[i])) for i in seen]
-        kinds = [("token", {"temperature": 1.0}), ("temperature", {"temperature": fit_temperature(probs, index)})]
-        if gbm is not None:
-            kinds.append(("pooled", {"temperature": 1.0, "pool": list(fit_pool(probs, [gbm[i] for i in seen], index))}))
-        for kind, extra in kinds:
-            fit = {"method": method, "confidence": kind, **extra, "grade_from": grade_from}
-            decided = [
-                decide(rows[i], written[i], fit, grades, gbm[i] if gbm is not None else None) for i in range(len(rows))
-            ]
-            options[f"{method}/{kind}"] = {
-                **fit,
-                **{k: v for k, v in zip(("exact", "qwk"), _agreement(expert, [d["grade"] for d in decided], grades))},
-                **summary(
-                    expert,
-                    [d["grade"] for d in decided],
-                    [d["probs"] for d in decided],
-                    [d["confidence"] or 0.0 for d in decided],
-                    grades,
-                    bins,
-                ),
-            }
-    if not options:
+        if any(r is not None and written[i] is not None for i, r in enumerate(rows)):
+            candidates += [("lm", method)] + ([("stack", method)] if gbm is not None else [])
+    if gbm is not None:  # served beside the language model's evaluation: a grade where it answered
+        candidates.append(("gbm", candidates[0][1] if candidates else next(iter(beliefs), "score")))
+    if not candidates:
         raise ValueError("no valid answer with readable grade probabilities to calibrate on")
-    if confidence == "auto":
-        key = min(options, key=lambda k: (options[k]["brier"], options[k]["ece"]))
-    else:
-        key = next((k for k in options if k.endswith("/" + confidence)), None)
-        if key is None:
-            raise ValueError(f"calibrate.confidence {confidence!r}: no such option here (options: {sorted(options)})")
-    chosen = {k: options[key][k] for k in ("method", "confidence", "temperature", "pool") if k in options[key]}
-    rows = beliefs[chosen["method"]]
-    probs = [
-        decide(r, w, {**chosen, "grade_from": "greedy"}, grades, gbm[i] if gbm is not None else None)["probs"]
-        for i, (r, w) in enumerate(zip(rows, written))
+    options: dict[str, dict] = {}
+    for source, method in candidates:
+        lm = beliefs.get(method, [None] * n)
+        # the funds a source's fit learns from: gradient boosting's probabilities exist for every fund
+        seen = (
+            list(range(n)) if source == "gbm" else [i for i in range(n) if lm[i] is not None and written[i] is not None]
+        )
+        for way in GRADE_FROM:
+            if way == "greedy" and source == "gbm":
+                continue  # the language model's written grade is not gradient boosting's
+            predicted: list = [None] * n
+            probs: list = [None] * n
+            for k in sorted(set(fold)):
+                train = [i for i in seen if fold[i] != k]
+                held = [i for i in range(n) if fold[i] == k]
+                if len(train) < 2 or not held:
+                    continue
+                fit = fit_option(source, method, way, expert, written, lm, gbm, grades, train)
+                for i in held:
+                    d = decide(lm[i], written[i], fit, grades, gbm[i] if gbm is not None else None)
+                    predicted[i], probs[i] = d["grade"], d["probs"]
+            exact, qwk = _agreement(expert, predicted, grades)
+            conf = [
+                p[grades.index(int(g))] if p is not None and g is not None else 0.0 for g, p in zip(predicted, probs)
+            ]
+            against = contradicted(predicted, probs, grades)
+            options[f"{source}/{method}/{way}"] = {
+                "serves": source, "method": method, "grade_from": way, "exact": exact, "qwk": qwk,
+                "contradicted": against, "objective": round(qwk - contradiction_cost * against, 4),
+                **summary(expert, predicted, probs, conf, grades, bins),
+            }  # fmt: skip
+
+    def best(keys):  # on a tie, the option with fewer fitted parts (no pooling, no cut-points), then Brier
+        parts = {k: (options[k]["serves"] == "stack") + (options[k]["grade_from"] == "expected") for k in keys}
+        return max(keys, key=lambda k: (options[k]["objective"], -parts[k], -options[k]["brier"]))
+
+    allowed = [
+        k for k, o in options.items() if serve in ("auto", o["serves"]) and grade_from in ("auto", o["grade_from"])
     ]
-    seen = [i for i, p in enumerate(probs) if p is not None]
-    cutpoints = fit_cutpoints(expected_grade([probs[i] for i in seen], grades), [expert[i] for i in seen], grades)
-    return {**chosen, "grade_from": grade_from, "cutpoints": cutpoints, "chosen": key, "options": options}
+    if not allowed:
+        raise ValueError(
+            f"calibrate: no option with serve {serve!r} and grade_from {grade_from!r} (options: {sorted(options)})"
+        )
+    everyone = [i for i in range(n) if written[i] is not None]
+
+    def refit(key: str) -> dict[str, Any]:
+        o = options[key]
+        lm = beliefs.get(o["method"], [None] * n)
+        seen = list(range(n)) if o["serves"] == "gbm" else [i for i in everyone if lm[i] is not None]
+        fit = fit_option(o["serves"], o["method"], o["grade_from"], expert, written, lm, gbm, grades, seen)
+        return {**fit, "chosen": key, "weights": weights(fit)}
+
+    key = best(allowed)
+    by_source = {
+        s: refit(best([k for k in options if options[k]["serves"] == s]))
+        for s in SOURCES
+        if any(options[k]["serves"] == s for k in options)
+    }
+    return {
+        **refit(key), "options": options, "by_source": by_source,
+        "folds": folds, "contradiction_cost": contradiction_cost,
+    }  # fmt: skip
 
 
 def _agreement(expert, predicted, grades: list[int]) -> tuple[float, float]:

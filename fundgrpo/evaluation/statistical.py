@@ -170,10 +170,9 @@ def estimate(
         "chosen": fitted.chosen,
         "features": list(X.columns),
     }
-    for name, mask in (("out_of_fold", seen), ("test", split == "test")):
-        if mask.any():
-            found = grade_metrics(y[mask].astype(int).tolist(), out.loc[mask, "gbm_grade"].tolist(), grades)
-            summary[name] = {k: round(v, 4) for k, v in found.items()}
+    if seen.any():  # out of fold on training and validation funds; the test funds are the backtest's to read
+        found = grade_metrics(y[seen].astype(int).tolist(), out.loc[seen, "gbm_grade"].tolist(), grades)
+        summary["out_of_fold"] = {k: round(v, 4) for k, v in found.items()}
     # no wall time in the summary: it is written beside the estimates, and equal inputs must give
     # byte-equal outputs (a timing would make DVC rerun every stage after this one for nothing)
     estimator = Estimator(fitted, tuple(baseline.features), baseline.category)

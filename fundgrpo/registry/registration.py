@@ -8,6 +8,7 @@ half-registered; the `champion` alias moves only when the gate says so.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from dataclasses import replace
@@ -15,6 +16,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from fundgrpo.cli import StageError
+from fundgrpo.evaluation import contest
 from fundgrpo.evaluation.backtesting import evaluate_model
 from fundgrpo.params import Params, to_dict
 from fundgrpo.registry import mlflow_registry
@@ -49,7 +51,8 @@ def serving_fit(fit: dict) -> dict:
     ...              "cutpoints": [1.5], "options": {}})
     {'method': 'score', 'confidence': 'token', 'temperature': 1.0, 'grade_from': 'greedy', 'cutpoints': [1.5]}
     """
-    return {k: fit[k] for k in ("method", "confidence", "temperature", "pool", "grade_from", "cutpoints") if k in fit}
+    keys = ("serves", "method", "confidence", "temperature", "pool", "grade_from", "cutpoints", "chosen", "weights")
+    return {k: fit[k] for k in keys if k in fit}
 
 
 def dvc_experiment() -> dict[str, str]:
@@ -85,10 +88,37 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
         return found, name
     with tempfile.TemporaryDirectory() as tmp:
         folder = mlflow_registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
+        # scored as serving answers with it: its own registered fit and decision rule, as the candidate's
+        beside = folder / mlflow_registry.CALIBRATION_FILE
+        fit = json.loads(beside.read_text(encoding="utf-8")) if beside.exists() else None
         metrics, _ = evaluate_model(
-            folder, rows, rubric, schema, params.backtest.max_new_tokens, params.backtest.batch_size, desc=name
-        )
-    return metrics, f"{name} (re-evaluated on this test set)"
+            folder, rows, rubric, schema, params.backtest.max_new_tokens, params.backtest.batch_size, name,
+            tuple(contest.methods_needed({"fit": fit})) if fit else (), fit,
+        )  # fmt: skip
+    return metrics, f"{name} (re-evaluated on this test set with its own fit)"
+
+
+def baselines(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict) -> list[tuple]:
+    """(metrics, name) of each baseline `register.gate.against` names, in order: the champion (the
+    rule scorer where there is none), the rule scorer, gradient boosting with its validation-chosen
+    rule (the backtest's `gbm_rule`: the firm's best alternative without a language model)."""
+    found = []
+    for against in params.register.gate.against:
+        if against == "champion":
+            found.append(
+                champion_baseline(client, params, backtest, rows, rubric, schema)
+                or (backtest["models"]["rule"], "rule scorer")
+            )
+        elif against == "rule":
+            found.append((backtest["models"]["rule"], "rule scorer"))
+        elif "gbm_rule" in backtest["models"]:
+            found.append((backtest["models"]["gbm_rule"], "gradient boosting with its validation-chosen rule"))
+        else:
+            raise StageError(
+                "register.gate.against names gbm_rule, but the backtest has no gbm_rule block "
+                "(it needs gradient boosting's probabilities: stage evidence, and a calibrate fit); rerun `dvc repro`"
+            )
+    return found
 
 
 def register(
@@ -165,10 +195,15 @@ def gate_and_register(
     import mlflow
 
     name = params.register.model_name
-    baseline = champion_baseline(client, params, backtest, rows, rubric, schema)
-    if baseline is None:
-        baseline = (backtest["models"]["rule"], "rule scorer")
-    decision = mlflow_registry.decide(backtest["models"]["grpo"], baseline[0], baseline[1], params.register.gate)
+    decisions = [
+        mlflow_registry.decide(backtest["models"]["grpo"], metrics, who, params.register.gate)
+        for metrics, who in baselines(client, params, backtest, rows, rubric, schema)
+    ]
+    # the first baseline not beaten decides; when every one is beaten, the strongest is the one named
+    failed = [d for d in decisions if not d.promote]
+    decision = failed[0] if failed else max(decisions, key=lambda d: d.baseline)
+    if not failed and len(decisions) > 1:
+        decision = replace(decision, reason="; ".join(d.reason for d in decisions))
     gate_passed = decision.promote
     if gate_passed and not params.register.promote:
         decision = replace(

@@ -1,5 +1,5 @@
 """Stage baseline: the rule scorer and the evidence stage's gradient-boosting grades on prepare's
-test split, and the backtest's "gbm" block."""
+validation split, and the backtest's "gbm" block (on the test split)."""
 
 from __future__ import annotations
 
@@ -58,8 +58,8 @@ def test_the_gbm_block_is_the_evidence_stages_test_estimates():
         {"expert_grade": int(df.set_index("share_class_id").loc[i, "expert_grade"]), "gbm_grade": int(g)}
         for i, g in zip(test["share_class_id"], test["gbm_grade"])
     ]
-    metrics = gbm_metrics(rows, summary, FAST, [1, 2, 3, 4, 5])
-    assert metrics["n_test"] == len(rows) and metrics["n_train"] == summary["train_rows"]
+    metrics = gbm_metrics(rows, summary, FAST, [1, 2, 3, 4, 5], "test")
+    assert metrics["n"] == len(rows) and metrics["n_train"] == summary["train_rows"]
     assert {"exact", "within_one", "qwk", "spearman", "chosen", "features"} <= set(metrics)
     assert metrics["exact"] > 0.4 and metrics["within_one"] > 0.8
     assert not {
@@ -73,8 +73,10 @@ def test_the_gbm_block_is_the_evidence_stages_test_estimates():
 
 
 def test_records_without_an_estimate_are_named():
-    with pytest.raises(BaselineError, match="1 test record.*rerun prepare"):
-        gbm_metrics([{"expert_grade": 3}], {"train_rows": 1, "features": [], "chosen": {}}, FAST, [1, 2, 3])
+    with pytest.raises(BaselineError, match="1 validation record.*rerun prepare"):
+        gbm_metrics(
+            [{"expert_grade": 3}], {"train_rows": 1, "features": [], "chosen": {}}, FAST, [1, 2, 3], "validation"
+        )
 
 
 def test_backtest_reports_a_gbm_block_and_refuses_stale_records():
@@ -106,9 +108,9 @@ def test_main_writes_the_rule_and_gbm_figures(tmp_path):
     table, estimator, summary = statistical.estimate(df, FAST, EvidenceParams(), PrepareParams(), [1, 2, 3, 4, 5])
     statistical.write(tmp_path / "ev", table, estimator, summary)
     by_id = df.set_index("share_class_id")
-    test = table[table["split"] == "test"]
-    # the rule scorer is right on every test fund but the first, which it puts a grade off
-    test_rows = [
+    held = table[table["split"] == "validation"]  # the stage reads validation; the test split is the backtest's
+    # the rule scorer is right on every validation fund but the first, which it puts a grade off
+    rows = [
         {
             "share_class_id": i,
             "expert_grade": int(by_id.loc[i, "expert_grade"]),
@@ -117,9 +119,9 @@ def test_main_writes_the_rule_and_gbm_figures(tmp_path):
             "rule_score": float(by_id.loc[i, "expert_score"]),
             "gbm_grade": int(g),
         }
-        for n, (i, g) in enumerate(zip(test["share_class_id"], test["gbm_grade"]))
+        for n, (i, g) in enumerate(zip(held["share_class_id"], held["gbm_grade"]))
     ]
-    io.write_jsonl(test_rows, tmp_path / "prepared/test.jsonl")
+    io.write_jsonl(rows, tmp_path / "prepared/validation.jsonl")
     io.write_json(RUBRIC, tmp_path / "schema/rubric.json")
     (tmp_path / "params.yaml").write_text(
         "prepare: {out_dir: prepared}\nmethodology: {out_dir: schema}\nevidence: {out_dir: ev}\n"
@@ -133,6 +135,6 @@ def test_main_writes_the_rule_and_gbm_figures(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "baseline gbm:" in done.stdout and "baseline rule:" in done.stdout
     written = json.loads((tmp_path / "out/baseline.json").read_text())
-    assert written["n_test"] == len(test_rows)
-    assert written["rule"]["exact"] == round(1 - 1 / len(test_rows), 4)  # the rule-only evaluation
-    assert written["exact"] == round(float(np.mean([r["gbm_grade"] == r["expert_grade"] for r in test_rows])), 4)
+    assert written["n"] == len(rows) and written["split"] == "validation"
+    assert written["rule"]["exact"] == round(1 - 1 / len(rows), 4)  # the rule-only evaluation
+    assert written["exact"] == round(float(np.mean([r["gbm_grade"] == r["expert_grade"] for r in rows])), 4)

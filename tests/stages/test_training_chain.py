@@ -378,6 +378,18 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     assert int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     assert int(client.get_model_version_by_alias(reg.model_name, "challenger").version) == d3["version"]
 
+    # 3b. the champion re-scored on another test set answers with its own registered fit and decision
+    #     rule, as serving does: the same model scored the same way as a candidate ties with it
+    from fundgrpo.evaluation.backtesting import evaluate_model
+    from fundgrpo.registry.registration import champion_baseline
+
+    elsewhere = dict(candidate(0.8), test_fingerprint="elsewhere")
+    found, name = champion_baseline(client, params, elsewhere, rows, rubric, schema)
+    assert name == f"champion v{d2['version']} (re-evaluated on this test set with its own fit)"
+    assert found["trust"]["chosen"] == "score/temperature"  # the registered fit was applied
+    same, _ = evaluate_model(policy[0], rows, rubric, schema, 24, 32, "candidate", ("score",), fit)
+    assert {k: found[k] for k in ("exact", "qwk", "valid_json")} == {k: same[k] for k in ("exact", "qwk", "valid_json")}
+
     # 4. another test set: the champion is re-evaluated on this one, from the registry
     other = candidate(0.9)
     other["test_fingerprint"] = "different"
@@ -398,6 +410,17 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
         and "register.promote is false" in d5["reason"]
     )
     assert client.get_model_version_by_alias(reg.model_name, "champion").version == champion
+
+    # 6. a gate against gradient boosting with its validation-chosen rule too: beating the champion
+    #    is not enough; the record names the baseline that decided
+    firm = replace(params, register=replace(reg, gate=replace(reg.gate, against=("champion", "gbm_rule"))))
+    strong = dict(candidate(0.99), test_fingerprint="different")
+    strong["models"]["gbm_rule"] = {"qwk": 0.995, "valid_json": 1.0}
+    d6 = register(firm, strong, train, [], rows, rubric, schema, [])
+    assert not d6["promoted"] and d6["baseline_name"] == "gradient boosting with its validation-chosen rule"
+    strong["models"]["gbm_rule"]["qwk"] = 0.9
+    d7 = register(firm, strong, train, [], rows, rubric, schema, [])
+    assert d7["promoted"] and "gradient boosting" in d7["reason"] and "champion" in d7["reason"]
     run = client.get_run(d5["run_id"])
     assert (
         run.info.run_name == "wooly-bear"

@@ -89,6 +89,17 @@ class Label(Answer):
     decision_id: Optional[int] = None
 
 
+class ServedFrom(Answer):
+    serves: Literal["lm", "gbm", "stack"] = Field(
+        ...,
+        description="whose probabilities the grade comes from, chosen on validation (calibrate stage): the language "
+        "model's own (lm), gradient boosting's (gbm) or the two pooled (stack)",
+    )
+    weights: dict[str, float] = Field(..., description="shares of the belief: language_model, gradient_boosting")
+    written_grade: Optional[int] = Field(None, description="the grade the language model wrote in its evaluation")
+    rule: Optional[str] = Field(None, description="the validation-chosen option: source/belief/decision rule")
+
+
 class Evaluation(Answer):
     share_class_id: str
     fund_id: str
@@ -105,6 +116,9 @@ class Evaluation(Answer):
     probabilities: Optional[Grades] = None
     expected_grade: Optional[float] = None
     confidence: Optional[float] = Field(None, description="the probability of the served grade")
+    served_from: Optional[ServedFrom] = Field(
+        None, description="what the served grade is: a client can see when it is mostly gradient boosting's"
+    )
     flags: list[str]
     evidence: Evidence
     rule_grade: Optional[int] = None

@@ -106,6 +106,15 @@ LABELS: dict[str, dict[str, str]] = {
         "why_grade": "Why this grade",
         "accuracy": "Share graded as the expert did",
         "n_tested": "{n} test share classes",
+        "served_title": "What the served grade is",
+        "same_as_gbm": "same grade as GBM",
+        "serves_lm": "the model's own probabilities",
+        "serves_gbm": "the statistical model's probabilities (the model writes the evaluation)",
+        "serves_stack": "the model's probabilities pooled with the statistical model's",
+        "served_line": "Serves {what}: model {lm:.0%}, statistical model {gbm:.0%} of the belief; chosen on the "
+        "validation funds (`{rule}`).",
+        "served_test": "On the test funds the served grade equals the statistical model's (with its own rule) on "
+        "{same:.0%}; it departs on {n}: right on {right}, the statistical model right on {gbm_right}.",
         "choose": "Choose",
         "invalid": "invalid answer",
         "misstated": "misstated",
@@ -239,6 +248,14 @@ LABELS: dict[str, dict[str, str]] = {
         "why_grade": "이 등급인 이유",
         "accuracy": "전문가와 같은 등급 비율",
         "n_tested": "테스트 클래스 {n}개",
+        "served_title": "제공되는 등급의 출처",
+        "same_as_gbm": "GBM과 같은 등급 비율",
+        "serves_lm": "모델 자체의 확률",
+        "serves_gbm": "통계 모델의 확률 (평가문은 모델이 작성)",
+        "serves_stack": "모델의 확률과 통계 모델의 확률을 결합한 것",
+        "served_line": "제공: {what}. 믿음의 비중은 모델 {lm:.0%}, 통계 모델 {gbm:.0%}; 검증 펀드로 선택 (`{rule}`).",
+        "served_test": "테스트 펀드에서 제공 등급이 통계 모델(자체 규칙) 등급과 같은 비율 {same:.0%}; 다른 {n}건 중 "
+        "모델이 맞힌 것 {right}건, 통계 모델이 맞힌 것 {gbm_right}건.",
         "choose": "선택하세요",
         "invalid": "무효 답변",
         "misstated": "잘못 기술된 기준",
@@ -276,6 +293,10 @@ EVALUATORS = {
         "base": "Untrained base model",
         "rule": "Methodology (rule scorer)",
         "gbm": "Statistical model (GBM)",
+        "gbm_rule": "Statistical model, validation-chosen rule (GBM)",
+        "grpo_alone": "Model alone, its own probabilities (GRPO)",
+        "grpo_stack": "Model pooled with the statistical model (stack)",
+        "sft_served": "Model before reinforcement learning, validation-chosen rule (SFT)",
     },
     "ko": {
         "grpo": "모델 (GRPO)",
@@ -283,6 +304,10 @@ EVALUATORS = {
         "base": "학습 전 기본 모델",
         "rule": "방법론 (규칙 채점)",
         "gbm": "통계 모델 (GBM)",
+        "gbm_rule": "통계 모델, 검증 세트로 고른 규칙 (GBM)",
+        "grpo_alone": "모델 단독, 자체 확률 (GRPO)",
+        "grpo_stack": "모델과 통계 모델의 결합 (stack)",
+        "sft_served": "강화학습 전 모델, 검증 세트로 고른 규칙 (SFT)",
     },
 }
 

@@ -369,6 +369,7 @@ def backtest_page() -> None:
     st.write(T["n_tested"].format(n=FIG.backtest["n_funds"]))
     st.dataframe(dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
     st.caption(T["legend"])
+    served_section(FIG.fit, FIG.backtest["models"].get("grpo", {}).get("served"))
     st.subheader(T["confusion"])
     names = [n for n in ("grpo", "gbm", "rule", "sft") if n in FIG.backtest["models"]]
     for col, name in zip(st.columns(len(names)), names):
@@ -391,6 +392,22 @@ def backtest_page() -> None:
             st.write(T["none"])
 
 
+def served_section(fit: dict, served: dict | None) -> None:
+    """What the served grade is (the calibration fit's choice and weights) and, from the backtest,
+    how often it is gradient boosting's and who was right where it departs."""
+    if not fit.get("serves") and not served:
+        return  # a version registered before the choice was logged
+    st.subheader(T["served_title"])
+    w = fit.get("weights") or (served or {}).get("weights") or {}
+    what = T.get(f"serves_{fit.get('serves') or (served or {}).get('serves')}", "?")
+    st.write(T["served_line"].format(what=what, lm=w.get("language_model", 1.0), gbm=w.get("gradient_boosting", 0.0),
+                                     rule=fit.get("chosen") or (served or {}).get("chosen")))  # fmt: skip
+    if served and served.get("equal_to_gbm_rule") is not None:
+        d = served["departures"]
+        st.write(T["served_test"].format(same=served["equal_to_gbm_rule"], n=d["n"], right=d["right"],
+                                         gbm_right=d["gbm_right"]))  # fmt: skip
+
+
 def models_page() -> None:
     st.title(T["models"])
     found = versions()
@@ -406,6 +423,7 @@ def models_page() -> None:
                 T["gate"]: v["passed"],
                 "qwk": v["metrics"].get("grpo.qwk"),
                 "exact": v["metrics"].get("grpo.exact"),
+                T["same_as_gbm"]: v["metrics"].get("grpo.served.equal_to_gbm_rule"),
                 T["reason"]: v["reason"],
             }
             for v in found

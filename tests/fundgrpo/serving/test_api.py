@@ -106,6 +106,10 @@ def test_evaluate_store_and_read_back(setup):
             assert e["evidence"]["gbm_grade"] in range(1, 6) and e["evidence"]["peers"] > 1
             assert e["evidence"]["in_prompt"] == {"rule": True, "gbm": False}  # the defaults: show_rule, no estimate
         schemas.Evaluations.model_validate(body)  # every field /docs shows, and no other
+        fit = json.loads((root / "models/calibration.json").read_text())  # what the product serves, said
+        for e in body["evaluations"]:
+            said = e["served_from"]
+            assert (said["serves"], said["weights"], said["rule"]) == (fit["serves"], fit["weights"], fit["chosen"])
         for e in body["evaluations"]:  # a grade its probabilities do not put first says why in words
             top = max(e["probabilities"], key=e["probabilities"].get) if e["valid"] else None
             assert (e["grade_note"] is not None) == (e["valid"] and e["probabilities"][top] > e["confidence"] + 1e-9)

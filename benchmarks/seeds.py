@@ -1,0 +1,304 @@
+"""The contest over seeds: one profile trained with several SFT and GRPO seeds (the data split and
+the base model fixed), every evaluator measured the same way, each figure as the mean and range
+over seeds, each difference with an interval that resamples both funds and seeds.
+
+    # 1. runs: a fresh copy per seed, `dvc repro`, kept (each prints "running in DIR")
+    python benchmarks/pipeline.py --seed 1 --keep                                  # embedded default
+    python benchmarks/pipeline.py --seed 1 --profile morningstar evidence --keep   # Morningstar
+    # 2. each run's per-fund figures into benchmarks/results/seeds/<dataset>/seed-<n>/ (small, committed);
+    #    --recompute first reruns its calibrate and backtest stages with this checkout's code (a run
+    #    trained before them changed: training is the same code)
+    python benchmarks/seeds.py collect DIR --dataset morningstar [--recompute]
+    # 3. the page, from every collected run
+    python benchmarks/seeds.py report
+
+Evaluators (the backtest's names): `grpo` is the served evaluator (the calibrate stage's choice on
+validation), `grpo_alone` the language model's own belief with its best rule, `grpo_written` the
+grade it wrote, `grpo_stack` the stack, `gbm_rule` gradient boosting with its best rule, `gbm`
+gradient boosting's likeliest grade, `sft` / `sft_served` the SFT start as written / under its own
+choice, `rule` the methodology's scorer. Every rule was chosen on the validation funds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from fundgrpo import profiles
+from fundgrpo.evaluation.agreement import one_metric
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results" / "seeds"
+PAGE = HERE / "seeds.md"
+ROWS = {
+    "grpo": "served (GRPO, validation-chosen)",
+    "grpo_alone": "language model alone, its own belief (GRPO)",
+    "grpo_written": "language model alone, its written grade (GRPO)",
+    "grpo_stack": "stack: language model pooled with gradient boosting (GRPO)",
+    "gbm_rule": "gradient boosting, validation-chosen rule",
+    "gbm": "gradient boosting, likeliest grade",
+    "sft_served": "served (SFT start, validation-chosen)",
+    "sft": "SFT start, its written grade",
+    "rule": "rule scorer (the methodology)",
+}
+# (A, B, label): each difference reported with its interval over funds and seeds
+DIFFERENCES = (
+    ("grpo", "gbm_rule", "served − gradient boosting with the rule"),
+    ("grpo_alone", "gbm_rule", "language model alone − gradient boosting with the rule"),
+    ("grpo_stack", "gbm_rule", "stack − gradient boosting with the rule"),
+    ("grpo_written", "sft", "GRPO − SFT, written grades"),
+    ("grpo", "sft_served", "GRPO − SFT, as served"),
+)
+TITLES = {
+    "embedded-default": "Embedded default (synthetic funds, embedded ~1M model)",
+    "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
+}
+
+
+def collect(run: Path, dataset: str, recompute: bool) -> Path:
+    """A kept run's per-fund grades, its calibration choice and its backtest blocks, into RESULTS."""
+    if recompute:
+        for folder in ("fundgrpo", "stages"):
+            shutil.rmtree(run / folder)
+            shutil.copytree(REPO / folder, run / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        # this checkout's params with the run's profiles laid over them (its own file may name old keys)
+        bench = json.loads((run / "bench.json").read_text())
+        names = [*bench["profiles"], *([f"seed-{bench['seed']}"] if bench.get("seed") is not None else [])]
+        data = profiles.merged(names, REPO / "params.yaml", run / "profiles")
+        (run / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        env = {**os.environ, "PYTHONPATH": str(run)}
+        for stage in ("calibrate", "backtest"):  # the stages alone: training is not rerun
+            subprocess.run([sys.executable, "-m", f"stages.{stage}"], cwd=run, env=env, check=True)
+    params = yaml.safe_load((run / "params.yaml").read_text())
+    seed = params["grpo"]["seed"]
+    out = RESULTS / dataset / f"seed-{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    backtest = json.loads((run / "metrics/backtest.json").read_text())
+    fit = json.loads((run / params["calibrate"]["out"]).read_text())
+    bench = json.loads((run / "bench.json").read_text()) if (run / "bench.json").exists() else {}
+    summary = {
+        "seed": seed,
+        "sft_seed": params["sft"]["seed"],
+        "recomputed": recompute,
+        "test_fingerprint": backtest["test_fingerprint"],
+        "n_funds": backtest["n_funds"],
+        "models": {k: {m: v.get(m) for m in ("exact", "qwk", "valid_json")} for k, v in backtest["models"].items()},
+        "served": backtest["models"]["grpo"].get("served"),
+        "chosen": fit.get("chosen"),
+        "sft_chosen": (fit.get("sft") or {}).get("chosen"),
+        "kept": json.loads((run / "metrics/grpo.json").read_text()).get("kept"),
+        "seconds": bench.get("total_seconds"),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with (out / "per_fund.jsonl").open("w") as f:
+        for line in (run / params["backtest"]["report_dir"] / "predictions.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            keep = {k: r[k] for k in r if k.endswith("_grade") and k != "grpo_expected_grade"}
+            f.write(json.dumps({"share_class_id": r["share_class_id"], "fund_id": r["fund_id"], **keep}) + "\n")
+    return out
+
+
+def load(dataset: Path) -> list[dict]:
+    """Each collected seed of a dataset: summary, per-fund grades by evaluator, all on the same funds."""
+    runs = []
+    for folder in sorted(dataset.glob("seed-*")):
+        summary = json.loads((folder / "summary.json").read_text())
+        funds = [json.loads(line) for line in (folder / "per_fund.jsonl").read_text().splitlines()]
+        runs.append({"summary": summary, "funds": funds})
+    prints = {r["summary"]["test_fingerprint"] for r in runs}
+    if len(prints) > 1:
+        raise SystemExit(f"{dataset}: seeds tested on different funds (fingerprints {sorted(prints)}): recollect")
+    return runs
+
+
+def grades_of(run: dict, name: str) -> np.ndarray | None:
+    column = "grpo_written_grade" if name == "grpo_written" else f"{name}_grade"
+    if column not in run["funds"][0]:
+        return None
+    return np.array([r[column] if r[column] is not None else -1 for r in run["funds"]])
+
+
+def figure(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str) -> float:
+    """Exact or QWK with an invalid answer (-1) as the grade farthest from the expert's (a full miss)."""
+    far = np.where(np.abs(y - grades[0]) >= np.abs(y - grades[-1]), grades[0], grades[-1])
+    return one_metric(y, np.where(p < 0, far, p), grades, metric)
+
+
+def over_seeds(runs, a: str, b: str | None, metric: str, grades, n: int = 2000, seed: int = 0) -> dict | None:
+    """Mean over seeds of A's figure (minus B's), its range over seeds, and a 95 % interval from a
+    two-level bootstrap: seeds resampled, and funds resampled by fund (the same draw for every seed,
+    as they are the same funds)."""
+    ys = [np.array([r["expert_grade"] for r in run["funds"]]) for run in runs]
+    pa = [grades_of(run, a) for run in runs]
+    pb = [grades_of(run, b) for run in runs] if b else [None] * len(runs)
+    if any(p is None for p in pa) or (b and any(p is None for p in pb)):
+        return None
+
+    def value(s: int, rows: np.ndarray) -> float:
+        v = figure(ys[s][rows], pa[s][rows], grades, metric)
+        return v - figure(ys[s][rows], pb[s][rows], grades, metric) if b else v
+
+    every = np.arange(len(ys[0]))
+    per_seed = [value(s, every) for s in range(len(runs))]
+    if n == 0:
+        return {"mean": float(np.mean(per_seed)), "min": min(per_seed), "max": max(per_seed)}
+    groups = np.unique([r["fund_id"] for r in runs[0]["funds"]], return_inverse=True)[1]
+    members = [np.flatnonzero(groups == g) for g in range(groups.max() + 1)]
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n):
+        rows = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
+        seeds = rng.integers(0, len(runs), len(runs))
+        draws.append(float(np.mean([value(s, rows) for s in seeds])))
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return {"mean": float(np.mean(per_seed)), "min": min(per_seed), "max": max(per_seed), "lo": lo, "hi": hi}
+
+
+def figures(runs: list[dict]) -> dict:
+    """A dataset's figures over seeds: each evaluator's exact and QWK (mean, range), each difference
+    (mean, interval over funds and seeds), what each seed served."""
+    grades = sorted({r["expert_grade"] for run in runs for r in run["funds"]})
+    out: dict = {
+        "seeds": [run["summary"]["seed"] for run in runs],
+        "n_funds": runs[0]["summary"]["n_funds"],
+        "test_fingerprint": runs[0]["summary"]["test_fingerprint"],
+        "evaluators": {},
+        "differences": {},
+        "served": [run["summary"] for run in runs],
+    }
+    for name in ROWS:
+        found = {m: over_seeds(runs, name, None, m, grades, n=0) for m in ("exact", "qwk")}
+        if found["exact"] is not None:
+            out["evaluators"][name] = found
+    for a, b, _ in DIFFERENCES:
+        found = {m: over_seeds(runs, a, b, m, grades) for m in ("exact", "qwk")}
+        if found["exact"] is not None:
+            out["differences"][f"{a}-{b}"] = found
+    return out
+
+
+def render(dataset: str, f: dict) -> list[str]:
+    lines = [
+        "",
+        f"## {TITLES.get(dataset, dataset)}",
+        "",
+        f"{len(f['seeds'])} seeds ({', '.join(map(str, f['seeds']))}); {f['n_funds']} test share classes "
+        f"(fingerprint `{f['test_fingerprint']}`).",
+        "",
+        "| evaluator | exact | QWK |",
+        "|---|---|---|",
+    ]
+    for name, found in f["evaluators"].items():
+        cells = [f"{x['mean']:.3f} [{x['min']:.3f}, {x['max']:.3f}]" for x in found.values()]
+        lines.append(f"| {ROWS[name]} | {cells[0]} | {cells[1]} |")
+    lines += ["", "| difference | exact | QWK |", "|---|---|---|"]
+    for a, b, label in DIFFERENCES:
+        found = f["differences"].get(f"{a}-{b}")
+        if found:
+            cells = [f"{x['mean']:+.3f} [{x['lo']:+.3f}, {x['hi']:+.3f}]" for x in found.values()]
+            lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    lines += [
+        "",
+        "What each seed served (chosen on validation), and how often its grade was gradient boosting's:",
+        "",
+        "| seed | served | weights: language model / gradient boosting | same grade as gradient boosting "
+        "with the rule | departures: n (served right / gradient boosting right) | SFT served | GRPO kept |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in f["served"]:
+        served = s.get("served") or {}
+        w = served.get("weights") or {}
+        d = served.get("departures") or {}
+        lines.append(
+            f"| {s['seed']} | `{s['chosen']}` | {w.get('language_model', 0):.2f} / "
+            f"{w.get('gradient_boosting', 0):.2f} | {served.get('equal_to_gbm_rule', float('nan')):.3f} | "
+            f"{d.get('n', 0)} ({d.get('right', 0)} / {d.get('gbm_right', 0)}) | `{s.get('sft_chosen')}` | "
+            f"{s.get('kept')} |"
+        )
+    lines += target_lines(f)
+    return lines
+
+
+def target_lines(f: dict) -> list[str]:
+    """The issue's target on the served evaluator against gradient boosting with the same rule, and
+    one plain sentence where the language model adds nothing measurable."""
+    qwk = (f["differences"].get("grpo-gbm_rule") or {}).get("qwk")
+    if qwk is None:
+        return []
+    alone = (f["differences"].get("grpo_alone-gbm_rule") or {}).get("qwk")
+    met = qwk["mean"] > 0 and qwk["lo"] > -0.01
+    line = (
+        "\n**Target** (served − gradient boosting with the rule, QWK mean above 0, interval's lower end "
+        f"above −0.01): {'met' if met else 'not met'}: {qwk['mean']:+.3f} [{qwk['lo']:+.3f}, {qwk['hi']:+.3f}]"
+    )
+    if not met:
+        line += f" (mean short by {max(0.0, -qwk['mean']):.3f}, lower end by {max(0.0, -0.01 - qwk['lo']):.3f})"
+    line += "."
+    if alone:
+        line += f" The language model alone: {alone['mean']:+.3f} [{alone['lo']:+.3f}, {alone['hi']:+.3f}]."
+    out = [line]
+    if qwk["lo"] <= 0:
+        out.append("\n" + plain(qwk))
+    return out
+
+
+def plain(qwk: dict) -> str:
+    return (
+        "In plain words: on these funds the language model adds nothing measurable to gradient boosting's grade "
+        f"given the same decision rule (QWK {qwk['mean']:+.3f}, interval [{qwk['lo']:+.3f}, {qwk['hi']:+.3f}])."
+    )
+
+
+def report() -> tuple[str, dict]:
+    lines = [
+        "# The contest over seeds",
+        "",
+        "Generated by `python benchmarks/seeds.py report` from the runs collected under `benchmarks/results/seeds/`",
+        "(commands in the script's docstring). Each run trains SFT and GRPO with one seed (`sft.seed` = `grpo.seed`);",
+        "the data split, the base model and gradient boosting are the same in every run. Every evaluator that gives",
+        "grade probabilities was given the same decision rules, chosen on the validation funds by cross-validation",
+        "(`calibrate`, `fundgrpo/evaluation/calibration.py`); the test funds were read once, by the backtest.",
+        "Figures: the mean over seeds and [the lowest, the highest seed]. Differences: the mean over seeds and a 95 %",
+        "interval from resampling funds (by fund) and seeds together. An invalid answer is a miss.",
+    ]
+    found = {}
+    for dataset in sorted(p for p in RESULTS.iterdir() if p.is_dir()):
+        runs = load(dataset)
+        if runs:
+            found[dataset.name] = figures(runs)
+            lines += render(dataset.name, found[dataset.name])
+    notes = HERE / "seeds_notes.md"
+    if notes.exists():
+        lines += ["", notes.read_text().rstrip()]
+    return "\n".join(lines) + "\n", found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="a kept run's figures into benchmarks/results/seeds/<dataset>/seed-<n>/")
+    c.add_argument("run", type=Path)
+    c.add_argument("--dataset", required=True)
+    c.add_argument("--recompute", action="store_true", help="rerun calibrate and backtest with this checkout's code")
+    sub.add_parser("report", help="write benchmarks/seeds.md")
+    args = ap.parse_args()
+    if args.command == "collect":
+        print(collect(args.run, args.dataset, args.recompute))
+    else:
+        page, found = report()
+        PAGE.write_text(page)
+        (RESULTS / "summary.json").write_text(json.dumps(found, indent=2) + "\n")  # the README's table reads it
+        print(PAGE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""A fair contest: every evaluator that gives grade probabilities gets the same decision rules,
+chosen on validation, and the served evaluator is reported with its parts apart.
+
+`fit_model` is the calibrate stage's work for one language model (its validation answers, its
+grade probabilities, `calibration.fit_choice`); `parts` applies a fit's best option of each source
+to test predictions (the language model alone, gradient boosting with its rule, the stack);
+`served` says what the served grades are: how often gradient boosting's, and where they depart,
+who was right.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fundgrpo.evaluation import calibration
+from fundgrpo.params import CalibrateParams
+
+# The fit an evaluator gets when nothing could be fitted (no valid answer on validation).
+NO_FIT = {
+    "serves": "lm",
+    "method": "score",
+    "confidence": "token",
+    "temperature": 1.0,
+    "grade_from": "greedy",
+    "cutpoints": None,
+    "weights": {"language_model": 1.0, "gradient_boosting": 0.0},
+}
+# The backtest's names for the parts of a served evaluator (each with its own best rule).
+PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
+
+
+def fit_model(
+    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, max_new_tokens: int, batch_size: int
+) -> tuple[dict[str, Any], list[dict]]:
+    """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
+    with its validation figures; and its predictions there. A model with no valid answer gets
+    `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
+    all is an error (its confidence cannot be read)."""
+    from fundgrpo.evaluation.backtesting import evaluate_model
+
+    found, preds = evaluate_model(
+        path, rows, rubric, schema, max_new_tokens, batch_size, f"calibrate {path}", tuple(c.beliefs)
+    )
+    readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
+    valid = sum(q["valid"] for q in preds)
+    gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
+    groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
+    expert = [r["expert_grade"] for r in rows]
+    if valid == 0:
+        print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
+        fit = {**NO_FIT, "chosen": "none: no valid answer on validation", "options": {}, "by_source": {}}
+        if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
+            alone = calibration.fit_choice(
+                expert, [None] * len(rows), {}, rubric["grades"], "gbm", c.grade_from, c.bins, gbm, groups,
+                c.folds, c.contradiction_cost,
+            )  # fmt: skip
+            fit["by_source"] = alone["by_source"]
+    elif not any(b is not None for column in readable.values() for b in column):
+        raise ValueError(
+            f"calibrate: {path} puts no probability on any grade at its answers' decision points "
+            f"({valid} valid answers on {len(rows)} validation funds; calibrate.beliefs {list(c.beliefs)}): "
+            "its confidence cannot be read"
+        )
+    else:
+        fit = calibration.fit_choice(
+            expert, [q["grade"] for q in preds], readable, rubric["grades"], c.serve, c.grade_from, c.bins, gbm,
+            groups, c.folds, c.contradiction_cost,
+        )  # fmt: skip
+    return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
+
+
+def parts(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> dict[str, list[dict]]:
+    """Each source's best validation-chosen option (`fit["by_source"]`) applied to a model's test
+    predictions (which carry `beliefs`, as `evaluate_model` reads them): "alone" (the language model's
+    own belief), "stack" (pooled with gradient boosting) and "gbm_rule" (gradient boosting's
+    probabilities under its rule, for every fund: it needs no answer).
+
+    >>> fit = {"by_source": {"gbm": {"serves": "gbm", "method": "score", "confidence": "gbm",
+    ...        "temperature": 1.0, "grade_from": "likeliest", "cutpoints": None}}}
+    >>> out = parts([{"gbm_probs": [0.2, 0.8]}], [{"grade": None, "beliefs": {}}], fit, [1, 2])
+    >>> out["gbm_rule"][0]["grade"], out["gbm_rule"][0]["valid"]
+    (2, True)
+    """
+    out: dict[str, list[dict]] = {}
+    for source, part in fit.get("by_source", {}).items():
+        if source == "gbm":  # gradient boosting alone: its probabilities, whatever the model answered
+            alone = {**part, "confidence": "temperature"}
+            decided = [calibration.decide(r["gbm_probs"], None, alone, grades) for r in rows]
+            out[PART_NAMES[source]] = [{**d, "valid": True, "score": None} for d in decided]
+        else:
+            out[PART_NAMES[source]] = applied(rows, preds, part, grades)
+    return out
+
+
+def applied(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> list[dict]:
+    """A model's predictions decided under `fit` from the beliefs read with them (the grade it wrote
+    kept as `written_grade`).
+
+    >>> fit = {"method": "score", "confidence": "token", "grade_from": "likeliest"}
+    >>> applied([{}], [{"grade": 1, "beliefs": {"score": [0.3, 0.7]}}], fit, [1, 2])[0]["grade"]
+    2
+    """
+    out = []
+    for r, p in zip(rows, preds):
+        belief = (p.get("beliefs") or {}).get(fit["method"])
+        written = p.get("written_grade", p["grade"])
+        decided = calibration.decide(belief, written, fit, grades, r.get("gbm_probs"))
+        out.append({**p, "written_grade": written, **decided})
+    return out
+
+
+def methods_needed(fits: dict[str, dict]) -> tuple[str, ...]:
+    """The belief methods the fits (and their parts) read.
+
+    >>> methods_needed({"grpo": {"method": "score", "by_source": {"lm": {"method": "grade"}}}})
+    ('score', 'grade')
+    """
+    found = []
+    for fit in fits.values():
+        for f in (fit, fit.get("sft") or {}):  # the calibrate fit carries the SFT start's under `sft`
+            found += [f.get("method")] + [part.get("method") for part in f.get("by_source", {}).values()]
+    return tuple(dict.fromkeys(m for m in found if m))
+
+
+def served(rows: list[dict], preds: list[dict], gbm_rule: list[dict], fit: dict, grades: list[int]) -> dict:
+    """What the served grades are: the fit's choice and weights, the share equal to gradient
+    boosting's under its own rule, and the departures (funds where they differ): how many, how
+    many the served grade got right and how many gradient boosting did (`precision`: the share of
+    departures that were right); and the share the served probabilities contradict.
+
+    >>> rows = [{"expert_grade": g} for g in (1, 2, 2, 1)]
+    >>> mine = [{"grade": g, "probs": None} for g in (1, 2, 1, 1)]
+    >>> theirs = [{"grade": g} for g in (1, 1, 2, 1)]
+    >>> s = served(rows, mine, theirs, {"serves": "stack", "chosen": "stack/score/expected"}, [1, 2])
+    >>> s["equal_to_gbm_rule"], s["departures"]
+    (0.5, {'n': 2, 'right': 1, 'gbm_right': 1, 'precision': 0.5})
+    """
+    same = [p["grade"] is not None and p["grade"] == q["grade"] for p, q in zip(preds, gbm_rule)]
+    apart = [i for i, s in enumerate(same) if not s and preds[i]["grade"] is not None]
+    right = sum(preds[i]["grade"] == rows[i]["expert_grade"] for i in apart)
+    return {
+        "serves": fit.get("serves", "lm"),
+        "chosen": fit.get("chosen"),
+        "weights": fit.get("weights") or calibration.weights(fit),
+        "equal_to_gbm_rule": round(sum(same) / len(same), 4) if same else None,
+        "departures": {
+            "n": len(apart),
+            "right": int(right),
+            "gbm_right": int(sum(gbm_rule[i]["grade"] == rows[i]["expert_grade"] for i in apart)),
+            "precision": round(right / len(apart), 4) if apart else None,
+        },
+        "contradicted": calibration.contradicted([p["grade"] for p in preds], [p.get("probs") for p in preds], grades),
+    }

@@ -1,0 +1,89 @@
+"""The contest's choice on validation (fundgrpo/evaluation/calibration.py `fit_choice`) and the
+parts of a served evaluator (fundgrpo/evaluation/contest.py), on simulated grade probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fundgrpo.evaluation import calibration, contest
+
+GRADES = [1, 2, 3, 4, 5]
+
+
+def beliefs(expert: np.ndarray, noise: float, rng) -> list[list[float]]:
+    """Grade probabilities centred on the expert's grade moved by noise (0: sure and right)."""
+    centre = expert[:, None] + rng.normal(0, noise, (len(expert), 1))
+    p = np.exp(-((np.arange(1, 6)[None, :] - centre) ** 2))
+    return (p / p.sum(axis=1, keepdims=True)).round(6).tolist()
+
+
+@pytest.fixture
+def funds():
+    rng = np.random.default_rng(0)
+    expert = rng.integers(1, 6, 240)
+    return expert, rng, [f"F{i // 2}" for i in range(len(expert))]
+
+
+def choose(expert, lm, gbm, groups, **kw):
+    written = [int(np.argmax(p)) + 1 for p in lm]
+    return calibration.fit_choice(expert.tolist(), written, {"score": lm}, GRADES, gbm=gbm, groups=groups, **kw)
+
+
+def test_gradient_boosting_is_served_when_the_language_model_knows_nothing(funds):
+    expert, rng, groups = funds
+    noise = [rng.dirichlet(np.ones(5)).tolist() for _ in expert]
+    fit = choose(expert, noise, beliefs(expert, 0.5, rng), groups)
+    assert fit["serves"] == "gbm" and fit["weights"] == {"language_model": 0.0, "gradient_boosting": 1.0}
+    assert set(fit["by_source"]) == {"lm", "gbm", "stack"}
+    assert fit["options"][fit["chosen"]]["qwk"] > fit["options"]["lm/score/likeliest"]["qwk"] + 0.3
+
+
+def test_the_language_model_is_served_when_it_knows_better(funds):
+    expert, rng, groups = funds
+    fit = choose(expert, beliefs(expert, 0.2, rng), [rng.dirichlet(np.ones(5)).tolist() for _ in expert], groups)
+    assert fit["serves"] in ("lm", "stack") and fit["weights"]["language_model"] > 0.5
+
+
+def test_the_choice_weighs_contradicted_grades_and_keeps_to_the_settings(funds):
+    expert, rng, groups = funds
+    lm, gbm = beliefs(expert, 0.8, rng), beliefs(expert, 0.7, rng)
+    for cost in (0.0, 0.5):
+        fit = choose(expert, lm, gbm, groups, contradiction_cost=cost)
+        for option in fit["options"].values():  # scored out of fold; the objective as documented
+            assert option["objective"] == pytest.approx(option["qwk"] - cost * option["contradicted"], abs=1e-4)
+        assert fit["options"][fit["chosen"]]["objective"] == max(o["objective"] for o in fit["options"].values())
+    # a high cost of contradicting the probabilities shown: a rule that never does is chosen
+    assert fit["options"][fit["chosen"]]["contradicted"] == 0.0
+    only = choose(expert, lm, gbm, groups, serve="stack", grade_from="expected")
+    assert only["chosen"] == "stack/score/expected" and only["serves"] == "stack" and len(only["cutpoints"]) == 4
+    with pytest.raises(ValueError, match="serve 'best'"):
+        choose(expert, lm, gbm, groups, serve="best")
+
+
+def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
+    expert, rng, groups = funds
+    lm, gbm = beliefs(expert, 0.6, rng), beliefs(expert, 0.6, rng)
+    fit = choose(expert, lm, gbm, groups, serve="stack")
+    rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
+    preds = [{"grade": int(np.argmax(p)) + 1, "valid": True, "beliefs": {"score": p}} for p in lm]
+    preds[0] = {"grade": None, "valid": False, "beliefs": None}  # an invalid answer
+    parts = contest.parts(rows, preds, fit, GRADES)
+    assert set(parts) == {"alone", "stack", "gbm_rule"}
+    assert parts["alone"][0]["grade"] is None and parts["gbm_rule"][0]["grade"] is not None  # GBM needs no answer
+    served = contest.applied(rows, preds, fit, GRADES)
+    s = contest.served(rows, served, parts["gbm_rule"], fit, GRADES)
+    apart = [i for i in range(len(rows)) if served[i]["grade"] not in (None, parts["gbm_rule"][i]["grade"])]
+    assert s["departures"]["n"] == len(apart) > 0
+    assert s["departures"]["right"] == sum(served[i]["grade"] == expert[i] for i in apart)
+    assert s["serves"] == "stack" and s["weights"] == calibration.weights(fit)
+
+
+def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):
+    expert, rng, groups = funds
+    gbm = beliefs(expert, 0.5, rng)
+    fit = calibration.fit_choice(expert.tolist(), [None] * len(expert), {}, GRADES, "gbm", gbm=gbm, groups=groups)
+    assert set(fit["by_source"]) == {"gbm"}
+    rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
+    graded = contest.parts(rows, [{"grade": None}] * len(rows), fit, GRADES)["gbm_rule"]
+    assert all(p["grade"] in GRADES for p in graded)
