@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import StageError, run_stage
-from fundgrpo.evaluation.contest import fit_model
+from fundgrpo.evaluation.backtesting import fit_model
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.training.modelling import answer_fingerprint

@@ -19,7 +19,7 @@ import numpy as np
 from fundgrpo import io
 from fundgrpo.evaluation import belief, calibration, contest
 from fundgrpo.evaluation.agreement import bootstrap_diff, confusion, grade_metrics, one_metric
-from fundgrpo.params import GRADE_FROM, BacktestParams
+from fundgrpo.params import GRADE_FROM, BacktestParams, CalibrateParams
 from fundgrpo.training import modelling
 from fundgrpo.training.modelling import answer_fingerprint
 from fundgrpo.training.rewards import answer_problem, evidence_reward, parse_answer, unsupported
@@ -177,6 +177,44 @@ def evaluate_model(
         if fit.get("grade_from", "greedy") != "greedy":
             result.update({k: v for k, v in metrics(rows, preds, grades).items() if k != "valid_json"})
     return result, preds
+
+
+def fit_model(
+    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, max_new_tokens: int, batch_size: int
+) -> tuple[dict[str, Any], list[dict]]:
+    """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
+    with its validation figures; and its predictions there. A model with no valid answer gets
+    `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
+    all is an error (its confidence cannot be read)."""
+    found, preds = evaluate_model(
+        path, rows, rubric, schema, max_new_tokens, batch_size, f"calibrate {path}", tuple(c.beliefs)
+    )
+    readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
+    valid = sum(q["valid"] for q in preds)
+    gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
+    groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
+    expert = [r["expert_grade"] for r in rows]
+    if valid == 0:
+        print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
+        fit = {**contest.NO_FIT, "chosen": "none: no valid answer on validation", "options": {}, "by_source": {}}
+        if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
+            alone = calibration.fit_choice(
+                expert, [None] * len(rows), {}, rubric["grades"], "gbm", c.grade_from, c.bins, gbm, groups,
+                c.folds, c.contradiction_cost,
+            )  # fmt: skip
+            fit["by_source"] = alone["by_source"]
+    elif not any(b is not None for column in readable.values() for b in column):
+        raise ValueError(
+            f"calibrate: {path} puts no probability on any grade at its answers' decision points "
+            f"({valid} valid answers on {len(rows)} validation funds; calibrate.beliefs {list(c.beliefs)}): "
+            "its confidence cannot be read"
+        )
+    else:
+        fit = calibration.fit_choice(
+            expert, [q["grade"] for q in preds], readable, rubric["grades"], c.serve, c.grade_from, c.bins, gbm,
+            groups, c.folds, c.contradiction_cost,
+        )  # fmt: skip
+    return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
 
 
 # The confidence a model gets when no calibration was fitted for it (a folder of weights, an older

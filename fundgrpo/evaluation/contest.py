@@ -1,8 +1,8 @@
 """A fair contest: every evaluator that gives grade probabilities gets the same decision rules,
 chosen on validation, and the served evaluator is reported with its parts apart.
 
-`fit_model` is the calibrate stage's work for one language model (its validation answers, its
-grade probabilities, `calibration.fit_choice`); `parts` applies a fit's best option of each source
+`backtesting.fit_model` is the calibrate stage's work for one language model (its validation
+answers, its grade probabilities, `calibration.fit_choice`); `parts` applies a fit's best option of each source
 to test predictions (the language model alone, gradient boosting with its rule, the stack);
 `served` says what the served grades are: how often gradient boosting's, and where they depart,
 who was right.
@@ -10,11 +10,7 @@ who was right.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from fundgrpo.evaluation import calibration
-from fundgrpo.params import CalibrateParams
 
 # The fit an evaluator gets when nothing could be fitted (no valid answer on validation).
 NO_FIT = {
@@ -28,46 +24,6 @@ NO_FIT = {
 }
 # The backtest's names for the parts of a served evaluator (each with its own best rule).
 PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
-
-
-def fit_model(
-    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, max_new_tokens: int, batch_size: int
-) -> tuple[dict[str, Any], list[dict]]:
-    """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
-    with its validation figures; and its predictions there. A model with no valid answer gets
-    `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
-    all is an error (its confidence cannot be read)."""
-    from fundgrpo.evaluation.backtesting import evaluate_model
-
-    found, preds = evaluate_model(
-        path, rows, rubric, schema, max_new_tokens, batch_size, f"calibrate {path}", tuple(c.beliefs)
-    )
-    readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
-    valid = sum(q["valid"] for q in preds)
-    gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
-    groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
-    expert = [r["expert_grade"] for r in rows]
-    if valid == 0:
-        print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
-        fit = {**NO_FIT, "chosen": "none: no valid answer on validation", "options": {}, "by_source": {}}
-        if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
-            alone = calibration.fit_choice(
-                expert, [None] * len(rows), {}, rubric["grades"], "gbm", c.grade_from, c.bins, gbm, groups,
-                c.folds, c.contradiction_cost,
-            )  # fmt: skip
-            fit["by_source"] = alone["by_source"]
-    elif not any(b is not None for column in readable.values() for b in column):
-        raise ValueError(
-            f"calibrate: {path} puts no probability on any grade at its answers' decision points "
-            f"({valid} valid answers on {len(rows)} validation funds; calibrate.beliefs {list(c.beliefs)}): "
-            "its confidence cannot be read"
-        )
-    else:
-        fit = calibration.fit_choice(
-            expert, [q["grade"] for q in preds], readable, rubric["grades"], c.serve, c.grade_from, c.bins, gbm,
-            groups, c.folds, c.contradiction_cost,
-        )  # fmt: skip
-    return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
 
 
 def parts(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> dict[str, list[dict]]:
