@@ -417,6 +417,8 @@ class CalibrateParams:
             raise ParamsError(f"calibrate.folds: {self.folds}; at least 2 (cross-validation over the validation funds)")
         if self.contradiction_cost < 0:
             raise ParamsError(f"calibrate.contradiction_cost: {self.contradiction_cost} is negative")
+        if self.bins < 1:  # 0 bins once made every option's ECE 0.0 and replaced a good fit
+            raise ParamsError(f"calibrate.bins: {self.bins}; at least 1 bin for the expected calibration error")
 
 
 @dataclass(frozen=True)

@@ -53,3 +53,16 @@ def test_lora_top_layers_needs_module_names_and_a_count():
         LoraParams(target_modules=("all-linear",), top_layers=15)
     with pytest.raises(ParamsError, match="top_layers must be 0"):
         LoraParams(top_layers=-1)
+
+
+def test_calibrate_settings_are_checked_when_params_load():
+    from fundgrpo.params import CalibrateParams, GateParams, ParamsError
+
+    with pytest.raises(ParamsError, match=r"calibrate.bins: 0; at least 1"):
+        CalibrateParams(bins=0)
+    with pytest.raises(ParamsError, match=r"calibrate.serve must be one of \['auto', 'lm', 'gbm', 'stack'\]"):
+        CalibrateParams(serve="pooled")
+    with pytest.raises(ParamsError, match=r"calibrate.folds: 1"):
+        CalibrateParams(folds=1)
+    with pytest.raises(ParamsError, match=r"register.gate.against\[\] must be one of"):
+        GateParams(against=("champion", "gbm"))
