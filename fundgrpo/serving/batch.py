@@ -50,7 +50,7 @@ from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
 from fundgrpo.serving.champion import calibration_of, grade, prompt_records
-from fundgrpo.serving.explain import grade_note, refusal
+from fundgrpo.serving.explain import grade_note, refusal, served_from
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = (
@@ -60,6 +60,9 @@ OUTPUT_COLUMNS = (
     "category",
     "grade",
     "grade_note",
+    "serves",  # whose probabilities the grade comes from (lm, gbm, stack: calibrate's choice on validation)
+    "lm_weight",  # the language model's share of that belief (0: the grade is gradient boosting's)
+    "written_grade",  # the grade the language model wrote in its evaluation
     "score",
     "reasoning",
     "valid",
@@ -299,6 +302,7 @@ def evaluate(
         expert = fund.get("expert_grade")
         probs = p.get("probs")
         flagged = flags(record, lacks, p, rubric)
+        said = served_from(fit, p)
         rows.append(
             {
                 "share_class_id": record["share_class_id"],
@@ -307,6 +311,9 @@ def evaluate(
                 "category": record["category"],
                 "grade": p["grade"],
                 "grade_note": grade_note(p["grade"], probs, grades, p.get("expected_grade"), fit, language),
+                "serves": said["serves"],
+                "lm_weight": said["weights"]["language_model"],
+                "written_grade": said["written_grade"],
                 "score": p["score"],
                 "reasoning": p["reasoning"],
                 "valid": p["valid"],
@@ -334,7 +341,7 @@ def evaluate(
         reasons = review.why(rows[-1], params.evaluate, known)
         rows[-1].update(needs_analyst=bool(reasons), review="; ".join(reasons), flags="; ".join(flagged))
     columns = list(OUTPUT_COLUMNS) + [f"p_{g}" for g in grades]
-    whole = {c: "Int64" for c in ("expert_grade", "grade", "rule_grade", "gbm_grade")}  # 3, never 3.0
+    whole = {c: "Int64" for c in ("expert_grade", "grade", "written_grade", "rule_grade", "gbm_grade")}  # 3, never 3.0
     return pd.DataFrame(rows, columns=columns).astype(whole)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fundgrpo.evaluation import calibration
+
 
 def _ko(n: int, batchim: str, plain: str) -> str:
     """A Korean particle after a number read aloud in Sino-Korean (일 이 삼 사 오 ...).
@@ -117,3 +119,18 @@ def refusal(reason: str | None, lacking: str, rubric: dict, rule_grade, gbm_grad
         f"not graded: the fund lacks {missing}, which the model weighs; the methodology grades it {rule_grade} "
         f"on the criteria it has, gradient boosting {gbm_grade} (the model's own answer: {reason})"
     )
+
+
+def served_from(fit: dict, prediction: dict) -> dict:
+    """What an answer's grade is (the calibration fit's choice and weights) and the grade the model wrote.
+
+    >>> served_from({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6], "chosen": "stack/score/expected"},
+    ...             {"grade": 4, "written_grade": 3})["weights"]
+    {'language_model': 0.25, 'gradient_boosting': 0.75}
+    """
+    return {
+        "serves": fit.get("serves") or ("stack" if fit.get("confidence") == "pooled" else "lm"),
+        "weights": fit.get("weights") or calibration.weights(fit),
+        "written_grade": prediction.get("written_grade", prediction.get("grade")),
+        "rule": fit.get("chosen"),
+    }

@@ -15,7 +15,6 @@ import pandas as pd
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.data.canonical import NUMERIC
-from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.backtesting import answer
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
@@ -25,23 +24,8 @@ from fundgrpo.serving import review
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import flags, missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, prompt_records
-from fundgrpo.serving.explain import grade_note, refusal
+from fundgrpo.serving.explain import grade_note, refusal, served_from
 from fundgrpo.training import modelling
-
-
-def served_from(fit: dict, prediction: dict) -> dict:
-    """What an answer's grade is (the calibration fit's choice and weights) and the grade the model wrote.
-
-    >>> served_from({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6], "chosen": "stack/score/expected"},
-    ...             {"grade": 4, "written_grade": 3})["weights"]
-    {'language_model': 0.25, 'gradient_boosting': 0.75}
-    """
-    return {
-        "serves": fit.get("serves") or ("stack" if fit.get("confidence") == "pooled" else "lm"),
-        "weights": fit.get("weights") or calibration.weights(fit),
-        "written_grade": prediction.get("written_grade", prediction.get("grade")),
-        "rule": fit.get("chosen"),
-    }
 
 
 @dataclass

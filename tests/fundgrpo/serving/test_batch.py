@@ -68,6 +68,9 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
         "seen_in_training",
         "model",
         "grade_note",
+        "serves",
+        "lm_weight",
+        "written_grade",
         "as_of",
         "evaluated_at",
         *(f"p_{g}" for g in range(1, 6)),
@@ -77,6 +80,10 @@ def test_a_csv_of_funds_scored_by_the_registered_model(trained, tmp_path):
         assert not raw[column].dropna().str.contains(".", regex=False).any(), raw[column]  # 3, never 3.0
     assert out["evaluated_at"].nunique() == 1 and pd.Timestamp(out["evaluated_at"].iloc[0]).tzinfo is not None
     assert not out["seen_in_training"].any()
+    # what each grade is: calibrate's choice, the same on every row, and the grade the model wrote
+    assert out["serves"].nunique() == 1 and out["serves"].iloc[0] in ("lm", "gbm", "stack")
+    assert out["lm_weight"].between(0, 1).all()
+    assert (out.loc[out["valid"].astype(bool), "written_grade"].between(1, 5)).all()
     valid = out["valid"].astype(bool)
     # an invalid answer carries no grade, no probabilities, and says why; it always needs an analyst
     assert out.loc[valid, "grade"].between(1, 5).all() and out.loc[~valid, "grade"].isna().all()
