@@ -22,7 +22,6 @@ ROWS = {
     "gbm_rule": "gradient boosting, validation-chosen rule",
     "sft_served": "SFT start, served the same way",
     "sft": "SFT start, its written grade",
-    "base": "untrained base",
     "rule": "rule scorer",
     "gbm": "gradient boosting, likeliest grade",
 }
@@ -35,7 +34,7 @@ def _f(v) -> str:
 def default_table(root: Path) -> list[str]:
     backtest = json.loads((root / "metrics/backtest.json").read_text(encoding="utf-8"))
     out = [
-        f"Embedded default (`dvc repro`, `metrics/backtest.json`, {backtest['n_funds']} test share classes; an invalid",
+        f"Embedded default (`dvc repro`, `metrics/backtest.json`, {backtest['n_funds']} test share classes; an invalid "
         "answer is a miss; ECE and the most confident 70 % use each evaluator's confidence):",
         "",
         "| evaluator | valid JSON | exact | within one | QWK | Spearman | ECE | exact, most confident 70 % |",
@@ -106,8 +105,8 @@ def seeds_table(root: Path) -> list[str]:
         return []
     found = json.loads(path.read_text(encoding="utf-8"))
     out = [
-        "Over training seeds, embedded model (`benchmarks/seeds.md`; exact / QWK, mean over seeds; each evaluator with",
-        "its own decision rule chosen on validation; differences with a 95 % interval over funds and seeds):",
+        "Over training seeds, embedded model ([benchmarks/seeds.md](benchmarks/seeds.md); exact / QWK, mean over "
+        "seeds; every evaluator with its own rule chosen on validation; differences: 95 % interval, funds and seeds):",
         "",
         "| data | seeds | served | language model alone | gradient boosting, same rule | served − GBM, QWK | "
         "GRPO − SFT as served, QWK |",
@@ -129,11 +128,13 @@ def seeds_table(root: Path) -> list[str]:
         )
         q = (d.get("grpo-gbm_rule") or {}).get("qwk")
         if q and q["lo"] <= 0:
-            said.append(
-                f"On the {label.split(',')[0]}, the language model adds nothing measurable to gradient boosting"
-            )
+            said.append(label.split(",")[0])
     if said:
-        out += ["", "; ".join(said) + " given the same decision rule."]
+        out += [
+            "",
+            f"In plain words: on the {' and the '.join(said)}, the language model adds nothing measurable to "
+            "gradient boosting given the same decision rule.",
+        ]
     return out
 
 
