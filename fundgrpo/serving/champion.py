@@ -107,16 +107,17 @@ def grade(
     return answer(model, tokenizer, records, rubric, schema, backtest.max_new_tokens, backtest.batch_size, desc, fit)
 
 
-def calibration_of(folder: str | Path, params: Params) -> dict:
+def calibration_of(folder: str | Path, params: Params, root: Path = Path(".")) -> dict:
     """The calibration fit that goes with a model folder: `calibration.json` beside its weights (a
     registered version's, written by `load_components`), the calibrate stage's for the policy
-    folder, else DEFAULT_FIT (the belief at the score as read)."""
+    folder (params' paths are under the workspace `root`, whatever the working directory), else
+    DEFAULT_FIT (the belief at the score as read)."""
     folder = Path(folder)
     beside = folder / CALIBRATION_FILE
     if beside.exists():
         return json.loads(beside.read_text(encoding="utf-8"))
-    stage = Path(params.calibrate.out)
-    if folder.resolve() == Path(params.grpo.out_dir).resolve() and stage.exists():
+    stage = Path(root) / params.calibrate.out
+    if folder.resolve() == (Path(root) / params.grpo.out_dir).resolve() and stage.exists():
         return json.loads(stage.read_text(encoding="utf-8"))
     return dict(DEFAULT_FIT)
 

@@ -91,7 +91,8 @@ class Evaluator:
 
         if not version.startswith("models:/"):
             model, tokenizer = modelling.load(version)
-            return Loaded(version, model, tokenizer, Path(version), calibration_of(self.root / version, self.params))
+            fit = calibration_of(self.root / version, self.params, self.root)
+            return Loaded(version, model, tokenizer, Path(version), fit)
         import mlflow
 
         mlflow.set_tracking_uri(
@@ -100,7 +101,7 @@ class Evaluator:
         scratch = tempfile.TemporaryDirectory(prefix="fundgrpo-api-")
         folder = mlflow_registry.load_components(version, Path(scratch.name))
         model, tokenizer = modelling.load(folder)
-        return Loaded(version, model, tokenizer, folder, calibration_of(folder, self.params), scratch)
+        return Loaded(version, model, tokenizer, folder, calibration_of(folder, self.params, self.root), scratch)
 
     def serving(self, force: bool = False) -> Loaded:
         """The version to answer with; re-resolves the alias every `alias_check_s` seconds."""
