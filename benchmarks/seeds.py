@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 
 from fundgrpo import profiles
+from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.agreement import one_metric
 
 HERE = Path(__file__).resolve().parent
@@ -58,6 +59,20 @@ DIFFERENCES = (
     ("grpo_written", "sft", "GRPO − SFT, written grades"),
     ("grpo", "sft_served", "GRPO − SFT, as served"),
 )
+# per-fund columns kept: each evaluator's grade (and the grade the prompt suggested), and what each
+# language model's evaluation claims (the claims check) and the confidence it states
+KEPT = ("_grade", "_claims", "_misstated", "_complete", "_stated")
+# GRPO against its SFT start, on what each wrote (the issue's targets: FAITHFUL_TARGETS)
+FAITHFUL = {
+    "exact": "exact",
+    "qwk": "QWK",
+    "misstated": "misstated claims (share of claims)",
+    "complete": "complete (the weightiest criteria cited rightly)",
+    "stated_brier": "stated confidence: Brier",
+    "stated_ece": "stated confidence: ECE",
+    "departure_precision": "departures from the suggested grade: right share",
+    "departures": "departures from the suggested grade: share of funds",
+}
 TITLES = {
     "embedded-default": "Embedded default (synthetic funds, embedded ~1M model)",
     "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
@@ -102,7 +117,7 @@ def collect(run: Path, dataset: str, recompute: bool) -> Path:
     with (out / "per_fund.jsonl").open("w") as f:
         for line in (run / params["backtest"]["report_dir"] / "predictions.jsonl").read_text().splitlines():
             r = json.loads(line)
-            keep = {k: r[k] for k in r if k.endswith("_grade") and k != "grpo_expected_grade"}
+            keep = {k: r[k] for k in r if k.endswith(KEPT) and k != "grpo_expected_grade"}
             f.write(json.dumps({"share_class_id": r["share_class_id"], "fund_id": r["fund_id"], **keep}) + "\n")
     return out
 
@@ -163,6 +178,69 @@ def over_seeds(runs, a: str, b: str | None, metric: str, grades, n: int = 2000, 
     return {"mean": float(np.mean(per_seed)), "min": min(per_seed), "max": max(per_seed), "lo": lo, "hi": hi}
 
 
+def written(run: dict, model: str, metric: str, rows: np.ndarray, grades: list[int]) -> float:
+    """One of FAITHFUL's figures for a language model's written answers (`model` "grpo" or "sft") on
+    `rows` (NaN where the run has no such column: answers that state no confidence)."""
+    funds = [run["funds"][i] for i in rows]
+    y = np.array([r["expert_grade"] for r in funds])
+    p = np.array([r[f"{model}_written_grade" if model == "grpo" else "sft_grade"] or -1 for r in funds])
+    if metric in ("exact", "qwk"):
+        return figure(y, p, grades, metric)
+    if metric == "misstated":
+        made = sum(r.get(f"{model}_claims") or 0 for r in funds)
+        return sum(r.get(f"{model}_misstated") or 0 for r in funds) / made if made else float("nan")
+    if metric == "complete":
+        return float(np.mean([bool(r.get(f"{model}_complete")) for r in funds]))
+    if metric.startswith("stated_"):
+        said = [
+            (r[f"{model}_stated"] / 100, float(q == e))
+            for r, q, e in zip(funds, p, y)
+            if r.get(f"{model}_stated") is not None
+        ]
+        if not said:
+            return float("nan")
+        conf, right = (np.array(v) for v in zip(*said))
+        return float(np.mean((conf - right) ** 2)) if metric == "stated_brier" else calibration.ece(conf, right)
+    shown = np.array([r.get("shown_grade") if r.get("shown_grade") is not None else -1 for r in funds])
+    away = (p >= 0) & (shown >= 0) & (p != shown)
+    if metric == "departures":
+        return float(away.mean())
+    return float((p[away] == y[away]).mean()) if away.any() else float("nan")
+
+
+def faithful_over_seeds(runs, metric: str, grades, n: int = 2000, seed: int = 0) -> dict | None:
+    """GRPO's and SFT's figure (mean and range over seeds) and GRPO − SFT with the interval of
+    `over_seeds` (seeds and funds resampled together); None where no run has the column."""
+    if not all("grpo_written_grade" in run["funds"][0] for run in runs):
+        return None
+    every = np.arange(len(runs[0]["funds"]))
+    per = {m: [written(run, m, metric, every, grades) for run in runs] for m in ("grpo", "sft")}
+    if all(np.isnan(v) for v in per["grpo"]):
+        return None
+    groups = np.unique([r["fund_id"] for r in runs[0]["funds"]], return_inverse=True)[1]
+    members = [np.flatnonzero(groups == g) for g in range(groups.max() + 1)]
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n):
+        rows = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
+        seeds = rng.integers(0, len(runs), len(runs))
+        draws.append(
+            np.nanmean(
+                [
+                    written(runs[s], "grpo", metric, rows, grades) - written(runs[s], "sft", metric, rows, grades)
+                    for s in seeds
+                ]
+            )
+        )
+    lo, hi = np.nanpercentile(draws, [2.5, 97.5])
+    diff = [a - b for a, b in zip(per["grpo"], per["sft"])]
+    out = {
+        m: {"mean": float(np.nanmean(v)), "min": float(np.nanmin(v)), "max": float(np.nanmax(v))}
+        for m, v in per.items()
+    }
+    return {**out, "difference": {"mean": float(np.nanmean(diff)), "lo": float(lo), "hi": float(hi)}, "per_seed": diff}
+
+
 def figures(runs: list[dict]) -> dict:
     """A dataset's figures over seeds: each evaluator's exact and QWK (mean, range), each difference
     (mean, interval over funds and seeds), what each seed served."""
@@ -183,6 +261,8 @@ def figures(runs: list[dict]) -> dict:
         found = {m: over_seeds(runs, a, b, m, grades) for m in ("exact", "qwk")}
         if found["exact"] is not None:
             out["differences"][f"{a}-{b}"] = found
+    if any("grpo_claims" in run["funds"][0] for run in runs):  # runs that carry the claims check
+        out["faithful"] = {m: f for m in FAITHFUL if (f := faithful_over_seeds(runs, m, grades, n=500)) is not None}
     return out
 
 
@@ -225,7 +305,55 @@ def render(dataset: str, f: dict) -> list[str]:
             f"{s.get('kept')} |"
         )
     lines += target_lines(f)
+    if f.get("faithful"):
+        lines += faithful_lines(f["faithful"])
     return lines
+
+
+def faithful_lines(found: dict) -> list[str]:
+    """GRPO against its SFT start on what each wrote, and the targets of 'GRPO earns its place'."""
+    lines = [
+        "",
+        "What each language model wrote (greedy answers, before any decision rule), GRPO against its SFT start:",
+        "",
+        "| figure | GRPO | SFT | GRPO − SFT [95 % interval] |",
+        "|---|---|---|---|",
+    ]
+    for metric, label in FAITHFUL.items():
+        f = found.get(metric)
+        if f:
+            d = f["difference"]
+            lines.append(
+                f"| {label} | {f['grpo']['mean']:.3f} [{f['grpo']['min']:.3f}, {f['grpo']['max']:.3f}] | "
+                f"{f['sft']['mean']:.3f} [{f['sft']['min']:.3f}, {f['sft']['max']:.3f}] | "
+                f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] |"
+            )
+    targets = []
+
+    def target(name: str, met: bool, figure: str) -> None:
+        targets.append(f"- {name}: **{'met' if met else 'not met'}** ({figure})")
+
+    if m := found.get("misstated"):
+        d = m["difference"]
+        target("misstated claims ≤ 2 % of GRPO's, and below SFT's with an interval clear of zero",
+               m["grpo"]["mean"] <= 0.02 and d["hi"] < 0,
+               f"{m['grpo']['mean']:.3f}; GRPO − SFT {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]")  # fmt: skip
+    if c := found.get("complete"):
+        target("≥ 90 % of GRPO's answers complete", c["grpo"]["mean"] >= 0.9, f"{c['grpo']['mean']:.3f}")
+    if (e := found.get("stated_ece")) and (b := found.get("stated_brier")):
+        d = b["difference"]
+        target("stated-confidence ECE ≤ 0.05, and GRPO's Brier below SFT's with an interval clear of zero",
+               e["grpo"]["mean"] <= 0.05 and d["hi"] < 0,
+               f"ECE {e['grpo']['mean']:.3f}; Brier GRPO − SFT {d['mean']:+.3f} "
+               f"[{d['lo']:+.3f}, {d['hi']:+.3f}]")  # fmt: skip
+    if p := found.get("departure_precision"):
+        target("departure precision above 50 %", p["grpo"]["mean"] > 0.5, f"{p['grpo']['mean']:.3f}")
+    for metric in ("exact", "qwk"):
+        if x := found.get(metric):
+            d = x["difference"]
+            target(f"{FAITHFUL[metric]} no worse than the SFT start (interval's lower end above −0.01)",
+                   d["lo"] > -0.01, f"GRPO − SFT {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]")  # fmt: skip
+    return lines + ["", "Targets (issue: GRPO earns its place):", "", *targets]
 
 
 def target_lines(f: dict) -> list[str]:

@@ -33,7 +33,7 @@ def _choice(where: str, value: str, choices: tuple[str, ...]) -> None:
 # The enumerated choices that other modules implement (prompts.py, pretrained.py): named here so
 # that loading params needs no other module.
 PROMPT_STYLES = ("full", "compact")
-ANSWER_STYLES = ("brief", "weighted")
+ANSWER_STYLES = ("brief", "weighted", "evaluation")
 CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
 SHOWN_MODELS = ("none", "gbm")
 # Where a model's grade probabilities are read (fundgrpo.evaluation.belief): at the score, at the
@@ -280,7 +280,7 @@ class SftParams:
 
 # The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and
 # the plots show them; each has a weight below, and `judge` follows when grpo.judge is enabled.
-RULE_REWARDS = ("json", "grade", "score", "evidence", "length", "calibration")
+RULE_REWARDS = ("json", "grade", "score", "evidence", "length", "calibration", "departure")
 
 
 @dataclass(frozen=True)
@@ -290,9 +290,10 @@ class RewardWeights:
     json: float = 1.0
     grade: float = 2.0
     score: float = 0.25
-    evidence: float = 0.25
+    evidence: float = 0.5
     length: float = 0.25
     calibration: float = 1.0  # pays only answers that state a confidence (prepare.stated_confidence)
+    departure: float = 0.5  # pays only where the prompt suggests a grade (prepare.show_rule or show_model)
     judge: float = 0.0  # used only when grpo.judge.enabled
 
 
@@ -337,6 +338,9 @@ class GrpoParams:
     # answered to every fund earns 1 / number of grades on average, less than any useful start.
     balance_grades: bool = True
     reasoning_chars: tuple[int, int] = (20, 160)  # length reward's target band
+    # departure reward: what a wrong departure from the suggested grade costs (a right one earns
+    # 0.5 over agreeing); departing pays only when right more often than cost / (1 + cost)
+    departure_cost: float = 1.0
     logging_steps: int = 5
     eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
     eval_prompts: int = 32  # validation prompts per evaluation

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -119,3 +121,23 @@ def bootstrap_diff(stat_a, stat_b, groups: list[str], n: int = 2000, seed: int =
         "n_groups": len(members),
         "n": n,
     }
+
+
+def departures(rows: list[dict], preds: list[dict]) -> dict[str, Any]:
+    """How often an evaluator's grade departs from the grade its prompt suggested (`shown_grade`:
+    the statistical estimate shown, else the methodology's), and how often such a departure is the
+    expert's grade (`precision`; None with no departure). Invalid answers do not depart.
+
+    >>> rows = [{"expert_grade": e, "shown_grade": 3} for e in (3, 4, 2, 3)]
+    >>> departures(rows, [{"grade": g} for g in (3, 4, 4, None)])
+    {'n': 2, 'right': 1, 'precision': 0.5, 'shown_right': 0}
+    """
+    n = right = shown_right = 0
+    for r, p in zip(rows, preds):
+        shown, grade = r.get("shown_grade"), p.get("grade")
+        if shown is None or grade is None or int(grade) == int(shown):
+            continue
+        n += 1
+        right += int(grade) == int(r["expert_grade"])
+        shown_right += int(shown) == int(r["expert_grade"])
+    return {"n": n, "right": right, "precision": round(right / n, 4) if n else None, "shown_right": shown_right}

@@ -18,11 +18,12 @@ import numpy as np
 
 from fundgrpo import io
 from fundgrpo.evaluation import belief, calibration, contest
-from fundgrpo.evaluation.agreement import bootstrap_diff, confusion, grade_metrics, one_metric
+from fundgrpo.evaluation.agreement import bootstrap_diff, confusion, departures, grade_metrics, one_metric
+from fundgrpo.methodology import claims
 from fundgrpo.params import GRADE_FROM, BacktestParams, CalibrateParams
 from fundgrpo.training import modelling
 from fundgrpo.training.modelling import answer_fingerprint
-from fundgrpo.training.rewards import answer_problem, evidence_reward, parse_answer, unsupported
+from fundgrpo.training.rewards import answer_problem, evidence_reward, parse_answer
 
 
 def predictions_from_texts(texts: list[str], rubric: dict, schema: dict) -> list[dict]:
@@ -242,7 +243,10 @@ def answer(
     preds = predictions_from_texts(texts, rubric, schema)
     for p, r in zip(preds, rows):
         if "evidence" in r:
-            p["unsupported"] = unsupported(p["reasoning"], r["evidence"], rubric)
+            found = claims.check(p["reasoning"], claims.percentiles(r["evidence"]), rubric, p["grade"])
+            p["unsupported"] = [c["about"] for c in found if c["status"] in claims.MISSTATED]
+            p["claims"] = len(found)
+            p["complete"] = bool(p["reasoning"]) and claims.complete(p["reasoning"], r["evidence"], rubric)
     if fit is not None and any(p["valid"] for p in preds):
         read, _ = read_beliefs(model, tokenizer, rows, preds, rubric, fit["method"], desc)
         for p, b, r in zip(preds, read, rows):
@@ -274,10 +278,11 @@ def read_beliefs(
     return out, (round(float(np.mean(masses)), 4) if masses else None)
 
 
-def honesty(rows: list[dict], preds: list[dict], texts: list[str], rubric: dict, schema: dict) -> dict[str, float]:
+def honesty(rows: list[dict], preds: list[dict], texts: list[str], rubric: dict, schema: dict) -> dict[str, Any]:
     """`evidence`: the mean evidence reward (an invalid answer scores 0); `unsupported`: the share of
-    valid answers whose reasoning cites a criterion the prompt had no data on, or puts it on the
-    wrong side (each prediction's `unsupported`, from `answer`)."""
+    valid answers whose reasoning misstates anything checkable (each prediction's `unsupported`,
+    from `answer`); block `claims` (`claims.summary`: claims made, the share misstated, complete
+    answers)."""
     if not all("evidence" in r for r in rows):
         return {}
     valid = [p for p in preds if p["valid"]]
@@ -285,6 +290,12 @@ def honesty(rows: list[dict], preds: list[dict], texts: list[str], rubric: dict,
     return {
         "evidence": round(float(np.mean(cites)), 4),
         "unsupported": round(float(np.mean([bool(p["unsupported"]) for p in valid])), 4) if valid else None,
+        "claims": claims.summary(
+            [p["reasoning"] if p["valid"] else None for p in preds],
+            [r["evidence"] for r in rows],
+            rubric,
+            [p["grade"] for p in preds],
+        ),  # fmt: skip
     }
 
 
@@ -360,6 +371,9 @@ def backtest(
             predictions["sft_served"] = contest.applied(rows, predictions["sft"], fit["sft"], grades)
             results["sft_served"] = scored(rows, predictions["sft_served"], grades)
             results["sft_served"]["serves"] = fit["sft"].get("chosen")
+    if any(r.get("shown_grade") is not None for r in rows):
+        for name, preds in predictions.items():
+            results[name]["departures"] = departures(rows, preds)
     return {
         "n_funds": len(rows),
         "test_fingerprint": fingerprint(rows),
@@ -557,10 +571,27 @@ def per_fund(rows: list[dict], predictions: dict[str, list[dict]]) -> list[dict]
                 if preds[i].get("probs") is not None
             },
             **{f"grpo_{k}": predictions["grpo"][i][k] for k in extra if k in predictions["grpo"][i]},
+            # what each language model's evaluation claims (the claims check) and the confidence it states
+            **{k: v for name in ("grpo", "sft") if name in predictions for k, v in said(name, predictions[name][i])},
+            "shown_grade": r.get("shown_grade"),
             "grpo_text": predictions["grpo"][i]["text"],
         }
         for i, r in enumerate(rows)
     ]
+
+
+def said(name: str, p: dict) -> list[tuple[str, Any]]:
+    """What one evaluation claims, for the per-fund file: claims made, misstated, complete, and the
+    confidence it states (where the answer states one).
+
+    >>> said("sft", {"claims": 3, "unsupported": ["verdict"], "complete": True, "stated": 70})
+    [('sft_claims', 3), ('sft_misstated', 1), ('sft_complete', True), ('sft_stated', 70)]
+    """
+    out = [(f"{name}_claims", p["claims"])] if "claims" in p else []
+    if "unsupported" in p:
+        out.append((f"{name}_misstated", len(p["unsupported"])))
+    out += [(f"{name}_{k}", p[k]) for k in ("complete", "stated") if k in p]
+    return out
 
 
 def reliability(rows: list[dict], preds: list[dict], grades: list[int], bins: int = 10) -> list[dict]:

@@ -91,13 +91,15 @@ def build_records(
                     f"prepare: no statistical estimate for share class {sid!r}; rerun `dvc repro evidence`"
                 )
             estimate = shown_estimate(estimates.loc[sid], m.grades)
+        rule_grade = int(rules.at[i, "rule_grade"])
+        shown_model = estimate if params.show_model == "gbm" else None
         messages = prompts.build_messages(
             rubric,
             {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
             evidence,
             params.prompt_style,
-            (float(rules.at[i, "rule_score"]), int(rules.at[i, "rule_grade"])) if params.show_rule else None,
-            estimate if params.show_model == "gbm" else None,
+            (float(rules.at[i, "rule_score"]), rule_grade) if params.show_rule else None,
+            shown_model,
             params.stated_confidence,
         )
         stated = None
@@ -105,7 +107,12 @@ def build_records(
             if estimate is None:
                 raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
             stated = estimate["probs"][m.grades.index(grade)]  # how likely the expert's grade is, out of fold
-        reasoning = prompts.reasoning_text(rubric, evidence, params.answer_style)
+        if params.answer_style == "evaluation":
+            moved = {**shown_model, "moved": shown_model["grade"] - rule_grade} if shown_model else None
+            stated_rule = rule_grade if params.show_rule else None
+            reasoning = prompts.evaluation_text(rubric, evidence, grade, stated_rule, moved)
+        else:
+            reasoning = prompts.reasoning_text(rubric, evidence, params.answer_style)
         reference = prompts.answer_json(grade, score, reasoning, stated)
         records.append(
             {
@@ -122,8 +129,12 @@ def build_records(
                 **(
                     {"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}
                 ),
-                "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in m.criteria}),
-                "rule_grade": int(rules.at[i, "rule_grade"]),
+                # the percentiles the prompt showed, criteria and context: what the claims check reads
+                "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in shown}),
+                "rule_grade": rule_grade,
+                # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
+                **({"shown_grade": shown_model["grade"]} if shown_model else {}),
+                **({"shown_grade": rule_grade} if params.show_rule and not shown_model else {}),
                 "rule_score": float(rules.at[i, "rule_score"]),
                 **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
             }

@@ -45,6 +45,13 @@ TEXT = {
         ),
         "rule": "Methodology score {score} (grade {grade})",
         "model": "Statistical model estimate: grade {grade} ({pct}%), next {next} ({pct_next}%)",
+        # evaluation style: the methodology's grade, and what moved the grade away from it
+        "methodology": "Methodology {grade}",
+        "raised": "; raised by {why}",
+        "lowered": "; lowered by {why}",
+        "why_model": "statistical estimate {grade} ({pct}%)",
+        "why_judgement": "the analysts' judgement",
+        "end": ". ",
     },
     "ko": {
         "system": "당신은 펀드 애널리스트입니다. 사내 방법론으로 펀드를 평가하고 JSON으로만 답합니다.",
@@ -75,6 +82,12 @@ TEXT = {
         ),
         "rule": "방법론 점수 {score} (등급 {grade})",
         "model": "통계 모델 추정: 등급 {grade} ({pct}%), 차선 {next} ({pct_next}%)",
+        "methodology": "방법론 등급 {grade}",
+        "raised": "; 상향 근거: {why}",
+        "lowered": "; 하향 근거: {why}",
+        "why_model": "통계 모델 추정 {grade} ({pct}%)",
+        "why_judgement": "분석가 판단",
+        "end": ". ",
     },
 }
 # Words a reasoning uses to place a fund among its peers, by language.
@@ -252,6 +265,14 @@ def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, fl
     return sum(w * p for w, p in present) / total if total else None
 
 
+def _placed(t: dict[str, str], label: str, pct: float) -> str:
+    """ "Sharpe ratio top 30%": percentile p is better than p % of peers, so "top (100-p)%" when
+    p >= 50, else "bottom p%", rounded up to a multiple of 10 (true, and short)."""
+    if pct >= 50:
+        return t["top"].format(label=label, n=max(10, math.ceil((100 - pct) / 10) * 10))
+    return t["bottom"].format(label=label, n=max(10, math.ceil(pct / 10) * 10))
+
+
 def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "brief") -> str:
     """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
 
@@ -268,17 +289,85 @@ def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]
         raise ValueError(f"prepare.answer_style must be one of {ANSWER_STYLES}, got {style!r}")
     t = TEXT[rubric["language"]]
     labels = {c["id"]: c["label"] for c in rubric["criteria"]}
-    parts = []
-    for cid in cited_criteria(rubric, evidence):
-        pct = evidence[cid]["pct"]
-        if pct >= 50:
-            parts.append(t["top"].format(label=labels[cid], n=max(10, math.ceil((100 - pct) / 10) * 10)))
-        else:
-            parts.append(t["bottom"].format(label=labels[cid], n=max(10, math.ceil(pct / 10) * 10)))
+    parts = [_placed(t, labels[cid], evidence[cid]["pct"]) for cid in cited_criteria(rubric, evidence)]
     weighted = weighted_percentile(rubric, evidence)
     if style == "weighted" and weighted is not None:
         parts.append(t["weighted"].format(pct=round(weighted)))
     return t["sep"].join(parts)
+
+
+def verdict(rubric: dict[str, Any], grade: int) -> str:
+    """The grade's label in the methodology's language, as an evaluation opens with it.
+
+    >>> verdict({"language": "en", "bands": [{"grade": 4, "label": {"en": "above average"}}]}, 4)
+    'Above average'
+    """
+    band = next(b for b in rubric["bands"] if int(b["grade"]) == int(grade))
+    label = band["label"][rubric["language"]] if isinstance(band["label"], dict) else str(band["label"])
+    return label[:1].upper() + label[1:]
+
+
+def departure_reason(
+    rubric: dict[str, Any], evidence: dict[str, dict[str, float]], up: bool, model: dict[str, Any] | None = None
+) -> str:
+    """What moved a grade above (`up`) or below the methodology's: the statistical estimate shown in
+    the prompt when it points that way, else the context metric (outside the methodology) furthest
+    from the middle on that side, else the analysts' judgement.
+
+    >>> r = {"language": "en", "criteria": [], "context": [{"id": "t", "label": "manager tenure"}]}
+    >>> departure_reason(r, {"t": {"pct": 12.0}}, up=False), departure_reason(r, {"t": {"pct": 12.0}}, up=True)
+    ('manager tenure bottom 20%', "the analysts' judgement")
+    >>> departure_reason(r, {"t": {"pct": 12.0}}, True, {"grade": 4, "p": 0.62, "moved": 1})
+    'statistical estimate 4 (62%)'
+    """
+    t = TEXT[rubric["language"]]
+    if model is not None and model.get("moved", 0) * (1 if up else -1) > 0:
+        return t["why_model"].format(grade=model["grade"], pct=round(100 * model["p"]))
+    side = []
+    for c in rubric.get("context", []):
+        pct = evidence.get(c["id"], {}).get("pct")
+        if pct is not None and not math.isnan(pct) and (pct >= 60 if up else pct <= 40):
+            side.append((abs(pct - 50), c["label"], pct))
+    if side:
+        _, label, pct = max(side)
+        return _placed(t, label, pct)
+    return t["why_judgement"]
+
+
+def evaluation_text(
+    rubric: dict[str, Any],
+    evidence: dict[str, dict[str, float]],
+    grade: int,
+    rule_grade: int | None = None,
+    model: dict[str, Any] | None = None,
+) -> str:
+    """The reference evaluation (`prepare.answer_style: evaluation`): the verdict (the grade's label),
+    the weightiest criteria where the fund stands out with their bands, and the methodology's grade
+    with, where the grade departs from it, what moved it (`departure_reason`). `rule_grade` None:
+    the prompt does not state the methodology's grade, so neither does the answer. The methodology
+    file's `output.reasoning.max_chars` bounds it (160 in the shipped files; the JSON Schema holds).
+
+    >>> r = {"language": "en", "cite_top": 1, "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}],
+    ...      "context": [{"id": "t", "label": "manager tenure"}],
+    ...      "bands": [{"grade": 3, "label": {"en": "average"}}, {"grade": 4, "label": {"en": "above average"}}]}
+    >>> ev = {"s": {"pct": 71.0}, "t": {"pct": 88.0}}
+    >>> evaluation_text(r, ev, 4, 4)
+    'Above average. Sharpe ratio top 30%. Methodology 4'
+    >>> evaluation_text(r, ev, 4, 3)
+    'Above average. Sharpe ratio top 30%. Methodology 3; raised by manager tenure top 20%'
+    >>> evaluation_text({**r, "language": "ko", "criteria": [{"id": "s", "label": "샤프지수", "weight": 1.0}],
+    ...                  "context": [], "bands": [{"grade": 3, "label": {"ko": "보통"}}]}, ev, 3, 4)
+    '보통. 샤프지수 상위 30%. 방법론 등급 4; 하향 근거: 분석가 판단'
+    """
+    t = TEXT[rubric["language"]]
+    parts = [verdict(rubric, grade), reasoning_text(rubric, evidence)]
+    if rule_grade is not None:
+        said = t["methodology"].format(grade=rule_grade)
+        if grade != rule_grade:
+            up = grade > rule_grade
+            said += t["raised" if up else "lowered"].format(why=departure_reason(rubric, evidence, up, model))
+        parts.append(said)
+    return t["end"].join(p for p in parts if p)
 
 
 def answer_json(grade: int, score: float, reasoning: str, confidence: float | None = None) -> str:

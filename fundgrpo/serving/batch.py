@@ -233,11 +233,14 @@ def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[st
     if record.get("peers", 2) <= 1:
         out.append(f"no peers: {record['category']} has no other share class")
     labels = {c["metric"]: c["label"] for c in rubric["criteria"]}
-    ids = {c["id"]: c["label"] for c in rubric["criteria"]}
+    ids = {c["id"]: c["label"] for c in [*rubric["criteria"], *rubric.get("context", [])]}
     for metric in [m for m in lacking.split(", ") if m]:
         out.append(f"no data: {labels.get(metric, metric)} ({metric})")
     for cid in prediction.get("unsupported") or []:
-        out.append(f"misstated: {ids.get(cid, cid)} (no data in the prompt, or the wrong side)")
+        if cid == "verdict":
+            out.append("misstated: the verdict (its words are not the grade's label)")
+        else:
+            out.append(f"misstated: {ids.get(cid, cid)} (no data in the prompt, or the wrong side, band or number)")
     return out
 
 

@@ -119,11 +119,11 @@ def run(
     rewards = rule_rewards.bind(rubric, schema, params, train_rows)
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
-    columns = ("prompt", "expert_grade", "expert_score", "evidence")
-    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
+    columns = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade")  # shown_grade: may be absent
+    dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
     eval_dataset = None
     if params.eval_steps and eval_rows:
-        eval_dataset = Dataset.from_list([{k: r[k] for k in columns} for r in eval_rows[: params.eval_prompts]])
+        eval_dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in eval_rows[: params.eval_prompts]])
     key = best_metric_key(params)
     callbacks = list(callbacks or [])
     if eval_dataset is not None:

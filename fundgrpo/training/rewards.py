@@ -1,7 +1,7 @@
 """Reward functions for GRPO, TRL style: `(completions, **columns) -> list[float | None]`.
 
 Each is a pure module-level function: it reads the completion and the dataset columns TRL
-passes in (`expert_grade`, `expert_score`, `evidence`) and nothing else. What a reward needs
+passes in (`expert_grade`, `expert_score`, `evidence`, `shown_grade`) and nothing else. What a reward needs
 from the methodology or the settings (the output schema, the rubric, `grpo.score_tolerance` ...)
 comes as keyword arguments, which `bind` fills from `params.yaml`; the rewards, in the order
 of `fundgrpo.params.RULE_REWARDS`, are `REWARDS`. A malformed completion gets 0, never an
@@ -15,13 +15,12 @@ import inspect
 import json
 import logging
 import math
-import re
 from typing import Any, Callable
 
 import jsonschema
 
+from fundgrpo.methodology import claims as claims_check
 from fundgrpo.methodology import compiler
-from fundgrpo.methodology.prompts import BOTTOM_WORDS, TOP_WORDS
 from fundgrpo.params import RULE_REWARDS, GrpoParams
 
 RewardFn = Callable[..., list]
@@ -236,76 +235,78 @@ def score_reward(
     return out
 
 
-def claims(reasoning: str, pct: dict, rubric: dict) -> dict[str, str]:
-    """What a reasoning says of each criterion it names: "right" or "wrong" side of the middle
-    (top/bottom against the fund's percentile), "no side", or "absent" when the prompt had no
-    data for it (a metric never sent).
-
-    >>> rubric, _ = example_methodology()
-    >>> claims("Sharpe ratio bottom 20%", {"sharpe_3y": 85}, rubric), claims("Sharpe ratio top", {}, rubric)
-    ({'sharpe_3y': 'wrong'}, {'sharpe_3y': 'absent'})
-    """
-    top_word, bottom_word = TOP_WORDS[rubric["language"]], BOTTOM_WORDS[rubric["language"]]
-    out = {}
-    for c in rubric["criteria"]:
-        at = reasoning.find(c["label"])
-        if at < 0:
-            continue
-        if _missing(pct.get(c["id"])):
-            out[c["id"]] = "absent"
-            continue
-        clause = re.split(r"[;,.\n]", reasoning[at + len(c["label"]) :], maxsplit=1)[0]
-        says_top, says_bottom = top_word in clause, bottom_word in clause
-        if says_top == says_bottom:  # neither, or both
-            out[c["id"]] = "no side"
-        else:
-            out[c["id"]] = "right" if says_top == (pct[c["id"]] >= 50) else "wrong"
-    return out
-
-
-def unsupported(reasoning: str | None, evidence: str | dict, rubric: dict) -> list[str]:
-    """The criteria a reasoning misstates: cited without data in the prompt, or on the wrong side.
-
-    >>> rubric, _ = example_methodology()
-    >>> unsupported("Sharpe ratio bottom 20%", '{"sharpe_3y": 85}', rubric), unsupported(None, "{}", rubric)
-    (['sharpe_3y'], [])
-    """
-    if not reasoning:
-        return []
-    pct = json.loads(evidence) if isinstance(evidence, str) else evidence
-    return [cid for cid, said in claims(reasoning, pct, rubric).items() if said in ("wrong", "absent")]
-
-
-# Credit per claim, times the criterion's weight: a misstatement costs as much as a right claim earns.
-CLAIM_CREDIT = {"right": 1.0, "no side": 0.5, "wrong": -1.0, "absent": -1.0}
+# Credit per claim, times the criterion's weight (context metrics and the verdict: the smallest
+# criterion weight). A misstatement costs twice what a right claim earns: citing less is never
+# worse than citing wrongly, and one wrong claim outweighs a right one.
+CLAIM_CREDIT = {"right": 1.0, "no side": 0.25, "wrong": -2.0, "absent": -2.0}
 
 
 def evidence_reward(completions: list, evidence: list, *, schema: dict, rubric: dict, **columns: Any) -> list[float]:
-    """Does the reasoning cite the weightiest criteria, and place the fund on the right side?
-
-    For each criterion label found in the reasoning: full credit if the words after it say
-    top/bottom on the side the percentile is on, half credit with no side, and a penalty of the
-    same size as full credit for the wrong side or for a criterion the prompt had no data on
-    (`claims`); weighted by the criterion weights, normalised by the weight of the `cite_top`
-    criteria that a reference reasoning cites, and kept within 0-1.
+    """Is the evaluation complete and right? Every checkable claim (`methodology.claims.check`:
+    the verdict against the grade, each named criterion's side, band and numbers) earns
+    `CLAIM_CREDIT` times its weight; the sum is normalised by the weight of the criteria a
+    reference cites (the `cite_top` weightiest for the fund) and kept within -1..1. A right
+    verdict earns nothing (the grade reward pays the grade) and a wrong one costs.
 
     >>> rubric, schema = example_methodology()
     >>> says = lambda side: f'{{"grade": 2, "score": 80, "reasoning": "Sharpe ratio {side} 20%"}}'
-    >>> pct = ['{"sharpe_3y": 85}'] * 3
-    >>> evidence_reward([says("top"), says("bottom"), says("")], pct, schema=schema, rubric=rubric)
-    [1.0, 0.0, 0.5]
+    >>> pct = ['{"sharpe_3y": 85}'] * 4
+    >>> evidence_reward([says("top"), says("bottom"), says(""), says("top 10%; Sharpe ratio")], pct,
+    ...                 schema=schema, rubric=rubric)
+    [1.0, -1.0, 0.25, -1.0]
     """
     weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
+    floor = min(weights.values())
     out = []
     for a, ev in zip(answers(completions, schema), evidence):
         if a is None:
             out.append(0.0)
             continue
-        pct = json.loads(ev) if isinstance(ev, str) else ev
-        got = sum(CLAIM_CREDIT[said] * weights[cid] for cid, said in claims(a["reasoning"], pct, rubric).items())
+        pct = claims_check.percentiles(ev)
+        got = 0.0
+        for c in claims_check.check(a["reasoning"], pct, rubric, a["grade"]):
+            credit = CLAIM_CREDIT[c["status"]]
+            if c["about"] == "verdict":
+                credit = min(credit, 0.0)
+            got += credit * weights.get(c["about"], floor)
         possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
         need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
-        out.append(min(1.0, max(0.0, got / need)))
+        out.append(round(min(1.0, max(-1.0, got / need)), 6))
+    return out
+
+
+def departure_reward(
+    completions: list,
+    expert_grade: list,
+    shown_grade: list | None = None,
+    *,
+    schema: dict,
+    departure_cost: float,
+    **columns: Any,
+) -> list[float | None]:
+    """A bet on departing from the grade the prompt suggested (`shown_grade`: the statistical
+    estimate shown, else the methodology's grade): agreeing earns 0.5, a right departure 1, a wrong
+    one 0.5 - 0.5 * `departure_cost`. With cost c, departing pays in expectation only when it is
+    right more often than c / (1 + c) (cost 1: one time in two). 0 malformed; None with no label or
+    nothing shown.
+
+    >>> _, schema = example_methodology()
+    >>> say = lambda grade: f'{{"grade": {grade}, "score": 50, "reasoning": "ok"}}'
+    >>> departure_reward([say(1), say(2), say(2), say(1), "{"], [2, 2, 1, None, 2], [1, 1, 1, 1, 1],
+    ...                  schema=schema, departure_cost=1.0)
+    [0.5, 1.0, 0.0, None, 0.0]
+    """
+    shown = shown_grade if shown_grade is not None else [None] * len(completions)
+    out: list[float | None] = []
+    for a, g, s in zip(answers(completions, schema), expert_grade, shown):
+        if _missing(g) or _missing(s):
+            out.append(None)
+        elif a is None:
+            out.append(0.0)
+        elif int(a["grade"]) == int(s):
+            out.append(0.5)
+        else:
+            out.append(1.0 if int(a["grade"]) == int(g) else 0.5 - 0.5 * departure_cost)
     return out
 
 
@@ -373,6 +374,7 @@ def settings(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[di
         "grade_step_penalty": params.grade_step_penalty,
         "grade_weights": balanced_weights([r["expert_grade"] for r in train_rows]) if balance else None,
         "reasoning_chars": tuple(params.reasoning_chars),
+        "departure_cost": params.departure_cost,
     }
 
 
@@ -383,7 +385,7 @@ def bind(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[dict] 
     >>> rubric, schema = example_methodology()
     >>> rewards = bind(rubric, schema, GrpoParams())
     >>> list(rewards), rewards["grade"].__name__
-    (['json', 'grade', 'score', 'evidence', 'length', 'calibration'], 'grade_reward')
+    (['json', 'grade', 'score', 'evidence', 'length', 'calibration', 'departure'], 'grade_reward')
     >>> rewards["grade"](['{"grade": 2, "score": 80, "reasoning": "ok"}', "{"], expert_grade=[1, 1])
     [0.0, 0.0]
     """

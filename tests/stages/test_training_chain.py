@@ -225,10 +225,14 @@ def test_backtest_reports_every_evaluator(backtest_result):
     assert backtest_result["n_funds"] == 6
     assert set(backtest_result["models"]) == {"grpo", "base", "rule"}
     common = {"valid_json", "exact", "within_one", "qwk", "spearman", "score_mae", "neutral"}
-    assert set(backtest_result["models"]["rule"]) == common
+    # every evaluator: how often it departs from the grade the prompt suggested (the methodology's,
+    # shown by default): never, for the methodology's own scorer
+    assert set(backtest_result["models"]["rule"]) == common | {"departures"}
+    assert backtest_result["models"]["rule"]["departures"]["n"] == 0
     for name in ("grpo", "base"):  # language models also report how well their reasoning cites the evidence
         m = backtest_result["models"][name]
-        assert common | {"evidence", "unsupported", "seconds"} <= set(m) and 0.0 <= m["evidence"] <= 1.0
+        assert common | {"evidence", "unsupported", "claims", "seconds"} <= set(m) and -1.0 <= m["evidence"] <= 1.0
+        assert {"claims", "misstated_claims", "complete"} <= set(m["claims"]) and m["departures"]["n"] >= 0
         # an invalid answer is a miss: it cannot raise exact above the share of valid answers
         assert m["exact"] <= m["valid_json"] and m["neutral"]["exact"] >= m["exact"]
     assert "grpo-rule" in backtest_result["comparisons"]

@@ -47,6 +47,7 @@ def test_malformed_completions_get_zero_not_errors(setup):
         "expert_grade": [3] * len(MALFORMED),
         "expert_score": [50.0] * len(MALFORMED),
         "evidence": ["{}"] * len(MALFORMED),
+        "shown_grade": [3] * len(MALFORMED),
     }
     for name, fn in rewards.items():
         assert fn(MALFORMED, **cols) == [0.0] * len(MALFORMED), name
@@ -75,9 +76,63 @@ def test_evidence_reward_in_the_methodology_language(setup):
     vague = f"{label['sharpe']}; {label['return']}"
     got = rewards["evidence"]([answer(4, 70, t) for t in (right, wrong, vague, "nothing cited here")], evidence=ev)
     assert got[0] == pytest.approx(1.0)
-    assert got[1] == 0.0
-    assert got[2] == pytest.approx(0.5)
+    assert got[1] == -1.0  # wrong on both: below citing nothing
+    assert got[2] == pytest.approx(0.25)
     assert got[3] == 0.0
+    wrong_band = f"{label['sharpe']} {top} 10%; {label['return']} {bottom} 10%"  # return is at 20: not the bottom 10 %
+    assert rewards["evidence"]([answer(4, 70, wrong_band)], evidence=ev[:1])[0] < 0.0
+
+
+def test_citing_less_is_never_worse_than_citing_wrongly(setup):
+    """A policy that cites every criterion, each wrongly (side or band), earns less than one that cites
+    nothing, and adding a wrong claim to right ones always lowers the reward."""
+    r, rewards = setup
+    top, bottom = ("top", "bottom") if r["language"] == "en" else ("상위", "하위")
+    pct = {"sharpe": 95, "return": 72, "cost": 8, "drawdown": 40, "information_ratio": 61}
+    ev = [json.dumps(pct)]
+
+    def says(ids, band):  # band(pct) -> the words after the label
+        return answer(4, 70, "; ".join(f"{c['label']} {band(pct[c['id']])}" for c in r["criteria"] if c["id"] in ids))
+
+    def right(p):
+        return f"{top} {max(10, -(-(100 - p) // 10) * 10)}%" if p >= 50 else f"{bottom} {max(10, -(-p // 10) * 10)}%"
+
+    def wrong_side(p):
+        return f"{bottom} 50%" if p >= 50 else f"{top} 50%"
+
+    def wrong_band(p):
+        return f"{top} {max(1, 100 - p - 5)}%" if p >= 50 else f"{bottom} {max(1, p - 5)}%"
+
+    everything = set(pct)
+    nothing = rewards["evidence"]([answer(4, 70, "no criterion named")], evidence=ev)[0]
+    for wrong in (wrong_side, wrong_band):
+        assert rewards["evidence"]([says(everything, wrong)], evidence=ev)[0] < nothing == 0.0
+    all_right = rewards["evidence"]([says(everything, right)], evidence=ev)[0]
+    assert all_right == pytest.approx(1.0)
+    two_right = rewards["evidence"]([says({"sharpe", "cost"}, right)], evidence=ev)[0]
+    text = "; ".join(
+        [f"{c['label']} {right(pct[c['id']])}" for c in r["criteria"] if c["id"] in ("sharpe", "cost")]
+        + [f"{c['label']} {wrong_side(pct[c['id']])}" for c in r["criteria"] if c["id"] == "return"]
+    )
+    mixed = answer(4, 70, text)
+    assert rewards["evidence"]([mixed], evidence=ev)[0] < two_right
+
+
+def test_departure_reward_pays_only_departures_that_are_right_often_enough(setup):
+    """The departure reward is a bet: departing from the suggested grade pays in expectation only when
+    right more often than cost / (1 + cost); at the default cost 1, more than one time in two."""
+    _, rewards = setup
+    shown, n = 3, 10
+
+    def mean(answered, right_share):  # a policy that answers `answered` where the experts give 4 this often
+        experts = [4] * round(n * right_share) + [3] * (n - round(n * right_share))
+        got = rewards["departure"]([answer(answered, 70, "x" * 20)] * n, expert_grade=experts, shown_grade=[shown] * n)
+        return sum(got) / n
+
+    agree = mean(3, 0.5)
+    assert mean(4, 0.7) > agree > mean(4, 0.3)
+    assert mean(4, 0.5) == pytest.approx(agree)  # the break-even at cost 1
+    assert rewards["departure"]([answer(4, 70, "x")], expert_grade=[4], shown_grade=[None]) == [None]
 
 
 def test_length_reward_band(setup):
@@ -105,7 +160,9 @@ def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
     """A reward that raises would stop the GRPO step; each item gets a number (0 when malformed)."""
     _, rewards = setup
     n = len(HOSTILE)
-    columns = dict(expert_grade=[3] * n, expert_score=[50.0] * n, evidence=['{"sharpe_3y": 80}'] * n)
+    columns = dict(
+        expert_grade=[3] * n, expert_score=[50.0] * n, evidence=['{"sharpe_3y": 80}'] * n, shown_grade=[2] * n
+    )
     for name, fn in rewards.items():
         got = fn(HOSTILE, **columns)
         assert len(got) == n and all(isinstance(x, float) for x in got), name
@@ -116,6 +173,7 @@ def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
         expert_grade=[3, "three", 3],
         expert_score=[50.0, 50.0, "x"],
         evidence=['{"sharpe_3y": 80}', "{", '{"sharpe_3y": 80}'],
+        shown_grade=[3, "x", 3],
     )
     for name, fn in rewards.items():
         got = fn([good] * 3, **odd)

@@ -1,0 +1,219 @@
+"""What an evaluation claims, checked against the prompt it answered.
+
+An evaluation's reasoning opens with a verdict (a grade's label from the methodology file, e.g.
+"above average") and names criteria with where the fund stands among its peers ("Sharpe ratio top
+30%"). Everything checkable is checked, per claim:
+
+- the verdict: the label it opens with must be the label of the grade the answer gives;
+- for each criterion (weighted or context) it names: data in the prompt at all ("absent" if not),
+  the side (top / bottom against the percentile), the band ("top 30%" holds for a percentile of 70
+  or more; "bottom 20%" for 20 or less), and any other number quoted there, which must be the
+  percentile as the prompt shows it (rounded).
+
+A claim is "right", "no side" (named without a side), "wrong" (side, band or number) or "absent"
+(no data in the prompt); "wrong" and "absent" are misstatements. Words per language: `TOP_WORDS`,
+`BOTTOM_WORDS` (prompts), the grade labels (the methodology file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from fundgrpo.methodology.prompts import BOTTOM_WORDS, TOP_WORDS
+
+MISSTATED = ("wrong", "absent")
+# A clause ends at ";", ",", a line end, or a full stop that is not a decimal point.
+_CLAUSE_END = re.compile(r"[;,\n]|\.(?!\d)")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def example_rubric() -> dict:
+    """A two-criterion rubric with a context metric and five grade labels, for the doctests."""
+    labels = ["poor", "below average", "average", "above average", "excellent"]
+    return {
+        "language": "en",
+        "grades": [1, 2, 3, 4, 5],
+        "cite_top": 2,
+        "bands": [{"grade": g, "label": {"en": lab, "ko": lab}} for g, lab in zip(range(1, 6), labels)],
+        "criteria": [
+            {"id": "sharpe_3y", "label": "Sharpe ratio", "weight": 0.6},
+            {"id": "cost", "label": "ongoing cost", "weight": 0.4},
+        ],
+        "context": [{"id": "tenure", "label": "manager tenure"}],
+    }
+
+
+def verdict_labels(rubric: dict) -> dict[int, str]:
+    """Each grade's label in the methodology's language (the verdict words).
+
+    >>> verdict_labels(example_rubric())[4]
+    'above average'
+    """
+    language = rubric["language"]
+    out = {}
+    for b in rubric.get("bands", []):
+        label = b.get("label")
+        text = label.get(language) if isinstance(label, dict) else label
+        if text:
+            out[int(b["grade"])] = str(text)
+    return out
+
+
+def named(rubric: dict) -> list[dict]:
+    """The criteria a reasoning may name: the weighted ones, then the context metrics."""
+    return [*rubric["criteria"], *rubric.get("context", [])]
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _verdict(reasoning: str, rubric: dict, grade: int | None) -> dict | None:
+    """The verdict claim: the longest grade label the reasoning opens with, against `grade`."""
+    opening = reasoning.lstrip().lower()
+    said = [(g, lab) for g, lab in verdict_labels(rubric).items() if opening.startswith(lab.lower())]
+    if not said or grade is None:
+        return None
+    g, label = max(said, key=lambda s: len(s[1]))
+    right = g == int(grade)
+    status, why = ("right", "") if right else ("wrong", "verdict")
+    return {"about": "verdict", "said": label, "status": status, "why": why}
+
+
+def _criterion(clause: str, pct: float, language: str) -> tuple[str, str]:
+    """(status, why) of one criterion's clause given its percentile."""
+    top, bottom = TOP_WORDS[language], BOTTOM_WORDS[language]
+    says_top, says_bottom = top in clause, bottom in clause
+    if says_top == says_bottom:  # neither, or both
+        side = None
+    else:
+        side = "top" if says_top else "bottom"
+        if side != ("top" if pct >= 50 else "bottom"):
+            return "wrong", "side"
+    band = re.search(rf"(?:{re.escape(top)}|{re.escape(bottom)})\s*(\d+(?:\.\d+)?)\s*%?", clause)
+    if band and side is not None:
+        n = float(band.group(1))
+        holds = pct >= 100 - n if side == "top" else pct <= n
+        if not holds:
+            return "wrong", "band"
+    rest = clause[: band.start()] + clause[band.end() :] if band else clause
+    rest = re.sub(r"\d+(?:\.\d+)?\s*%", "", rest)  # a share with no side to check it against
+    for number in _NUMBER.findall(rest):
+        if "." not in number and int(number) != round(pct):
+            return "wrong", "number"
+    return ("no side", "") if side is None else ("right", "")
+
+
+def check(reasoning: str | None, pct: dict, rubric: dict, grade: int | None = None) -> list[dict]:
+    """Every checkable claim in `reasoning`: {"about": criterion id or "verdict", "said", "status",
+    "why"}. `pct`: criterion id -> the percentile the prompt showed (None or NaN: no data);
+    `grade`: the grade the answer gives (the verdict is checked against it).
+
+    >>> r = example_rubric()
+    >>> [(c["about"], c["status"], c["why"]) for c in check(
+    ...     "Above average. Sharpe ratio top 10%; ongoing cost bottom 10%.", {"sharpe_3y": 79, "cost": 58}, r, 4)]
+    [('verdict', 'right', ''), ('sharpe_3y', 'wrong', 'band'), ('cost', 'wrong', 'side')]
+    >>> [(c["about"], c["status"]) for c in check("Excellent. Sharpe ratio top 30% (percentile 72); "
+    ...     "manager tenure bottom 40", {"sharpe_3y": 72.4, "cost": 50, "tenure": 35}, r, 4)]
+    [('verdict', 'wrong'), ('sharpe_3y', 'right'), ('tenure', 'right')]
+    >>> [c["why"] for c in check("Sharpe ratio top 30% (percentile 75); ongoing cost top", {"sharpe_3y": 72}, r)]
+    ['number', 'no data']
+    """
+    if not reasoning:
+        return []
+    out = []
+    verdict = _verdict(reasoning, rubric, grade)
+    if verdict:
+        out.append(verdict)
+    lowered = reasoning.lower()
+    found = []
+    for c in sorted(named(rubric), key=lambda c: -len(c["label"])):  # "3-year Sharpe ratio" before "Sharpe ratio"
+        at = lowered.find(c["label"].lower())
+        if at < 0:
+            continue
+        lowered = lowered[:at] + " " * len(c["label"]) + lowered[at + len(c["label"]) :]
+        found.append((at, c))
+    for at, c in sorted(found, key=lambda f: f[0]):
+        clause = _CLAUSE_END.split(reasoning[at + len(c["label"]) :], maxsplit=1)[0]
+        if _missing(pct.get(c["id"])):
+            status, why = "absent", "no data"
+        else:
+            status, why = _criterion(clause, float(pct[c["id"]]), rubric["language"])
+        out.append({"about": c["id"], "said": (c["label"] + clause).strip(), "status": status, "why": why})
+    return out
+
+
+def claims(reasoning: str | None, pct: dict, rubric: dict) -> dict[str, str]:
+    """Each named criterion's status (`check`, without the verdict).
+
+    >>> claims("Sharpe ratio bottom 20%", {"sharpe_3y": 85}, example_rubric())
+    {'sharpe_3y': 'wrong'}
+    """
+    return {c["about"]: c["status"] for c in check(reasoning, pct, rubric) if c["about"] != "verdict"}
+
+
+def percentiles(evidence: str | dict) -> dict:
+    """A record's `evidence` column (JSON or dict: criterion id -> percentile) as a dict."""
+    return json.loads(evidence) if isinstance(evidence, str) else evidence
+
+
+def misstated(reasoning: str | None, evidence: str | dict, rubric: dict, grade: int | None = None) -> list[str]:
+    """What a reasoning misstates: criteria without data or on the wrong side, band or number, and
+    "verdict" when its opening label is not its grade's.
+
+    >>> misstated("Excellent. Sharpe ratio top 10%", '{"sharpe_3y": 85}', example_rubric(), 4)
+    ['verdict', 'sharpe_3y']
+    >>> misstated(None, "{}", example_rubric())
+    []
+    """
+    return [c["about"] for c in check(reasoning, percentiles(evidence), rubric, grade) if c["status"] in MISSTATED]
+
+
+def complete(reasoning: str | None, evidence: str | dict, rubric: dict) -> bool:
+    """Does the reasoning cite, rightly, every criterion a reference cites for this fund (the
+    `cite_top` whose percentiles pull the score furthest from the middle, by weight)?
+
+    >>> r = example_rubric()
+    >>> ev = {"sharpe_3y": 85, "cost": 15}
+    >>> complete("Sharpe ratio top 20%; ongoing cost bottom 20%", ev, r), complete("Sharpe ratio top 20%", ev, r)
+    (True, False)
+    """
+    pct = percentiles(evidence)
+    said = claims(reasoning, pct, rubric)
+    pull = {c["id"]: abs(pct[c["id"]] - 50) * c["weight"] for c in rubric["criteria"] if not _missing(pct.get(c["id"]))}
+    need = min(rubric.get("cite_top", 3), len(pull))
+    if not need:
+        return True
+    # criteria tied with the last one a reference cites count as well (the percentiles are rounded)
+    bar = sorted(pull.values(), reverse=True)[need - 1] - 1e-3
+    return sum(said.get(cid) == "right" for cid, p in pull.items() if p >= bar) >= need
+
+
+def summary(reasonings: list[str | None], evidence: list, rubric: dict, grades: list[int | None]) -> dict[str, Any]:
+    """Per evaluator: claims made, the share misstated (band level), the share of answers with any
+    misstatement, and the share of answers that are complete (`complete`); None-reasoning answers
+    (invalid) count as incomplete and make no claim.
+
+    >>> r = example_rubric()
+    >>> summary(["Sharpe ratio top 20%; ongoing cost bottom 20%", "Sharpe ratio top 10%", None],
+    ...         [{"sharpe_3y": 85, "cost": 15}] * 3, r, [4, 4, None])
+    {'claims': 3, 'misstated_claims': 0.3333, 'misstated_answers': 0.3333, 'complete': 0.3333}
+    """
+    made = wrong = wrong_answers = whole = 0
+    for text, ev, g in zip(reasonings, evidence, grades):
+        found = check(text, percentiles(ev), rubric, g)
+        made += len(found)
+        bad = sum(c["status"] in MISSTATED for c in found)
+        wrong += bad
+        wrong_answers += bad > 0
+        whole += bool(text) and complete(text, ev, rubric)
+    n = len(reasonings)
+    return {
+        "claims": made,
+        "misstated_claims": round(wrong / made, 4) if made else None,
+        "misstated_answers": round(wrong_answers / n, 4) if n else None,
+        "complete": round(whole / n, 4) if n else None,
+    }

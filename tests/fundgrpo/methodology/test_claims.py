@@ -1,0 +1,89 @@
+"""The claims check reads everything checkable in an evaluation, in English and Korean, and the
+reference evaluations (the SFT targets) pass it: right, complete and within the length budget."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from fundgrpo.data import synthetic
+from fundgrpo.methodology import claims
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import preparation as prepare
+from fundgrpo.params import PrepareParams, SyntheticParams
+from tests.support import REPO
+
+
+@pytest.fixture(params=["default.yaml", "default_ko.yaml"])
+def rubric(request):
+    return meth.rubric(meth.load(REPO / "methodology" / request.param))
+
+
+def words(rubric):
+    return ("top", "bottom") if rubric["language"] == "en" else ("상위", "하위")
+
+
+def test_the_dashboard_misstatement_is_caught_on_both_counts(rubric):
+    """Found by an analyst on the dashboard: Sharpe ratio percentile 79 and ongoing cost percentile 58
+    read "Sharpe ratio top 10%; ongoing cost bottom 10%": the band of one and the side of the other."""
+    top, bottom = words(rubric)
+    label = {c["id"]: c["label"] for c in rubric["criteria"]}
+    text = f"{label['sharpe']} {top} 10%; {label['cost']} {bottom} 10%"
+    found = {c["about"]: (c["status"], c["why"]) for c in claims.check(text, {"sharpe": 79, "cost": 58}, rubric)}
+    assert found == {"sharpe": ("wrong", "band"), "cost": ("wrong", "side")}
+    right = f"{label['sharpe']} {top} 30%; {label['cost']} {top} 50%"
+    assert claims.misstated(right, {"sharpe": 79, "cost": 58}, rubric) == []
+
+
+def test_numbers_verdicts_and_context_are_checked(rubric):
+    top, bottom = words(rubric)
+    label = {c["id"]: c["label"] for c in [*rubric["criteria"], *rubric["context"]]}
+    verdict = {b["grade"]: b["label"][rubric["language"]] for b in rubric["bands"]}
+    pct = {"sharpe": 72.4, "cost": 35.0, "tenure": 12.0}
+    text = f"{verdict[4]}. {label['sharpe']} {top} 30% (72); {label['tenure']} {bottom} 20%"
+    assert claims.misstated(text, pct, rubric, grade=4) == []
+    assert claims.misstated(text, pct, rubric, grade=5) == ["verdict"]  # its words are grade 4's label
+    assert claims.misstated(text.replace("(72)", "(75)"), pct, rubric, grade=4) == ["sharpe"]  # not the percentile
+    assert claims.misstated(text.replace(f"{bottom} 20%", f"{bottom} 10%"), pct, rubric, 4) == ["tenure"]
+    # a criterion the prompt had no data on
+    assert claims.misstated(f"{label['cost']} {bottom} 40%", {"cost": None}, rubric) == ["cost"]
+
+
+def test_reference_evaluations_are_right_complete_and_within_budget(rubric):
+    """Every SFT target states the verdict of its grade, cites the weightiest criteria with true
+    bands, says what moved the grade off the methodology's, and fits the JSON Schema's length."""
+    funds = synthetic.later_batch(SyntheticParams(n_funds=120, n_months=48), 3)
+    records = prepare.build_records(funds, rubric, replace(PrepareParams(), answer_style="evaluation"))
+    assert len(records) > 50
+    budget = rubric["reasoning"]["max_chars"]
+    moved = 0
+    for r in records:
+        answer = json.loads(r["reference"])
+        assert claims.misstated(answer["reasoning"], r["evidence"], rubric, answer["grade"]) == [], answer
+        assert claims.complete(answer["reasoning"], r["evidence"], rubric), answer
+        assert len(answer["reasoning"]) <= budget
+        assert r["shown_grade"] == r["rule_grade"]  # the methodology's grade is what the prompt suggests
+        said = [
+            c["about"] for c in claims.check(answer["reasoning"], json.loads(r["evidence"]), rubric, r["expert_grade"])
+        ]
+        assert said[0] == "verdict"
+        moved += r["expert_grade"] != r["rule_grade"]
+    assert moved > 0  # some grades depart from the methodology, and their evaluations say why
+    summary = claims.summary(
+        [json.loads(r["reference"])["reasoning"] for r in records], [r["evidence"] for r in records], rubric,
+        [r["expert_grade"] for r in records],
+    )  # fmt: skip
+    assert summary["misstated_claims"] == 0.0 and summary["complete"] == 1.0
+
+
+def test_morningstar_evaluations_fit_the_budget_and_read_their_labels():
+    """The Morningstar file's labels are long ("4 stars (above average)", "10-year risk-adjusted
+    return"): an evaluation still fits its 160 characters, and the 5- and 10-year claims are told apart."""
+    rubric = meth.rubric(meth.load(REPO / "methodology/morningstar.yaml"))
+    labels = [b["label"]["en"] for b in rubric["bands"]]
+    text = f"{labels[3]}. 10-year risk-adjusted return top 30%; 5-year risk-adjusted return top 20%. Methodology 3"
+    assert len(text) <= rubric["reasoning"]["max_chars"]
+    assert claims.misstated(text, {"mrar_10y": 75, "mrar_5y": 85, "mrar_3y": 50}, rubric, 4) == []
+    assert claims.misstated(text, {"mrar_10y": 75, "mrar_5y": 75, "mrar_3y": 50}, rubric, 4) == ["mrar_5y"]
