@@ -193,7 +193,7 @@ def written(run: dict, model: str, metric: str, rows: np.ndarray, grades: list[i
         return float(np.mean([bool(r.get(f"{model}_complete")) for r in funds]))
     if metric.startswith("stated_"):
         said = [
-            (r[f"{model}_stated"] / 100, float(q == e))
+            (r[f"{model}_stated"], float(q == e))
             for r, q, e in zip(funds, p, y)
             if r.get(f"{model}_stated") is not None
         ]

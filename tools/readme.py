@@ -166,8 +166,41 @@ def trust_table(root: Path) -> list[str]:
     return out
 
 
+def answer_pairs(root: Path = REPO) -> list[str]:
+    """What SFT teaches the model to write, before (`brief`) and now (`evaluation`), in each language: the
+    reference answers of one synthetic fund whose expert grade departs from the methodology's."""
+    from dataclasses import replace
+
+    from fundgrpo.data import synthetic
+    from fundgrpo.methodology import compiler, preparation
+    from fundgrpo.params import PrepareParams, SyntheticParams
+
+    funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
+    out = [
+        "",
+        "What the model is taught to write (`prepare.answer_style`; the reference answer of one synthetic fund "
+        "whose expert grade departs from the methodology's):",
+        "",
+        "| | before: `brief` | now: `evaluation` (the default) |",
+        "|---|---|---|",
+    ]
+    for language, file in (("en", "default.yaml"), ("ko", "default_ko.yaml")):
+        rubric = compiler.rubric(compiler.load(root / "methodology" / file))
+        said = {
+            style: preparation.build_records(funds, rubric, replace(PrepareParams(), answer_style=style))
+            for style in ("brief", "evaluation")
+        }
+        i = next(i for i, r in enumerate(said["evaluation"]) if r["expert_grade"] != r["rule_grade"])
+        text = {style: json.loads(records[i]["reference"])["reasoning"] for style, records in said.items()}
+        out.append(f"| {language} | {text['brief']} | {text['evaluation']} |")
+    return out
+
+
 def block(root: Path = REPO) -> str:
-    return "\n".join([BEGIN, *default_table(root), *demo_line(root), "", *seeds_table(root), *trust_table(root), END])
+    return "\n".join(
+        [BEGIN, *default_table(root), *demo_line(root), *answer_pairs(root), "", *seeds_table(root),
+         *trust_table(root), END]
+    )  # fmt: skip
 
 
 def render(readme: str, root: Path = REPO) -> str:

@@ -584,8 +584,8 @@ def said(name: str, p: dict) -> list[tuple[str, Any]]:
     """What one evaluation claims, for the per-fund file: claims made, misstated, complete, and the
     confidence it states (where the answer states one).
 
-    >>> said("sft", {"claims": 3, "unsupported": ["verdict"], "complete": True, "stated": 70})
-    [('sft_claims', 3), ('sft_misstated', 1), ('sft_complete', True), ('sft_stated', 70)]
+    >>> said("sft", {"claims": 3, "unsupported": ["verdict"], "complete": True, "stated": 0.7})
+    [('sft_claims', 3), ('sft_misstated', 1), ('sft_complete', True), ('sft_stated', 0.7)]
     """
     out = [(f"{name}_claims", p["claims"])] if "claims" in p else []
     if "unsupported" in p:

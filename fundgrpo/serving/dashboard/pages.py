@@ -301,8 +301,11 @@ def tested_grades(row: dict) -> None:
     flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) else []
     if row.get("grpo_reason"):
         flags.append(str(row["grpo_reason"]))
-    if row.get("grpo_unsupported"):
-        flags.append(f"{T['misstated']}: {', '.join(row['grpo_unsupported'])}")
+    if row.get("grpo_unsupported"):  # the claims check's finding, in the methodology's words
+        rubric = WS.rubric() or {}
+        named = {c["id"]: c.get("label", c["id"]) for c in [*rubric.get("criteria", []), *rubric.get("context", [])]}
+        said = [T["misstated_verdict"] if cid == "verdict" else named.get(cid, cid) for cid in row["grpo_unsupported"]]
+        flags.append(f"{T['misstated']}: {', '.join(said)}")
     if flags:
         st.warning(" · ".join(flags))
 
