@@ -73,6 +73,16 @@ FAITHFUL = {
     "departure_precision": "departures from the suggested grade: right share",
     "departures": "departures from the suggested grade: share of funds",
 }
+# confidence sources (summary key: label): each language model's at each belief method, and gradient boosting's
+CONFIDENCE = {
+    "grpo/stated": "GRPO, the confidence it states",
+    "grpo/score": "GRPO, its belief read at the score",
+    "grpo/grade": "GRPO, its belief read at the grade token",
+    "sft/stated": "SFT start, the confidence it states",
+    "sft/score": "SFT start, its belief read at the score",
+    "sft/grade": "SFT start, its belief read at the grade token",
+    "gbm": "gradient boosting, its class probability",
+}
 TITLES = {
     "embedded-default": "Embedded default (synthetic funds, embedded ~1M model)",
     "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
@@ -108,6 +118,19 @@ def collect(run: Path, dataset: str, recompute: bool) -> Path:
         "n_funds": backtest["n_funds"],
         "models": {k: {m: v.get(m) for m in ("exact", "qwk", "valid_json")} for k, v in backtest["models"].items()},
         "served": backtest["models"]["grpo"].get("served"),
+        # how well each confidence is calibrated: each language model's, read at each belief method
+        # (`stated`: the confidence its answers state) and gradient boosting's (its class probabilities)
+        "confidence": {
+            **{
+                f"{name}/{method}": {k: c.get(k) for k in ("ece", "brier_top")}
+                for name in ("grpo", "sft")
+                for method, c in (backtest["models"].get(name, {}).get("calibration") or {}).items()
+            },
+            "gbm": {k: backtest["models"]["gbm"]["trust"].get(k) for k in ("ece", "brier_top")}
+            if "trust" in backtest["models"].get("gbm", {})
+            else None,
+        },
+        "departures": {k: v["departures"] for k, v in backtest["models"].items() if "departures" in v},
         "chosen": fit.get("chosen"),
         "sft_chosen": (fit.get("sft") or {}).get("chosen"),
         "kept": json.loads((run / "metrics/grpo.json").read_text()).get("kept"),
@@ -263,6 +286,25 @@ def figures(runs: list[dict]) -> dict:
             out["differences"][f"{a}-{b}"] = found
     if any("grpo_claims" in run["funds"][0] for run in runs):  # runs that carry the claims check
         out["faithful"] = {m: f for m in FAITHFUL if (f := faithful_over_seeds(runs, m, grades, n=500)) is not None}
+    named = [k for k in ROWS if all(k in (run["summary"].get("departures") or {}) for run in runs)]
+    out["departures"] = {}
+    for k in named:
+        d = [run["summary"]["departures"][k] for run in runs]
+        right = [x["precision"] for x in d if x["precision"] is not None]
+        out["departures"][k] = {
+            "n": float(np.mean([x["n"] for x in d])),
+            "shown_right": float(np.mean([x["shown_right"] for x in d])),
+            "precision": f"{np.mean(right):.3f} [{min(right):.3f}, {max(right):.3f}]" if right else "–",
+        }
+    sources = [k for k in CONFIDENCE if all((run["summary"].get("confidence") or {}).get(k) for run in runs)]
+    out["confidence"] = {
+        k: {
+            m: {"mean": float(np.mean(v)), "min": min(v), "max": max(v)}
+            for m in ("ece", "brier_top")
+            if (v := [run["summary"]["confidence"][k][m] for run in runs])
+        }
+        for k in sources
+    }
     return out
 
 
@@ -307,6 +349,30 @@ def render(dataset: str, f: dict) -> list[str]:
     lines += target_lines(f)
     if f.get("faithful"):
         lines += faithful_lines(f["faithful"])
+    if f.get("departures"):
+        lines += [
+            "",
+            "Departures from the grade the prompt suggested (the estimate shown, else the methodology's), per "
+            "evaluator (mean over seeds): how many, how often the departure is the expert's grade, and how often "
+            "the suggested grade was:",
+            "",
+            "| evaluator | departures | right | suggested grade right |",
+            "|---|---|---|---|",
+        ]
+        for name, d in f["departures"].items():
+            lines.append(f"| {ROWS.get(name, name)} | {d['n']:.1f} | {d['precision']} | {d['shown_right']:.1f} |")
+    if f.get("confidence"):
+        lines += [
+            "",
+            "How well each confidence is calibrated (the confidence in the grade given, before any decision rule; "
+            "ECE and top-label Brier, mean [lowest, highest seed]):",
+            "",
+            "| confidence | ECE | Brier (top label) |",
+            "|---|---|---|",
+        ]
+        for k, c in f["confidence"].items():
+            cells = [f"{c[m]['mean']:.3f} [{c[m]['min']:.3f}, {c[m]['max']:.3f}]" for m in ("ece", "brier_top")]
+            lines.append(f"| {CONFIDENCE[k]} | {cells[0]} | {cells[1]} |")
     return lines
 
 
