@@ -243,7 +243,9 @@ def answer(
     preds = predictions_from_texts(texts, rubric, schema)
     for p, r in zip(preds, rows):
         if "evidence" in r:
-            found = claims.check(p["reasoning"], claims.percentiles(r["evidence"]), rubric, p["grade"])
+            found = claims.check(
+                p["reasoning"], claims.percentiles(r["evidence"]), rubric, p["grade"], r.get("rule_grade")
+            )
             p["unsupported"] = [c["about"] for c in found if c["status"] in claims.MISSTATED]
             p["claims"] = len(found)
             p["complete"] = bool(p["reasoning"]) and claims.complete(p["reasoning"], r["evidence"], rubric)
@@ -286,7 +288,9 @@ def honesty(rows: list[dict], preds: list[dict], texts: list[str], rubric: dict,
     if not all("evidence" in r for r in rows):
         return {}
     valid = [p for p in preds if p["valid"]]
-    cites = evidence_reward(texts, [r["evidence"] for r in rows], schema=schema, rubric=rubric)
+    cites = evidence_reward(
+        texts, [r["evidence"] for r in rows], [r.get("rule_grade") for r in rows], schema=schema, rubric=rubric
+    )
     return {
         "evidence": round(float(np.mean(cites)), 4),
         "unsupported": round(float(np.mean([bool(p["unsupported"]) for p in valid])), 4) if valid else None,
@@ -295,7 +299,8 @@ def honesty(rows: list[dict], preds: list[dict], texts: list[str], rubric: dict,
             [r["evidence"] for r in rows],
             rubric,
             [p["grade"] for p in preds],
-        ),  # fmt: skip
+            [r.get("rule_grade") for r in rows],
+        ),
     }
 
 

@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from fundgrpo.methodology.prompts import BOTTOM_WORDS, TOP_WORDS
+from fundgrpo.methodology.prompts import BOTTOM_WORDS, TEXT, TOP_WORDS
 
 MISSTATED = ("wrong", "absent")
 # A clause ends at ";", ",", a line end, or a full stop that is not a decimal point.
@@ -83,6 +83,28 @@ def _verdict(reasoning: str, rubric: dict, grade: int | None) -> dict | None:
     return {"about": "verdict", "said": label, "status": status, "why": why}
 
 
+def _methodology(reasoning: str, language: str, grade: int | None, rule_grade: int | None) -> dict | None:
+    """The claim about the methodology's grade ("Methodology 3; raised by ..."): its number against
+    `rule_grade`, and the direction it says the grade moved ("raised"/"lowered") against `grade`."""
+    t = TEXT[language]
+    head = t["methodology"].split("{grade}")[0].strip()
+    said = re.search(rf"{re.escape(head)}\s*(\d+)", reasoning, flags=re.IGNORECASE)
+    if not said:
+        return None
+    n = int(said.group(1))
+    out = {"about": "methodology", "said": said.group(0), "status": "right", "why": ""}
+    if rule_grade is not None and n != int(rule_grade):
+        return {**out, "status": "wrong", "why": "methodology"}
+    if grade is None:
+        return out
+    rest = reasoning[said.end() :]
+    up, down = (t[k].split("{why}")[0].strip("; ").strip() in rest for k in ("raised", "lowered"))
+    moved = (int(grade) > n) - (int(grade) < n)
+    if (up and moved != 1) or (down and moved != -1):
+        return {**out, "status": "wrong", "why": "direction"}
+    return {**out, "status": "no side"} if moved and not (up or down) else out
+
+
 def _criterion(clause: str, pct: float, language: str) -> tuple[str, str]:
     """(status, why) of one criterion's clause given its percentile."""
     top, bottom = TOP_WORDS[language], BOTTOM_WORDS[language]
@@ -107,10 +129,14 @@ def _criterion(clause: str, pct: float, language: str) -> tuple[str, str]:
     return ("no side", "") if side is None else ("right", "")
 
 
-def check(reasoning: str | None, pct: dict, rubric: dict, grade: int | None = None) -> list[dict]:
-    """Every checkable claim in `reasoning`: {"about": criterion id or "verdict", "said", "status",
-    "why"}. `pct`: criterion id -> the percentile the prompt showed (None or NaN: no data);
-    `grade`: the grade the answer gives (the verdict is checked against it).
+def check(
+    reasoning: str | None, pct: dict, rubric: dict, grade: int | None = None, rule_grade: int | None = None
+) -> list[dict]:
+    """Every checkable claim in `reasoning`: {"about": criterion id, "verdict" or "methodology",
+    "said", "status", "why"}. `pct`: criterion id -> the percentile the prompt showed (None or NaN:
+    no data); `grade`: the grade the answer gives (the verdict, and the direction it says the grade
+    moved from the methodology's, are checked against it); `rule_grade`: the methodology's grade
+    (what "Methodology N" must say).
 
     >>> r = example_rubric()
     >>> [(c["about"], c["status"], c["why"]) for c in check(
@@ -121,6 +147,10 @@ def check(reasoning: str | None, pct: dict, rubric: dict, grade: int | None = No
     [('verdict', 'wrong'), ('sharpe_3y', 'right'), ('tenure', 'right')]
     >>> [c["why"] for c in check("Sharpe ratio top 30% (percentile 75); ongoing cost top", {"sharpe_3y": 72}, r)]
     ['number', 'no data']
+    >>> [(c["about"], c["status"], c["why"]) for c in check(
+    ...     "Average. Sharpe ratio top 30%. Methodology 4; raised by manager tenure top 30%",
+    ...     {"sharpe_3y": 72, "tenure": 8}, r, grade=3, rule_grade=4)][1:]
+    [('methodology', 'wrong', 'direction'), ('sharpe_3y', 'right', ''), ('tenure', 'wrong', 'side')]
     """
     if not reasoning:
         return []
@@ -128,6 +158,9 @@ def check(reasoning: str | None, pct: dict, rubric: dict, grade: int | None = No
     verdict = _verdict(reasoning, rubric, grade)
     if verdict:
         out.append(verdict)
+    methodology = _methodology(reasoning, rubric["language"], grade, rule_grade)
+    if methodology:
+        out.append(methodology)
     lowered = reasoning.lower()
     found = []
     for c in sorted(named(rubric), key=lambda c: -len(c["label"])):  # "3-year Sharpe ratio" before "Sharpe ratio"
@@ -152,7 +185,9 @@ def claims(reasoning: str | None, pct: dict, rubric: dict) -> dict[str, str]:
     >>> claims("Sharpe ratio bottom 20%", {"sharpe_3y": 85}, example_rubric())
     {'sharpe_3y': 'wrong'}
     """
-    return {c["about"]: c["status"] for c in check(reasoning, pct, rubric) if c["about"] != "verdict"}
+    return {
+        c["about"]: c["status"] for c in check(reasoning, pct, rubric) if c["about"] not in ("verdict", "methodology")
+    }
 
 
 def percentiles(evidence: str | dict) -> dict:
@@ -160,16 +195,20 @@ def percentiles(evidence: str | dict) -> dict:
     return json.loads(evidence) if isinstance(evidence, str) else evidence
 
 
-def misstated(reasoning: str | None, evidence: str | dict, rubric: dict, grade: int | None = None) -> list[str]:
-    """What a reasoning misstates: criteria without data or on the wrong side, band or number, and
-    "verdict" when its opening label is not its grade's.
+def misstated(
+    reasoning: str | None, evidence: str | dict, rubric: dict, grade: int | None = None, rule_grade: int | None = None
+) -> list[str]:
+    """What a reasoning misstates: criteria without data or on the wrong side, band or number,
+    "verdict" when its opening label is not its grade's, "methodology" when it misquotes the
+    methodology's grade or says the grade moved the wrong way from it.
 
     >>> misstated("Excellent. Sharpe ratio top 10%", '{"sharpe_3y": 85}', example_rubric(), 4)
     ['verdict', 'sharpe_3y']
     >>> misstated(None, "{}", example_rubric())
     []
     """
-    return [c["about"] for c in check(reasoning, percentiles(evidence), rubric, grade) if c["status"] in MISSTATED]
+    found = check(reasoning, percentiles(evidence), rubric, grade, rule_grade)
+    return [c["about"] for c in found if c["status"] in MISSTATED]
 
 
 def complete(reasoning: str | None, evidence: str | dict, rubric: dict) -> bool:
@@ -192,7 +231,13 @@ def complete(reasoning: str | None, evidence: str | dict, rubric: dict) -> bool:
     return sum(said.get(cid) == "right" for cid, p in pull.items() if p >= bar) >= need
 
 
-def summary(reasonings: list[str | None], evidence: list, rubric: dict, grades: list[int | None]) -> dict[str, Any]:
+def summary(
+    reasonings: list[str | None],
+    evidence: list,
+    rubric: dict,
+    grades: list[int | None],
+    rule_grades: list[int | None] | None = None,
+) -> dict[str, Any]:
     """Per evaluator: claims made, the share misstated (band level), the share of answers with any
     misstatement, and the share of answers that are complete (`complete`); None-reasoning answers
     (invalid) count as incomplete and make no claim.
@@ -203,8 +248,8 @@ def summary(reasonings: list[str | None], evidence: list, rubric: dict, grades: 
     {'claims': 3, 'misstated_claims': 0.3333, 'misstated_answers': 0.3333, 'complete': 0.3333}
     """
     made = wrong = wrong_answers = whole = 0
-    for text, ev, g in zip(reasonings, evidence, grades):
-        found = check(text, percentiles(ev), rubric, g)
+    for text, ev, g, rule in zip(reasonings, evidence, grades, rule_grades or [None] * len(reasonings)):
+        found = check(text, percentiles(ev), rubric, g, rule)
         made += len(found)
         bad = sum(c["status"] in MISSTATED for c in found)
         wrong += bad

@@ -119,7 +119,8 @@ def run(
     rewards = rule_rewards.bind(rubric, schema, params, train_rows)
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
-    columns = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade")  # shown_grade: may be absent
+    # what the rewards read; shown_grade may be absent (nothing suggested in the prompt)
+    columns = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade", "rule_grade")
     dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
     eval_dataset = None
     if params.eval_steps and eval_rows:

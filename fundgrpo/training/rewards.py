@@ -1,9 +1,9 @@
 """Reward functions for GRPO, TRL style: `(completions, **columns) -> list[float | None]`.
 
 Each is a pure module-level function: it reads the completion and the dataset columns TRL
-passes in (`expert_grade`, `expert_score`, `evidence`, `shown_grade`) and nothing else. What a reward needs
-from the methodology or the settings (the output schema, the rubric, `grpo.score_tolerance` ...)
-comes as keyword arguments, which `bind` fills from `params.yaml`; the rewards, in the order
+passes in (`expert_grade`, `expert_score`, `evidence`, `shown_grade`, `rule_grade`) and nothing
+else. What a reward needs from the methodology or the settings (the output schema, the rubric,
+`grpo.score_tolerance` ...) comes as keyword arguments, which `bind` fills from `params.yaml`; the rewards, in the order
 of `fundgrpo.params.RULE_REWARDS`, are `REWARDS`. A malformed completion gets 0, never an
 exception; a sample with no label gets None, which TRL leaves out of the mean.
 """
@@ -241,12 +241,15 @@ def score_reward(
 CLAIM_CREDIT = {"right": 1.0, "no side": 0.25, "wrong": -2.0, "absent": -2.0}
 
 
-def evidence_reward(completions: list, evidence: list, *, schema: dict, rubric: dict, **columns: Any) -> list[float]:
+def evidence_reward(
+    completions: list, evidence: list, rule_grade: list | None = None, *, schema: dict, rubric: dict, **columns: Any
+) -> list[float]:
     """Is the evaluation complete and right? Every checkable claim (`methodology.claims.check`:
-    the verdict against the grade, each named criterion's side, band and numbers) earns
-    `CLAIM_CREDIT` times its weight; the sum is normalised by the weight of the criteria a
-    reference cites (the `cite_top` weightiest for the fund) and kept within -1..1. A right
-    verdict earns nothing (the grade reward pays the grade) and a wrong one costs.
+    the verdict against the grade, the methodology's grade against `rule_grade` and the direction
+    the grade moved from it, each named criterion's side, band and numbers) earns `CLAIM_CREDIT`
+    times its weight; the sum is normalised by the weight of the criteria a reference cites (the
+    `cite_top` weightiest for the fund) and kept within -1..1. A right verdict or methodology claim
+    earns nothing (the grade reward pays the grade) and a wrong one costs.
 
     >>> rubric, schema = example_methodology()
     >>> says = lambda side: f'{{"grade": 2, "score": 80, "reasoning": "Sharpe ratio {side} 20%"}}'
@@ -258,15 +261,16 @@ def evidence_reward(completions: list, evidence: list, *, schema: dict, rubric: 
     weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
     floor = min(weights.values())
     out = []
-    for a, ev in zip(answers(completions, schema), evidence):
+    rules = rule_grade if rule_grade is not None else [None] * len(completions)
+    for a, ev, rule in zip(answers(completions, schema), evidence, rules):
         if a is None:
             out.append(0.0)
             continue
         pct = claims_check.percentiles(ev)
         got = 0.0
-        for c in claims_check.check(a["reasoning"], pct, rubric, a["grade"]):
+        for c in claims_check.check(a["reasoning"], pct, rubric, a["grade"], None if _missing(rule) else int(rule)):
             credit = CLAIM_CREDIT[c["status"]]
-            if c["about"] == "verdict":
+            if c["about"] in ("verdict", "methodology"):
                 credit = min(credit, 0.0)
             got += credit * weights.get(c["about"], floor)
         possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)

@@ -61,19 +61,23 @@ def test_reference_evaluations_are_right_complete_and_within_budget(rubric):
     moved = 0
     for r in records:
         answer = json.loads(r["reference"])
-        assert claims.misstated(answer["reasoning"], r["evidence"], rubric, answer["grade"]) == [], answer
+        assert claims.misstated(answer["reasoning"], r["evidence"], rubric, answer["grade"], r["rule_grade"]) == []
         assert claims.complete(answer["reasoning"], r["evidence"], rubric), answer
         assert len(answer["reasoning"]) <= budget
         assert r["shown_grade"] == r["rule_grade"]  # the methodology's grade is what the prompt suggests
-        said = [
-            c["about"] for c in claims.check(answer["reasoning"], json.loads(r["evidence"]), rubric, r["expert_grade"])
-        ]
-        assert said[0] == "verdict"
+        said = claims.check(answer["reasoning"], json.loads(r["evidence"]), rubric, r["expert_grade"], r["rule_grade"])
+        assert [c["about"] for c in said[:2]] == ["verdict", "methodology"]
+        assert said[1]["status"] == "right"  # the methodology's grade, and which way the grade moved from it
         moved += r["expert_grade"] != r["rule_grade"]
     assert moved > 0  # some grades depart from the methodology, and their evaluations say why
+    # the same evaluation said of a grade that moved the other way, or of another methodology grade: misstated
+    r = next(r for r in records if r["expert_grade"] > r["rule_grade"])
+    text = json.loads(r["reference"])["reasoning"]
+    assert "methodology" in claims.misstated(text, r["evidence"], rubric, r["expert_grade"], r["rule_grade"] + 1)
+    assert "methodology" in claims.misstated(text, r["evidence"], rubric, r["rule_grade"] - 1 or 1, r["rule_grade"])
     summary = claims.summary(
         [json.loads(r["reference"])["reasoning"] for r in records], [r["evidence"] for r in records], rubric,
-        [r["expert_grade"] for r in records],
+        [r["expert_grade"] for r in records], [r["rule_grade"] for r in records],
     )  # fmt: skip
     assert summary["misstated_claims"] == 0.0 and summary["complete"] == 1.0
 
