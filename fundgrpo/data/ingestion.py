@@ -71,6 +71,24 @@ def decode(data: bytes, encoding: str = "auto") -> tuple[str, str]:
 
 
 DELIMITERS = ",;\t|"
+# What one line and one file may hold. A screener row is a few thousand characters; a line of
+# millions is not a table (one 10 MB line kept the CSV parser busy for minutes), and a file is
+# read whole into memory.
+MAX_LINE_CHARS = 200_000
+MAX_FILE_BYTES = 2 * 1024**3
+
+
+def longest_line(text: str) -> tuple[int, int]:
+    r"""(1-based number, length) of the longest line; lines end as CSV readers end them (\n, \r\n, \r).
+
+    >>> longest_line("a,b\n" + "x" * 9 + "\n1,2"), longest_line("a,b\r1,2\r")
+    ((2, 9), (1, 3))
+    """
+    best = (0, -1)
+    for number, line in enumerate(re.split(r"\r\n?|\n", text), 1):
+        if len(line) > best[1]:
+            best = (number, len(line))
+    return best
 
 
 def sniff_delimiter(text: str) -> str:
@@ -306,6 +324,11 @@ def _read_source(path: Path, encoding: str, delimiter: str) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise IngestError(f"{path}: unsupported format {suffix!r} (use .csv or .parquet)")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise IngestError(
+            f"{path}: {path.stat().st_size / 1024**3:.1f} GB is more than a file may hold "
+            f"({MAX_FILE_BYTES / 1024**3:.0f} GB, fundgrpo/data/ingestion.py MAX_FILE_BYTES); split the export"
+        )
     if suffix == ".csv":
         data = path.read_bytes()
         not_text(data, path)
@@ -315,6 +338,13 @@ def _read_source(path: Path, encoding: str, delimiter: str) -> pd.DataFrame:
         if not text.strip():
             raise IngestError(
                 f"{path}: holds only blank lines ({line_count(text)} line(s), {len(data)} bytes): no header, no rows"
+            )
+        number, longest = longest_line(text)
+        if longest > MAX_LINE_CHARS:
+            raise IngestError(
+                f"{path}: line {number} holds {longest:,} characters, more than a line may "
+                f"({MAX_LINE_CHARS:,}, fundgrpo/data/ingestion.py MAX_LINE_CHARS): not a table of funds "
+                "(a file without line ends, or the wrong file)"
             )
         sep = sniff_delimiter(text) if delimiter == "auto" else delimiter
         check_nul(text, path)

@@ -33,6 +33,7 @@ import pandas as pd
 from fundgrpo import io
 from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.methodology import compiler
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import BaselineParams, EvidenceParams, PrepareParams
 
@@ -122,6 +123,8 @@ def estimate(
             f"evidence: grade probabilities need baseline.objective: classifier, got {baseline.objective!r}"
         )
     funds = funds.reset_index(drop=True)
+    if problem := compiler.uncovered_grades(funds["expert_grade"], grades):
+        raise EvidenceError(f"evidence: {problem}")
     ids = funds["share_class_id"].astype(str)
     if ids.duplicated().any():
         raise EvidenceError(

@@ -399,3 +399,25 @@ def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | 
     return pd.DataFrame(
         {"rule_score": score.round(1), "rule_grade": score.map(m.grade_for).astype(int)}, index=funds.index
     )
+
+
+def uncovered_grades(expert_grade: pd.Series, grades: list[int]) -> str | None:
+    """What is wrong when the experts give grades the methodology has no band for (None when
+    nothing is): the grades, the first data rows that carry them, and the fix. Every stage that
+    reads both the grades and the methodology asks this first.
+
+    >>> uncovered_grades(pd.Series([1, 3, None, 5]), [1, 2])[:80]
+    'expert_grade 3, 5 (data rows 2, 4, ...) is not a grade of the methodology, whose'
+    >>> uncovered_grades(pd.Series([1, 2]), [1, 2]) is None
+    True
+    """
+    labelled = expert_grade.dropna().astype(int)
+    unknown = sorted(set(labelled) - set(grades))
+    if not unknown:
+        return None
+    rows = [i + 1 for i in labelled.index[labelled.isin(unknown)][:3]]
+    return (
+        f"expert_grade {', '.join(map(str, unknown))} (data rows {', '.join(map(str, rows))}, ...) is not a grade "
+        f"of the methodology, whose grades are {list(grades)}; the methodology's bands must cover every grade the "
+        "analysts give"
+    )

@@ -151,15 +151,8 @@ def run(
     labelled = funds["expert_grade"].notna()
     if labelled.sum() == 0:
         raise StageError("prepare: no row has an expert grade; nothing to train or test on")
-    unknown = sorted(set(funds.loc[labelled, "expert_grade"].astype(int)) - set(rubric["grades"]))
-    if unknown:
-        rows = [i + 1 for i in funds.index[funds["expert_grade"].isin(unknown)][:3]]
-        raise StageError(
-            f"prepare: expert_grade {', '.join(map(str, unknown))} "
-            f"(data rows {', '.join(map(str, rows))}, ...) is not a grade "
-            f"of the methodology, whose grades are {rubric['grades']}; "
-            "the methodology's bands must cover every grade the analysts give"
-        )
+    if problem := meth.uncovered_grades(funds["expert_grade"], rubric["grades"]):
+        raise StageError(f"prepare: {problem}")
     if estimates is not None:
         ids = funds.loc[labelled, "share_class_id"].astype(str).tolist()
         splits = [split_of(str(f), params) for f in funds.loc[labelled, "fund_id"]]

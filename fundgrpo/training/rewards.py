@@ -98,13 +98,22 @@ def answer_problem(text: str, schema: dict) -> str | None:
 def never_raises(fn: RewardFn) -> RewardFn:
     """A reward that must not stop a GRPO step: an item whose reward raises gets 0 (logged).
 
+    A column whose length is not the completions' is a caller's mistake, not a bad item: that
+    raises, naming the column (zip would silently score only the shorter).
+
     >>> def shaky(completions, **kw): return [1.0 / len(c) for c in completions]
     >>> never_raises(shaky)(["ab", ""])
     [0.5, 0.0]
+    >>> never_raises(shaky)(["ab", "c"], expert_grade=[3])
+    Traceback (most recent call last):
+    ValueError: shaky: column expert_grade has 1 values for 2 completions
     """
 
     @functools.wraps(fn)
     def guarded(completions: list, **columns: Any) -> list:
+        for k, v in columns.items():
+            if isinstance(v, (list, tuple)) and len(v) != len(completions):
+                raise ValueError(f"{fn.__name__}: column {k} has {len(v)} values for {len(completions)} completions")
         try:
             return fn(completions, **columns)
         except Exception:  # noqa: BLE001 - retried item by item below, so one bad item costs only itself

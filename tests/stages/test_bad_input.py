@@ -224,6 +224,12 @@ CASES = [
     ),
     Case("only blank lines", "ingest", write_file(SOURCE, b"\n\n  \n\n"), ("funds.csv", "blank lines")),
     Case(
+        "a line of megabytes (no line ends)",
+        "ingest",
+        write_file(SOURCE, b"fund," * 400_000),
+        ("line 1", "2,000,000 characters", "MAX_LINE_CHARS"),
+    ),
+    Case(
         "delimiter setting does not match the file",
         "ingest",
         set_params(ingest__delimiter=";"),
@@ -402,6 +408,21 @@ CASES = [
         ),
         ("min_chars", "max_chars"),
         area="methodology",
+    ),
+    Case(
+        "two grade bands where the experts give five",
+        "evidence",
+        methodology(
+            lambda m: m.update(
+                grades=[
+                    {"grade": 1, "min": 0, "max": 50, "label": {"en": "low", "ko": "낮음"}},
+                    {"grade": 2, "min": 50, "max": 100, "label": {"en": "high", "ko": "높음"}},
+                ]
+            )
+        ),
+        ("expert_grade 3, 4, 5", "bands must cover"),
+        area="methodology",
+        after=("methodology",),
     ),
     Case(
         "language not supported",

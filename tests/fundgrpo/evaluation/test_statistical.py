@@ -117,3 +117,11 @@ def test_settings_are_checked_at_load():
         statistical.estimate(
             universe(20), dataclasses.replace(FAST, objective="regressor"), EvidenceParams(), PrepareParams(), GRADES
         )
+
+
+def test_a_methodology_without_the_experts_grades_is_named_before_any_fit():
+    """Two grade bands where the experts give five: the first stage that reads both says so (it once
+    failed with `3 is not in list`)."""
+    funds = universe(60, seed=4)
+    with pytest.raises(statistical.EvidenceError, match=r"expert_grade 3, 4, 5 \(data rows .*bands must cover"):
+        statistical.estimate(funds, FAST, EvidenceParams(folds=4), PrepareParams(), [1, 2])

@@ -238,3 +238,12 @@ def test_the_calibration_reward_is_a_proper_score():
     assert best == 70 and mean(70) > mean(100) and mean(70) > mean(30)
     assert REWARDS["calibration"](["{"], [1], schema=schema) == [0.0]  # malformed: 0
     assert REWARDS["calibration"](['{"grade": 1, "score": 5, "reasoning": "ok"}'], [None], schema=schema) == [None]
+
+
+def test_a_column_shorter_than_the_completions_is_an_error_not_a_short_answer(setup):
+    """zip would score only the first completion; every bound reward names the column instead."""
+    _, rewards = setup
+    two = [answer(3, 50, "x" * 20)] * 2
+    for name, fn in rewards.items():
+        with pytest.raises(ValueError, match="column expert_grade has 1 values for 2 completions"):
+            fn(two, expert_grade=[3], expert_score=[50.0, 50.0], evidence=["{}", "{}"], shown_grade=[3, 3])
