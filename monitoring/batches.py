@@ -15,6 +15,7 @@ ones (with their validation report) to `monitor.quarantine_dir/<date>/<batch>/`.
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 from dataclasses import replace
@@ -95,8 +96,14 @@ def archive(path: Path, params: MonitorParams, root: Path, day: str) -> Path:
     return dest
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """The DVC stage `batches`: the folder must exist (DVC refuses a missing dependency)."""
+    argparse.ArgumentParser(
+        prog="python -m monitoring.batches",
+        description="The DVC stage `batches`: makes sure ingest.batches_dir exists and lists the accepted "
+        "batches in it (the monitoring flow accepts them; `ingest` lays them over the source). "
+        "Reads params.yaml; writes nothing but the folder.",
+    ).parse_args(argv)
     folder = Path(load_params().ingest.batches_dir)
     folder.mkdir(parents=True, exist_ok=True)
     files = sorted(folder.glob("*.parquet"))

@@ -83,3 +83,13 @@ def test_no_module_outside_stages_imports_stages():
             if re.search(r"^\s*(from stages\b|import stages\b)", path.read_text(encoding="utf-8"), re.M):
                 offenders.append(str(path.relative_to(REPO)))
     assert offenders == []
+
+
+def test_the_batches_stage_answers_help_and_creates_nothing(tmp_path):
+    """The one stage outside stages/ (`python -m monitoring.batches`) answers --help too, without running."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "monitoring.batches", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "ingest.batches_dir" in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no folder made, no params read
