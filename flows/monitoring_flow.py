@@ -127,10 +127,10 @@ def prediction_drift(
                 monitor.seed,
             )
         ref_preds = champion.grade(
-            folder, ref_records, rubric, schema, params.backtest, f"champion v{version} on reference"
+            folder, ref_records, rubric, schema, params.generation, f"champion v{version} on reference"
         )
         batch_preds = champion.grade(
-            folder, batch_records, rubric, schema, params.backtest, f"champion v{version} on batch"
+            folder, batch_records, rubric, schema, params.generation, f"champion v{version} on batch"
         )
     before = {r["share_class_id"]: p["grade"] for r, p in zip(ref_records, ref_preds)}
     pairs = [
@@ -159,7 +159,7 @@ def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[s
     if not rows:
         return {"n": 0, "note": "no rated test-split fund in the batch sample"}
     preds = champion.grade(
-        Path(root) / params.grpo.out_dir, rows, rubric, schema, params.backtest, "candidate on batch"
+        Path(root) / params.grpo.out_dir, rows, rubric, schema, params.generation, "candidate on batch"
     )
     return {
         "candidate": champion.scored(rows, preds, rubric),

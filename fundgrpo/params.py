@@ -177,8 +177,12 @@ class PrepareParams:
     # only (about half the tokens for a pretrained tokenizer: prefill dominates CPU generation)
     prompt_style: str = "full"
     # brief: the reasoning cites the weightiest criteria; weighted: it also states their weighted
-    # mean percentile before the score and grade (reasoning first: a step GRPO can sharpen)
-    answer_style: str = "brief"
+    # mean percentile before the score and grade (reasoning first: a step GRPO can sharpen);
+    # evaluation: a short evaluation an analyst could sign: the verdict (the grade's label), the
+    # weightiest criteria with their bands, the methodology's grade and, where the grade departs
+    # from it, what moved it (the estimate shown, a context metric, or the analysts' judgement).
+    # Bounded by the methodology's output.reasoning.max_chars (fundgrpo/methodology/prompts.py).
+    answer_style: str = "evaluation"
     # State the methodology's own score and grade (the rule scorer's) in the prompt: the model
     # starts from the published rule and learns where the analysts' judgement departs from it.
     show_rule: bool = True
@@ -290,10 +294,10 @@ class RewardWeights:
     json: float = 1.0
     grade: float = 2.0
     score: float = 0.25
-    evidence: float = 0.5
+    evidence: float = 0.5  # every checkable claim (fundgrpo/methodology/claims.py); a misstatement costs double
     length: float = 0.25
     calibration: float = 1.0  # pays only answers that state a confidence (prepare.stated_confidence)
-    departure: float = 0.5  # pays only where the prompt suggests a grade (prepare.show_rule or show_model)
+    departure: float = 0.5  # a bet on departing from the grade the prompt suggests (grpo.departure_cost)
     judge: float = 0.0  # used only when grpo.judge.enabled
 
 
@@ -338,8 +342,8 @@ class GrpoParams:
     # answered to every fund earns 1 / number of grades on average, less than any useful start.
     balance_grades: bool = True
     reasoning_chars: tuple[int, int] = (20, 160)  # length reward's target band
-    # departure reward: what a wrong departure from the suggested grade costs (a right one earns
-    # 0.5 over agreeing); departing pays only when right more often than cost / (1 + cost)
+    # A wrong departure from the suggested grade costs this (a right one earns 0.5 over agreeing):
+    # departing pays only when right more often than cost / (1 + cost), one time in two at 1.0.
     departure_cost: float = 1.0
     logging_steps: int = 5
     eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
@@ -369,9 +373,16 @@ class GrpoParams:
 
 
 @dataclass(frozen=True)
+class GenerationParams:
+    """How the model answers wherever it evaluates funds: calibrate, backtest, register's re-scoring
+    of the champion, batch scoring, the API and monitoring (greedy; GRPO samples by its own settings)."""
+
+    max_new_tokens: int = 96  # an evaluation's JSON is 40-70 tokens (embedded tokenizer); longer is cut and invalid
+    batch_size: int = 32  # prompts per generation call
+
+
+@dataclass(frozen=True)
 class BacktestParams:
-    max_new_tokens: int = 96
-    batch_size: int = 32
     max_funds: int = 0  # 0 = all test funds
     # Where each language model's grade probabilities are read for the calibration figures
     # (fundgrpo/evaluation/belief.py): at the score (mapped through the bands) and at the grade token.
@@ -591,6 +602,7 @@ class Params:
     baseline: BaselineParams = field(default_factory=BaselineParams)
     decisions: DecisionsParams = field(default_factory=DecisionsParams)
     evidence: EvidenceParams = field(default_factory=EvidenceParams)
+    generation: GenerationParams = field(default_factory=GenerationParams)
     calibrate: CalibrateParams = field(default_factory=CalibrateParams)
     backtest: BacktestParams = field(default_factory=BacktestParams)
     register: RegisterParams = field(default_factory=RegisterParams)

@@ -30,7 +30,7 @@ def main() -> None:
         rubric, schema = load_compiled(schema_dir)
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
         fit = json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))  # the policy's confidence
-        result = backtest(p.backtest, rows, rubric, schema, models, {"grpo": fit})
+        result = backtest(p.backtest, rows, rubric, schema, models, {"grpo": fit}, p.generation)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():

@@ -36,8 +36,7 @@ def main() -> None:
                 fits["sft"] = {**fits["grpo"], "model": str(path)}  # GRPO kept its SFT start
                 continue
             try:
-                fits[name], _ = fit_model(path, rows, rubric, schema, p.calibrate, p.backtest.max_new_tokens,
-                                          p.backtest.batch_size)  # fmt: skip
+                fits[name], _ = fit_model(path, rows, rubric, schema, p.calibrate, p.generation)
             except ValueError as err:
                 raise StageError(str(err)) from None
         fit = {

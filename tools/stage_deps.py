@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import re
 import sys
 from functools import cache
@@ -23,27 +24,14 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedSeq
 
+from fundgrpo.params import Params
+
 REPO = Path(__file__).resolve().parents[1]
 DVC_FILES = ("dvc.yaml", "synthetic/dvc.yaml")
 COMMAND = re.compile(r"^python -m ([\w.]+)")
 # `p.grpo...` / `params.model...` in a stage module: the params sections it reads (the stages
 # load all of params.yaml, then hand each library function its section).
-SECTIONS = (
-    "synthetic",
-    "ingest",
-    "validate",
-    "methodology",
-    "prepare",
-    "model",
-    "sft",
-    "grpo",
-    "baseline",
-    "evidence",
-    "calibrate",
-    "backtest",
-    "register",
-    "monitor",
-)
+SECTIONS = tuple(f.name for f in dataclasses.fields(Params))  # every section params.py defines
 SECTION_READ = re.compile(rf"\b(?:p|params)\.({'|'.join(SECTIONS)})\b")
 
 

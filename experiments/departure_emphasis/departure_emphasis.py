@@ -84,7 +84,7 @@ def main() -> None:
     rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")  # the test split is the backtest's
     started = time.perf_counter()
     result["metrics"], preds = evaluate_model(
-        model_dir, rows, rubric, schema, p.backtest.max_new_tokens, p.backtest.batch_size, desc="emphasised SFT"
+        model_dir, rows, rubric, schema, p.generation.max_new_tokens, p.generation.batch_size, desc="emphasised SFT"
     )
     result["metrics"]["seconds"] = round(time.perf_counter() - started, 1)
 

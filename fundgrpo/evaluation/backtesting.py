@@ -20,7 +20,7 @@ from fundgrpo import io
 from fundgrpo.evaluation import belief, calibration, contest
 from fundgrpo.evaluation.agreement import bootstrap_diff, confusion, departures, grade_metrics, one_metric
 from fundgrpo.methodology import claims
-from fundgrpo.params import GRADE_FROM, BacktestParams, CalibrateParams
+from fundgrpo.params import GRADE_FROM, BacktestParams, CalibrateParams, GenerationParams
 from fundgrpo.training import modelling
 from fundgrpo.training.modelling import answer_fingerprint
 from fundgrpo.training.rewards import answer_problem, evidence_reward, parse_answer
@@ -181,14 +181,21 @@ def evaluate_model(
 
 
 def fit_model(
-    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, max_new_tokens: int, batch_size: int
+    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, generation: GenerationParams
 ) -> tuple[dict[str, Any], list[dict]]:
     """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
     with its validation figures; and its predictions there. A model with no valid answer gets
     `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
     all is an error (its confidence cannot be read)."""
     found, preds = evaluate_model(
-        path, rows, rubric, schema, max_new_tokens, batch_size, f"calibrate {path}", tuple(c.beliefs)
+        path,
+        rows,
+        rubric,
+        schema,
+        generation.max_new_tokens,
+        generation.batch_size,
+        f"calibrate {path}",
+        tuple(c.beliefs),
     )
     readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
     valid = sum(q["valid"] for q in preds)
@@ -317,6 +324,7 @@ def backtest(
     schema: dict,
     models: dict[str, Path],
     fits: dict[str, dict] | None = None,
+    generation: GenerationParams = GenerationParams(),
 ) -> dict:
     """Metrics and predictions for each model in `models` (with the calibration of its grade
     probabilities read at each of `params.beliefs`, and `fits[name]`, a calibrate stage's fit, applied),
@@ -346,7 +354,7 @@ def backtest(
         started = time.perf_counter()
         methods = tuple(dict.fromkeys([*params.beliefs, *contest.methods_needed(fits)]))
         results[name], predictions[name] = evaluate_model(
-            path, rows, rubric, schema, params.max_new_tokens, params.batch_size, name, methods, fits.get(name)
+            path, rows, rubric, schema, generation.max_new_tokens, generation.batch_size, name, methods, fits.get(name)
         )
         if set(methods) - set(params.beliefs):  # read for a fit's parts, not reported as the model's own
             for extra in set(methods) - set(params.beliefs):

@@ -92,7 +92,7 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
         beside = folder / mlflow_registry.CALIBRATION_FILE
         fit = json.loads(beside.read_text(encoding="utf-8")) if beside.exists() else None
         metrics, _ = evaluate_model(
-            folder, rows, rubric, schema, params.backtest.max_new_tokens, params.backtest.batch_size, name,
+            folder, rows, rubric, schema, params.generation.max_new_tokens, params.generation.batch_size, name,
             tuple(contest.methods_needed({"fit": fit})) if fit else (), fit,
         )  # fmt: skip
     return metrics, f"{name} (re-evaluated on this test set with its own fit)"
@@ -165,7 +165,7 @@ def register(
         mlflow.set_tags(
             {"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"}
         )
-        info = log_model(Path(params.grpo.out_dir), params.backtest.max_new_tokens, calibration)
+        info = log_model(Path(params.grpo.out_dir), params.generation.max_new_tokens, calibration)
         # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
         with mlflow_registry.promotion_lock(client, name):
             mlflow_registry.finish_pending(client, name)

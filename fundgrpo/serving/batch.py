@@ -291,7 +291,7 @@ def evaluate(
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
     fit = calibration_of(folder, params)
-    predictions = grade(folder, mine, rubric, schema, params.backtest, "evaluate", fit)
+    predictions = grade(folder, mine, rubric, schema, params.generation, "evaluate", fit)
     lacking = missing_criteria(funds, rubric)
     seen = set(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)

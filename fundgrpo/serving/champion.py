@@ -19,7 +19,7 @@ from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
-from fundgrpo.params import BacktestParams, Params, PrepareParams
+from fundgrpo.params import GenerationParams, Params, PrepareParams
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.registry.mlflow_registry import CALIBRATION_FILE
 from fundgrpo.training import modelling
@@ -94,7 +94,7 @@ def grade(
     records: list[dict],
     rubric: dict,
     schema: dict,
-    backtest: BacktestParams,
+    generation: GenerationParams,
     desc: str,
     fit: dict | None = None,
 ) -> list[dict]:
@@ -104,7 +104,9 @@ def grade(
     if not records:
         return []
     model, tokenizer = modelling.load(folder)
-    return answer(model, tokenizer, records, rubric, schema, backtest.max_new_tokens, backtest.batch_size, desc, fit)
+    return answer(
+        model, tokenizer, records, rubric, schema, generation.max_new_tokens, generation.batch_size, desc, fit
+    )
 
 
 def calibration_of(folder: str | Path, params: Params, root: Path = Path(".")) -> dict:

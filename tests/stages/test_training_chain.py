@@ -16,6 +16,7 @@ from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import (
     BacktestParams,
     GateParams,
+    GenerationParams,
     GrpoParams,
     ModelArchParams,
     ModelParams,
@@ -217,8 +218,10 @@ def backtest_result(policy, chain, datasets, rubric, schema):
     from fundgrpo.evaluation.backtesting import DEFAULT_FIT
 
     models = {"grpo": policy[0], "base": root / "base"}
-    params = BacktestParams(max_new_tokens=24, max_funds=6)
-    return backtest(params, datasets["test"], rubric, schema, models, {"grpo": DEFAULT_FIT})
+    params = BacktestParams(max_funds=6)
+    return backtest(
+        params, datasets["test"], rubric, schema, models, {"grpo": DEFAULT_FIT}, GenerationParams(max_new_tokens=24)
+    )
 
 
 def test_backtest_reports_every_evaluator(backtest_result):
@@ -253,11 +256,12 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     kept = shutil.copytree(policy[0], tmp_path / "kept")
     (kept / "tokenizer.json").write_text((kept / "tokenizer.json").read_text() + " ")  # not part of the answers
     result = backtest(
-        BacktestParams(max_new_tokens=24, max_funds=3),
+        BacktestParams(max_funds=3),
         datasets["test"],
         rubric,
         schema,
         {"grpo": policy[0], "sft": kept},
+        generation=GenerationParams(max_new_tokens=24),
     )
     assert result["answers_reused"] == {"sft": "grpo"}
     assert result["predictions"]["sft"] == result["predictions"]["grpo"] and result["models"]["sft"]["seconds"] == 0.0
@@ -308,7 +312,7 @@ def test_calibrate_on_a_model_with_no_valid_answer_writes_no_confidence(chain, d
     )
     (tmp_path / "params.yaml").write_text(
         f"prepare: {{out_dir: prepared}}\nmethodology: {{out_dir: schema}}\ngrpo: {{out_dir: {root / 'base'}}}\n"
-        "calibrate: {out: out/calibration.json}\nbacktest: {max_new_tokens: 16}\n"
+        "calibrate: {out: out/calibration.json}\ngeneration: {max_new_tokens: 16}\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
@@ -335,7 +339,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
         Params(),
         register=reg,
         grpo=replace(GrpoParams(), out_dir=str(policy[0])),
-        backtest=BacktestParams(max_new_tokens=24),
+        generation=GenerationParams(max_new_tokens=24),
     )
     rows = datasets["test"][:6]
     train = {"steps": 2}

@@ -167,7 +167,7 @@ class Evaluator:
 
     def generate(self, loaded: Loaded, records: list[dict], deadline: float | None = None) -> list[dict]:
 
-        b = self.params.backtest
+        b = self.params.generation
         return answer(
             loaded.model, loaded.tokenizer, records, self.rubric, self.schema, b.max_new_tokens, b.batch_size, "api",
             loaded.fit, deadline,
