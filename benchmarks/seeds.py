@@ -5,6 +5,7 @@ over seeds, each difference with an interval that resamples both funds and seeds
     # 1. runs: a fresh copy per seed, `dvc repro`, kept (each prints "running in DIR")
     python benchmarks/pipeline.py --seed 1 --keep                                  # embedded default
     python benchmarks/pipeline.py --seed 1 --profile morningstar evidence --keep   # Morningstar
+    python benchmarks/pipeline.py --seed 1 --profile morningstar evidence stated-confidence --keep  # ... evaluations
     # 2. each run's per-fund figures into benchmarks/results/seeds/<dataset>/seed-<n>/ (small, committed);
     #    --recompute first reruns its calibrate and backtest stages with this checkout's code (a run
     #    trained before them changed: training is the same code)
@@ -86,6 +87,8 @@ CONFIDENCE = {
 TITLES = {
     "embedded-default": "Embedded default (synthetic funds, embedded ~1M model)",
     "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
+    "morningstar-evaluations": "Morningstar UK equity, the same, answers as evaluations (verdict, criteria with "
+    "bands, the methodology's grade and what moved it) stating a confidence; rewards for claims and departures",
 }
 
 
