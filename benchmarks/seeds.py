@@ -316,7 +316,8 @@ def render(dataset: str, f: dict) -> list[str]:
         "",
         f"## {TITLES.get(dataset, dataset)}",
         "",
-        f"{len(f['seeds'])} seeds ({', '.join(map(str, f['seeds']))}); {f['n_funds']} test share classes "
+        f"{len(f['seeds'])} seed{'s' if len(f['seeds']) != 1 else ''} ({', '.join(map(str, f['seeds']))}); "
+        f"{f['n_funds']} test share classes "
         f"(fingerprint `{f['test_fingerprint']}`).",
         "",
         "| evaluator | exact | QWK |",
@@ -385,8 +386,8 @@ def faithful_lines(found: dict) -> list[str]:
         "",
         "What each language model wrote (greedy answers, before any decision rule), GRPO against its SFT start:",
         "",
-        "| figure | GRPO | SFT | GRPO − SFT [95 % interval] |",
-        "|---|---|---|---|",
+        "| figure | GRPO | SFT | GRPO − SFT [95 % interval] | GRPO − SFT, each seed |",
+        "|---|---|---|---|---|",
     ]
     for metric, label in FAITHFUL.items():
         f = found.get(metric)
@@ -395,7 +396,7 @@ def faithful_lines(found: dict) -> list[str]:
             lines.append(
                 f"| {label} | {f['grpo']['mean']:.3f} [{f['grpo']['min']:.3f}, {f['grpo']['max']:.3f}] | "
                 f"{f['sft']['mean']:.3f} [{f['sft']['min']:.3f}, {f['sft']['max']:.3f}] | "
-                f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] |"
+                f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] | {', '.join(f'{x:+.3f}' for x in f['per_seed'])} |"
             )
     targets = []
 

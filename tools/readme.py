@@ -94,7 +94,7 @@ def demo_line(root: Path) -> list[str]:
 SEED_DATASETS = {
     "embedded-default": "synthetic default",
     "morningstar": "Morningstar UK equity (real experts), estimate in the prompt",
-    "morningstar-evaluations": "Morningstar, the same, answers as evaluations stating a confidence",
+    "morningstar-evaluations": "Morningstar evaluations (stated confidence; estimate in the prompt)",
 }
 
 
