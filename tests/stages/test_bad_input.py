@@ -533,7 +533,14 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
                 m = meth.load("methodology/default.yaml")
                 completion = list(HOSTILE.values())[int(arg)]
                 for name, fn in bind(meth.rubric(m), meth.output_schema(m), GrpoParams()).items():
-                    got = fn([completion], expert_grade=[3], expert_score=[50.0], evidence=['{"sharpe_3y": 80}'])
+                    got = fn(
+                        [completion],
+                        expert_grade=[3],
+                        expert_score=[50.0],
+                        evidence=['{"sharpe_3y": 80}'],
+                        shown_grade=[3],
+                        rule_grade=[3],
+                    )
                     if got != [0.0]:
                         sys.exit(f"{name} reward gave {got}")
                 print("every reward 0, none raised")
