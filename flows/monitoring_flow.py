@@ -51,7 +51,7 @@ from fundgrpo import io
 from fundgrpo.data import analyst_labels
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.validation import validate_frame
-from fundgrpo.evaluation.backtesting import rule_predictions
+from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry

@@ -36,7 +36,7 @@ PROMPT_STYLES = ("full", "compact")
 ANSWER_STYLES = ("brief", "weighted", "evaluation")
 CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
 SHOWN_MODELS = ("none", "gbm")
-# Where a model's grade probabilities are read (fundgrpo.evaluation.belief): at the score, at the
+# Where a model's grade probabilities are read (fundgrpo.training.belief): at the score, at the
 # grade token, or the confidence its answer states (prepare.stated_confidence).
 BELIEF_METHODS = ("score", "grade", "stated")
 SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.evaluation.calibration)
@@ -385,7 +385,7 @@ class GenerationParams:
 class BacktestParams:
     max_funds: int = 0  # 0 = all test funds
     # Where each language model's grade probabilities are read for the calibration figures
-    # (fundgrpo/evaluation/belief.py): at the score (mapped through the bands) and at the grade token.
+    # (fundgrpo/training/belief.py): at the score (mapped through the bands) and at the grade token.
     beliefs: tuple[str, ...] = ("score", "grade", "stated")
     bootstrap: int = 1000  # resamples for the paired intervals in metrics/backtest.json (0: none)
     metrics: str = "metrics/backtest.json"

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.evaluation.backtesting import backtest, per_fund, plot_confusions, reliability
+from fundgrpo.evaluation.backtesting import backtest, scored_funds
+from fundgrpo.evaluation.report import per_fund, plot_confusions, reliability
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
+from fundgrpo.training.inference import evaluate_models
 
 # The evaluators with a confusion matrix among DVC's plots (dvc.yaml); the served evaluator's parts
 # (grpo_alone, grpo_stack, gbm_rule, sft_served) are in the metrics and the per-fund file.
@@ -25,12 +27,12 @@ PLOTTED = ("grpo", "sft", "base", "rule", "gbm")
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
-        schema_dir = Path(p.methodology.out_dir)
-        rubric, schema = load_compiled(schema_dir)
+        rows = scored_funds(p.backtest, io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl"))
+        rubric, schema = load_compiled(Path(p.methodology.out_dir))
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
-        fit = json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))  # the policy's confidence
-        result = backtest(p.backtest, rows, rubric, schema, models, {"grpo": fit}, p.generation)
+        fits = {"grpo": json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))}  # the policy's confidence
+        answered, reused = evaluate_models(models, rows, rubric, schema, p.backtest.beliefs, fits, p.generation)
+        result = backtest(p.backtest, rows, rubric, answered, fits, reused)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():

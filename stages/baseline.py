@@ -19,8 +19,8 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.evaluation import statistical
-from fundgrpo.evaluation.backtesting import metrics as agreement
-from fundgrpo.evaluation.backtesting import rule_predictions
+from fundgrpo.evaluation.agreement import metrics as agreement
+from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.evaluation.baselines import gbm_metrics
 from fundgrpo.params import load_params
 

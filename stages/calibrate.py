@@ -1,7 +1,7 @@
 """Stage `calibrate`: what the product serves and how it decides a grade, chosen on the validation funds.
 
 Answers every validation fund greedily with the trained policy, reads its grade probabilities at
-each of `calibrate.beliefs` (fundgrpo/evaluation/belief.py), and chooses among the policy's own
+each of `calibrate.beliefs` (fundgrpo/training/belief.py), and chooses among the policy's own
 belief, gradient boosting's probabilities (out of fold on these funds) and the two pooled, each
 with each decision rule, by cross-validation over these funds (fundgrpo/evaluation/calibration.py,
 `fit_choice`). The SFT start gets the same choice (key `sft`), so the backtest compares like with
@@ -15,10 +15,9 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import StageError, run_stage
-from fundgrpo.evaluation.backtesting import fit_model
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
-from fundgrpo.training.modelling import answer_fingerprint
+from fundgrpo.training.inference import fit_models
 
 
 def main() -> None:
@@ -26,23 +25,11 @@ def main() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
         rubric, schema = load_compiled(Path(p.methodology.out_dir))
-        fits = {}
-        for name, path in (("grpo", Path(p.grpo.out_dir)), ("sft", Path(p.sft.out_dir))):
-            key = answer_fingerprint(path)
-            if name == "sft" and key is None:
-                print(f"calibrate: {path} holds no weights: no SFT start to compare with")
-                continue
-            if name == "sft" and key == answer_fingerprint(Path(p.grpo.out_dir)):
-                fits["sft"] = {**fits["grpo"], "model": str(path)}  # GRPO kept its SFT start
-                continue
-            try:
-                fits[name], _ = fit_model(path, rows, rubric, schema, p.calibrate, p.generation)
-            except ValueError as err:
-                raise StageError(str(err)) from None
-        fit = {
-            **fits["grpo"],
-            **({"sft": {k: v for k, v in fits["sft"].items() if k != "options"}} if "sft" in fits else {}),
-        }
+        models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir)}
+        try:
+            fit, fits = fit_models(models, rows, rubric, schema, p.calibrate, p.generation)
+        except ValueError as err:
+            raise StageError(str(err)) from None
         io.write_json(fit, p.calibrate.out)
         for name, f in fits.items():
             chosen = f["options"].get(f["chosen"], {})

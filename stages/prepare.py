@@ -14,8 +14,9 @@ from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.data import analyst_labels
 from fundgrpo.evaluation import statistical
-from fundgrpo.methodology.preparation import configured_tokenizer, lengths, run
+from fundgrpo.methodology.preparation import lengths, run
 from fundgrpo.params import load_params
+from fundgrpo.training.pretrained import configured_tokenizer
 
 
 def main() -> None:

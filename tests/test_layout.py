@@ -111,6 +111,48 @@ def test_imports_sit_at_the_top_except_heavy_packages():
     assert late == [], "move these imports to the top of their module (or document the package in LAZY)"
 
 
+# The library's layers, bottom to top: a module may import its own layer and those below, never
+# one above (docs/pipeline.md). So the `baseline` stage runs no model code and a backtest figure
+# reruns no training. The modules at the bottom are shared by all.
+LAYERS = (
+    ("params", "io", "cli", "threads", "profiles"),
+    ("data",),
+    ("methodology",),
+    ("evaluation",),
+    ("training",),
+    ("registry",),
+    ("serving",),
+)
+LAYER = {part: i for i, parts in enumerate(LAYERS) for part in parts}
+
+
+def upward_imports(path: str, source: str) -> list[str]:
+    """`path:line: a -> b` for each import (top or lazy) of a fundgrpo part above the module's own.
+    (`test_the_checks_see_what_they_look_for` tries it on made-up modules.)
+    """
+    part = path.split("/")[1].removesuffix(".py")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            bits = name.split(".")
+            if bits[0] == "fundgrpo" and len(bits) > 1 and LAYER.get(bits[1], -1) > LAYER[part]:
+                found.append(f"{path}:{node.lineno}: {part} -> {bits[1]}")
+    return found
+
+
+def test_layers_import_downwards():
+    parts = {f.split("/")[1].removesuffix(".py") for f in tracked("fundgrpo")} - {"__init__"}
+    assert parts <= set(LAYER), f"place {sorted(parts - set(LAYER))} in LAYERS"
+    up = [u for f in tracked("fundgrpo") for u in upward_imports(f, (REPO / f).read_text(encoding="utf-8"))]
+    assert up == [], "an import points up the layers: move the code it needs down, or the caller up"
+
+
 # The test split is read once per design: by the `backtest` and `register` stages (and the benchmark
 # collectors in benchmarks/); every other stage, flow, monitor and experiment decides and reports on
 # validation. A reader names the test file or selects the split: `== "test"`, `.eq("test")`, or
@@ -156,3 +198,7 @@ def test_the_checks_see_what_they_look_for():
     tree = ast.parse('"""doc: data/x.parquet"""\ndef f():\n    import json\n    return "models/base"\n')
     assert [t for _, t in string_constants(tree)] == ["models/base"]
     assert OUTPUT.match("models/base") and not OUTPUT.match("fundgrpo/data/x.py")
+    assert upward_imports("fundgrpo/data/x.py", "def f():\n    from fundgrpo.serving import batch\n") == [
+        "fundgrpo/data/x.py:2: data -> serving"
+    ]
+    assert upward_imports("fundgrpo/serving/x.py", "from fundgrpo.data import peers\n") == []

@@ -1,4 +1,4 @@
-"""One table of the DVC experiments and their MLflow runs (fundgrpo/training/sweeps.py).
+"""One table of the DVC experiments and their MLflow runs (fundgrpo/registry/sweeps.py).
 
     python tools/compare_runs.py [--names EXP ...] [--out reports/sweeps]
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fundgrpo.training import sweeps
+from fundgrpo.registry import sweeps
 
 
 def main() -> None:

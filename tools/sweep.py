@@ -38,7 +38,7 @@ from pathlib import Path
 
 from fundgrpo.params import ParamsError, load_params, read_yaml
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.training import sweeps
+from fundgrpo.registry import sweeps
 
 
 def main() -> None:

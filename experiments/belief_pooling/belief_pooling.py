@@ -26,11 +26,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fundgrpo import io  # noqa: E402
-from fundgrpo.evaluation import belief, calibration  # noqa: E402
-from fundgrpo.evaluation.agreement import one_metric  # noqa: E402
-from fundgrpo.evaluation.backtesting import predictions_from_texts  # noqa: E402
+from fundgrpo.evaluation import calibration  # noqa: E402
+from fundgrpo.evaluation.agreement import filled, one_metric  # noqa: E402
+from fundgrpo.methodology.answers import predictions_from_texts  # noqa: E402
 from fundgrpo.methodology.compiler import load_compiled  # noqa: E402
-from fundgrpo.training import modelling  # noqa: E402
+from fundgrpo.training import (
+    belief,  # noqa: E402
+    modelling,  # noqa: E402
+)
 
 FOLDS = 5  # as `calibrate.folds`: cross-validation over the validation funds, by fund_id
 
@@ -39,7 +42,7 @@ def answers(run: Path, model_dir: Path, split: str, rubric: dict, schema: dict, 
     model, tokenizer = modelling.load(model_dir)
     rows = io.read_jsonl(run / "data/prepared" / f"{split}.jsonl")
     texts = modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 32, desc=split)
-    preds = predictions_from_texts(texts, rubric, schema)
+    preds = predictions_from_texts(texts, schema)
     uniform = [1.0 / len(rubric["grades"])] * len(rubric["grades"])
     out = {
         "expert": np.array([r["expert_grade"] for r in rows]),
@@ -60,9 +63,7 @@ def row(name: str, expert, grade, probs, grades: list[int]) -> dict:
     return {
         "option": name,
         "exact": round(float(correct.mean()), 4),
-        "qwk": round(
-            one_metric(expert, calibration.filled(expert, [int(g) or None for g in grade], grades), grades, "qwk"), 4
-        ),
+        "qwk": round(one_metric(expert, filled(expert, [int(g) or None for g in grade], grades), grades, "qwk"), 4),
         "ece": round(calibration.ece(confidence, correct), 4),
         "brier": round(calibration.brier(probs, np.searchsorted(grades, expert)), 4),
         "exact_top70": calibration.selective(expert, [int(g) or None for g in grade], confidence, grades)[

@@ -14,7 +14,7 @@ smollm2 profile's prompts); both prompts also state the methodology's score (`sh
 The gradient boosting is the `baseline` stage's model (`fundgrpo.evaluation.baselines`) at one
 fixed setting, as measured: learning rate 0.05, 7 leaves, 150 rounds, no L2 penalty, mean of 3
 seeds; the stage instead tunes these on an inner fund-grouped split. Peer medians are
-`fundgrpo.methodology.peers.category_medians` (the medians the full prompt shows).
+`fundgrpo.data.peers.category_medians` (the medians the full prompt shows).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fundgrpo.data.peers import category_medians, percentile_within
 from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology import compiler as meth
-from fundgrpo.methodology.peers import category_medians, percentile_within
 from fundgrpo.params import BaselineParams
 
 GRADES = [1, 2, 3, 4, 5]

@@ -80,8 +80,8 @@ SPECS = {
 def rule_variants(m, table: pd.DataFrame) -> dict[str, np.ndarray]:
     """The rule scorer with other risk aversions, and with Morningstar's own aggregation
     (stars per period from within-category percentiles, then the weighted mean of the stars)."""
+    from fundgrpo.data.peers import percentile_within
     from fundgrpo.data.riskadjusted import MRAR_INPUTS, mrar
-    from fundgrpo.methodology.peers import percentile_within
 
     out = {}
     for gamma in (0.0, 2.0, 4.0):

@@ -28,7 +28,7 @@ import numpy as np
 
 from fundgrpo import io
 from fundgrpo.evaluation.agreement import grade_metrics
-from fundgrpo.evaluation.backtesting import predictions_from_texts
+from fundgrpo.methodology.answers import predictions_from_texts
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.training import modelling
@@ -64,7 +64,7 @@ def sampled_grades(
         batch_size,
         desc=f"{k} samples",
     )
-    grades = [a["grade"] for a in predictions_from_texts(texts, rubric, schema)]
+    grades = [a["grade"] for a in predictions_from_texts(texts, schema)]
     return [grades[i : i + k] for i in range(0, len(grades), k)]
 
 
@@ -88,7 +88,7 @@ def headroom(
     greedy = [
         a["grade"]
         for a in predictions_from_texts(
-            modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 32), rubric, schema
+            modelling.generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens, 32), schema
         )
     ]
     decisions = {

@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.evaluation.backtesting import metrics, predictions_from_texts
+from fundgrpo.evaluation.agreement import metrics
+from fundgrpo.methodology.answers import predictions_from_texts
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.training import modelling, sft_trainer
@@ -50,7 +51,7 @@ def main() -> None:
             for name in ("validation",):
                 rows = splits[name]
                 texts = modelling.generate(model, processing_class, [r["prompt"] for r in rows], 96, 64, desc=name)
-                m = metrics(rows, predictions_from_texts(texts, rubric, schema), rubric["grades"])
+                m = metrics(rows, predictions_from_texts(texts, schema), rubric["grades"])
                 row.update({f"{name}_{k}": round(m[k], 3) for k in KEYS})
             model.save_pretrained(out / f"epoch{row['epoch']}")
             processing_class.save_pretrained(out / f"epoch{row['epoch']}")

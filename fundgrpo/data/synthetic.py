@@ -33,8 +33,8 @@ import pandas as pd
 
 from fundgrpo.data import navmetrics
 from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.data.peers import percentile_within
 from fundgrpo.io import atomic_path
-from fundgrpo.methodology.peers import percentile_within
 from fundgrpo.params import SyntheticParams
 
 RISK_FREE_RATE = 0.02  # annual; the same default as ReturnsSourceParams.risk_free_rate

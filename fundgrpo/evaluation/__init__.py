@@ -1,1 +1,1 @@
-"""Agreement with the experts: metrics, backtests, and the non-LLM baselines."""
+"""Agreement with the experts: metrics, backtests, and the non-LLM baselines; no model code."""

@@ -141,3 +141,46 @@ def departures(rows: list[dict], preds: list[dict]) -> dict[str, Any]:
         right += int(grade) == int(r["expert_grade"])
         shown_right += int(shown) == int(r["expert_grade"])
     return {"n": n, "right": right, "precision": round(right / n, 4) if n else None, "shown_right": shown_right}
+
+
+def filled(expert, predicted, grades: list[int]) -> np.ndarray:
+    """Predicted grades with each missing one (an invalid answer) replaced by the grade farthest
+    from the expert's: a miss that counts fully against the evaluator in every metric.
+
+    >>> filled([1, 4], [2, None], [1, 2, 3, 4, 5]).tolist()
+    [2, 1]
+    """
+    g = np.asarray(grades)
+    return np.array(
+        [int(p) if p is not None else int(g[np.argmax(np.abs(g - int(y)))]) for y, p in zip(expert, predicted)],
+        dtype=int,
+    )
+
+
+def metrics(rows: list[dict], predictions: list[dict], grades: list[int]) -> dict[str, Any]:
+    """valid_json; exact, within_one, qwk, spearman with an invalid answer as a miss (the grade
+    farthest from the expert's, so it counts fully against the model); score_mae over the valid
+    answers; and `neutral`: the same four figures by the earlier convention, an invalid answer
+    read as the middle grade (kept so that older results compare).
+
+    >>> rows = [{"expert_grade": g, "expert_score": 50.0} for g in (1, 3, 5)]
+    >>> m = metrics(rows, [{"grade": 1, "score": 10.0}, {"grade": None, "score": None, "valid": False},
+    ...                    {"grade": 5, "score": 90.0}], [1, 2, 3, 4, 5])
+    >>> m["valid_json"], m["exact"], m["neutral"]["exact"]
+    (0.6667, 0.6667, 1.0)
+    """
+    expert = [r["expert_grade"] for r in rows]
+    predicted = [p["grade"] for p in predictions]
+    out: dict[str, Any] = {"valid_json": float(np.mean([p.get("valid", True) for p in predictions]))}
+    out.update(grade_metrics(expert, filled(expert, predicted, grades).tolist(), grades))
+    scored = [(p["score"], r["expert_score"]) for p, r in zip(predictions, rows) if p["score"] is not None]
+    out["score_mae"] = float(np.mean([abs(a - b) for a, b in scored])) if scored else None
+    out = {k: (round(v, 4) if v is not None else None) for k, v in out.items()}
+    middle = grades[len(grades) // 2]
+    neutral = grade_metrics(expert, [middle if g is None else g for g in predicted], grades)
+    out["neutral"] = {k: round(v, 4) for k, v in neutral.items()}
+    return out
+
+
+def rule_predictions(rows: list[dict]) -> list[dict]:
+    return [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": True} for r in rows]

@@ -2,7 +2,7 @@
 
 The LLM is only worth its cost if it beats this. Inputs are the canonical numeric
 metrics a fund row carries (or a chosen list: e.g. a rubric's criteria), for each the
-fund's percentile within its category (`fundgrpo.methodology.peers.percentile_within`, the peer
+fund's percentile within its category (`fundgrpo.data.peers.percentile_within`, the peer
 context the prompts show), and the category itself as a categorical feature (ratings
 are relative to the peer group, so cut-offs differ by group: +2.5 points of exact
 agreement on the Morningstar file). Never inputs: the labels (`expert_grade`,
@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.data import canonical
+from fundgrpo.data.peers import percentile_within
 from fundgrpo.evaluation.agreement import grade_metrics
-from fundgrpo.methodology.peers import percentile_within
 from fundgrpo.params import BaselineParams
 from fundgrpo.threads import small_data
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fundgrpo.evaluation.agreement import one_metric
+from fundgrpo.evaluation.agreement import filled, one_metric
 from fundgrpo.params import GRADE_FROM
 
 COVERAGES = (0.5, 0.7, 0.9)
@@ -104,20 +104,6 @@ def selective(expert, predicted, confidence, grades: list[int], coverages=COVERA
         out[f"exact_top{tag}"] = round(one_metric(y[rows], p[rows], grades, "exact"), 4)
         out[f"qwk_top{tag}"] = round(one_metric(y[rows], p[rows], grades, "qwk"), 4)
     return out
-
-
-def filled(expert, predicted, grades: list[int]) -> np.ndarray:
-    """Predicted grades with each missing one (an invalid answer) replaced by the grade farthest
-    from the expert's: a miss that counts fully against the evaluator in every metric.
-
-    >>> filled([1, 4], [2, None], [1, 2, 3, 4, 5]).tolist()
-    [2, 1]
-    """
-    g = np.asarray(grades)
-    return np.array(
-        [int(p) if p is not None else int(g[np.argmax(np.abs(g - int(y)))]) for y, p in zip(expert, predicted)],
-        dtype=int,
-    )
 
 
 def temperature_probs(probs, temperature: float) -> np.ndarray:

@@ -1,7 +1,7 @@
 """A fair contest: every evaluator that gives grade probabilities gets the same decision rules,
 chosen on validation, and the served evaluator is reported with its parts apart.
 
-`backtesting.fit_model` is the calibrate stage's work for one language model (its validation
+`fundgrpo.training.inference.fit_model` is the calibrate stage's work for one language model (its validation
 answers, its grade probabilities, `calibration.fit_choice`); `parts` applies a fit's best option of each source
 to test predictions (the language model alone, gradient boosting with its rule, the stack);
 `served` says what the served grades are: how often gradient boosting's, and where they depart,
@@ -28,7 +28,7 @@ PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
 
 def parts(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> dict[str, list[dict]]:
     """Each source's best validation-chosen option (`fit["by_source"]`) applied to a model's test
-    predictions (which carry `beliefs`, as `evaluate_model` reads them): "alone" (the language model's
+    predictions (which carry `beliefs`, as `inference.evaluate_model` reads them): "alone" (the language model's
     own belief), "stack" (pooled with gradient boosting) and "gbm_rule" (gradient boosting's
     probabilities under its rule, for every fund: it needs no answer).
 

@@ -34,6 +34,7 @@ from fundgrpo import io
 from fundgrpo.evaluation import baselines
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology import compiler
+from fundgrpo.methodology.estimates import EvidenceError, prob_column
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import BaselineParams, EvidenceParams, PrepareParams
 
@@ -41,19 +42,6 @@ TABLE = "estimates.parquet"
 MODEL = "model.pkl"
 META = "meta.json"
 TRAIN_FIT = -1  # `fold` of a row estimated by the training split's model
-
-
-class EvidenceError(ValueError):
-    """The evidence file is missing, stale or from another split; the message says what to rerun."""
-
-
-def prob_column(grade: int) -> str:
-    """The estimates table's column for one grade's probability.
-
-    >>> prob_column(4)
-    'gbm_p4'
-    """
-    return f"gbm_p{grade}"
 
 
 def fold_of(fund_id: str, folds: int, seed: int) -> int:
@@ -226,40 +214,3 @@ def load_estimator(out_dir: str | Path) -> Estimator:
     if not path.exists():
         raise EvidenceError(f"{path}: no evidence model; run `dvc repro evidence`")
     return pickle.loads(path.read_bytes())  # our own artefact, written by the evidence stage
-
-
-def for_records(estimates: pd.DataFrame, ids: list[str], splits: list[str], where: str) -> pd.DataFrame:
-    """The rows of `estimates` for share classes `ids` whose split (per prepare) is `splits`;
-    a missing share class or a different split is stale evidence, named with the fix."""
-    missing = [i for i in ids if i not in estimates.index]
-    if missing:
-        raise EvidenceError(
-            f"{where}: no estimate for {len(missing)} share class(es) (e.g. {missing[:3]}): "
-            "the evidence is stale; rerun `dvc repro evidence`"
-        )
-    found = estimates.loc[ids]
-    differ = [i for i, s, t in zip(ids, splits, found["split"]) if s != t]
-    if differ:
-        raise EvidenceError(
-            f"{where}: {len(differ)} share class(es) (e.g. {differ[:3]}) are in another split than when the "
-            "evidence was computed: its out-of-fold estimates would leak; rerun `dvc repro evidence`"
-        )
-    return found
-
-
-def shown(row: pd.Series | dict, grades: list[int]) -> dict[str, Any]:
-    """What a prompt shows of one estimate: its grade, that grade's probability, the runner-up.
-
-    >>> shown({"gbm_p1": 0.1, "gbm_p2": 0.6, "gbm_p3": 0.3}, [1, 2, 3])
-    {'grade': 2, 'p': 0.6, 'next': 3, 'p_next': 0.3, 'probs': [0.1, 0.6, 0.3]}
-    """
-    probs = [float(row[prob_column(g)]) for g in grades]
-    order = np.argsort(probs)[::-1]
-    first, second = int(order[0]), int(order[1]) if len(order) > 1 else int(order[0])
-    return {
-        "grade": grades[first],
-        "p": round(probs[first], 4),
-        "next": grades[second],
-        "p_next": round(probs[second], 4),
-        "probs": [round(p, 4) for p in probs],
-    }

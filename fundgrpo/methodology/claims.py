@@ -211,6 +211,36 @@ def misstated(
     return [c["about"] for c in found if c["status"] in MISSTATED]
 
 
+# Credit per claim, times the criterion's weight (context metrics and the verdict: the smallest
+# criterion weight). A misstatement costs twice what a right claim earns: citing less is never
+# worse than citing wrongly, and one wrong claim outweighs a right one.
+CLAIM_CREDIT = {"right": 1.0, "no side": 0.25, "wrong": -2.0, "absent": -2.0}
+
+
+def score(reasoning: str, evidence: str | dict, rubric: dict, grade: int | None, rule_grade: int | None) -> float:
+    """How complete and right a reasoning is, within -1..1: every checkable claim (`check`) earns
+    `CLAIM_CREDIT` times its weight, normalised by the weight of the criteria a reference cites (the
+    `cite_top` weightiest for the fund). A right verdict or methodology claim earns nothing (the
+    grade is paid for elsewhere); a wrong one costs.
+
+    >>> r, ev = example_rubric(), {"sharpe_3y": 85, "cost": 15}
+    >>> score("Sharpe ratio top 20%", ev, r, 4, None), score("Sharpe ratio bottom 20%", ev, r, 4, None)
+    (0.6, -1.0)
+    """
+    weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
+    floor = min(weights.values())
+    pct = percentiles(evidence)
+    got = 0.0
+    for c in check(reasoning, pct, rubric, grade, rule_grade):
+        credit = CLAIM_CREDIT[c["status"]]
+        if c["about"] in ("verdict", "methodology"):
+            credit = min(credit, 0.0)
+        got += credit * weights.get(c["about"], floor)
+    possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
+    need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
+    return round(min(1.0, max(-1.0, got / need)), 6)
+
+
 def complete(reasoning: str | None, evidence: str | dict, rubric: dict) -> bool:
     """Does the reasoning cite, rightly, every criterion a reference cites for this fund (the
     `cite_top` whose percentiles pull the score furthest from the middle, by weight)?

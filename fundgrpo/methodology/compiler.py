@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from fundgrpo.data import canonical
-from fundgrpo.methodology.peers import percentile_within
+from fundgrpo.data.peers import percentile_within
 
 LANGUAGES = ("en", "ko")
 SCORING = ("weighted", "ranked")

@@ -17,13 +17,12 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.cli import StageError
-from fundgrpo.evaluation.statistical import for_records
-from fundgrpo.evaluation.statistical import shown as shown_estimate
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import prompts
+from fundgrpo.methodology.estimates import for_records
+from fundgrpo.methodology.estimates import shown as shown_estimate
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
-from fundgrpo.params import ModelParams, PrepareParams
-from fundgrpo.training.pretrained import load_tokenizer
+from fundgrpo.params import PrepareParams
 
 
 def _clean(v: float) -> float | None:
@@ -201,12 +200,3 @@ def lengths(rows: list[dict], tokenizer=None) -> dict:
             answer_tokens_max=int(max(answer_tokens)),
         )
     return out
-
-
-def configured_tokenizer(model: ModelParams):
-    """The pretrained model's tokenizer, or None for the embedded model (whose tokenizer
-    the `model` stage trains on these very prompts, after this stage)."""
-    if not model.pretrained:
-        return None
-
-    return load_tokenizer(model.pretrained, model.chat_template)

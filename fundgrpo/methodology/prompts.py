@@ -122,7 +122,7 @@ def build_messages(
     "pct_all", the percentile among all funds (shown after the peer percentile).
     `rule` (score, grade), when given, is the methodology's own verdict, stated after the
     fund line: the model then learns where the analysts depart from it. `model`, when given, is
-    a statistical model's estimate (`fundgrpo.evaluation.statistical.shown`: grade, p, next, p_next),
+    a statistical model's estimate (`fundgrpo.methodology.estimates.shown`: grade, p, next, p_next),
     stated after the methodology's verdict with its probability, so a sure estimate reads
     differently from an unsure one. `confidence`: the answer asked for also states how sure of
     its grade the evaluator is (percent).

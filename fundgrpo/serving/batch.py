@@ -41,8 +41,7 @@ from fundgrpo import io
 from fundgrpo.cli import offline
 from fundgrpo.data import ingestion
 from fundgrpo.data.canonical import BY_NAME
-from fundgrpo.evaluation.agreement import grade_metrics
-from fundgrpo.evaluation.calibration import filled
+from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.splits import split_of

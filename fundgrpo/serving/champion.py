@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo.evaluation.backtesting import DEFAULT_FIT, answer, metrics
+from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
 from fundgrpo.methodology.preparation import build_records
@@ -23,6 +23,7 @@ from fundgrpo.params import GenerationParams, Params, PrepareParams
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.registry.mlflow_registry import CALIBRATION_FILE
 from fundgrpo.training import modelling
+from fundgrpo.training.inference import DEFAULT_FIT, answer
 
 
 def prompt_records(

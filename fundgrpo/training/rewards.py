@@ -12,87 +12,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
 import math
 from typing import Any, Callable
 
-import jsonschema
-
-from fundgrpo.methodology import claims as claims_check
-from fundgrpo.methodology import compiler
+from fundgrpo.methodology import claims, compiler
+from fundgrpo.methodology.answers import completion_text, valid_answer
 from fundgrpo.params import RULE_REWARDS, GrpoParams
 
 RewardFn = Callable[..., list]
-
-
-def completion_text(completion: Any) -> str:
-    """Text of a completion, plain or conversational.
-
-    >>> completion_text([{"role": "assistant", "content": "hi"}])
-    'hi'
-    >>> completion_text("hi")
-    'hi'
-    >>> completion_text([{"role": "assistant", "content": None}, "stray"])
-    ''
-    """
-    if isinstance(completion, list):
-        return "".join(m["content"] for m in completion if isinstance(m, dict) and isinstance(m.get("content"), str))
-    return completion if isinstance(completion, str) else ""
-
-
-def parse_answer(text: str) -> dict | None:
-    """The answer object if the whole completion is one JSON object, else None.
-
-    >>> parse_answer(' {"grade": 3, "score": 50, "reasoning": "ok"} ')
-    {'grade': 3, 'score': 50, 'reasoning': 'ok'}
-    >>> parse_answer('grade 3') is None, parse_answer('[1]') is None
-    (True, True)
-    >>> parse_answer('{"score": NaN}') is None, parse_answer('[' * 100000) is None  # not JSON; nesting too deep
-    (True, True)
-    """
-    try:
-        obj = json.loads(text.strip(), parse_constant=_no_constant)
-    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(
-        f"{name} is not JSON"
-    )  # Python's json accepts NaN and Infinity; the schema's bounds would not catch them
-
-
-def valid_answer(text: str, schema: dict) -> dict | None:
-    """The answer if it parses and fits the output schema, else None."""
-    return None if answer_problem(text, schema) else parse_answer(text)
-
-
-def answer_problem(text: str, schema: dict) -> str | None:
-    """Why an answer is not valid (None when it is): what an invalid evaluation reports instead of a grade.
-
-    >>> _, schema = example_methodology()
-    >>> answer_problem('{"grade": 2, "score": 80, "reasoning": "ok"}', schema) is None
-    True
-    >>> answer_problem("grade 2", schema), answer_problem('{"grade": 9, "score": 80, "reasoning": "ok"}', schema)
-    ('not one JSON object', 'grade: 9 is not one of [1, 2]')
-    >>> answer_problem("", schema), answer_problem('{"score": 80, "reasoning": "ok"}', schema)
-    ('empty answer', "'grade' is a required property")
-    """
-    if not text.strip():
-        return "empty answer"
-    obj = parse_answer(text)
-    if obj is None:
-        return "not one JSON object"
-    try:
-        jsonschema.validate(obj, schema)
-    except jsonschema.ValidationError as err:
-        where = ".".join(str(p) for p in err.absolute_path)
-        return f"{where}: {err.message}" if where else err.message
-    except RecursionError:
-        return "nested too deeply"
-    return None
 
 
 def never_raises(fn: RewardFn) -> RewardFn:
@@ -244,21 +172,13 @@ def score_reward(
     return out
 
 
-# Credit per claim, times the criterion's weight (context metrics and the verdict: the smallest
-# criterion weight). A misstatement costs twice what a right claim earns: citing less is never
-# worse than citing wrongly, and one wrong claim outweighs a right one.
-CLAIM_CREDIT = {"right": 1.0, "no side": 0.25, "wrong": -2.0, "absent": -2.0}
-
-
 def evidence_reward(
     completions: list, evidence: list, rule_grade: list | None = None, *, schema: dict, rubric: dict, **columns: Any
 ) -> list[float]:
-    """Is the evaluation complete and right? Every checkable claim (`methodology.claims.check`:
-    the verdict against the grade, the methodology's grade against `rule_grade` and the direction
-    the grade moved from it, each named criterion's side, band and numbers) earns `CLAIM_CREDIT`
-    times its weight; the sum is normalised by the weight of the criteria a reference cites (the
-    `cite_top` weightiest for the fund) and kept within -1..1. A right verdict or methodology claim
-    earns nothing (the grade reward pays the grade) and a wrong one costs.
+    """Is the evaluation complete and right? `methodology.claims.score`: every checkable claim (the
+    verdict against the grade, the methodology's grade against `rule_grade` and the direction the
+    grade moved from it, each named criterion's side, band and numbers) earns `claims.CLAIM_CREDIT`
+    times its weight, a misstatement costing twice what a right claim earns, within -1..1.
 
     >>> rubric, schema = example_methodology()
     >>> says = lambda side: f'{{"grade": 2, "score": 80, "reasoning": "Sharpe ratio {side} 20%"}}'
@@ -267,25 +187,11 @@ def evidence_reward(
     ...                 schema=schema, rubric=rubric)
     [1.0, -1.0, 0.25, -1.0]
     """
-    weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
-    floor = min(weights.values())
-    out = []
     rules = rule_grade if rule_grade is not None else [None] * len(completions)
-    for a, ev, rule in zip(answers(completions, schema), evidence, rules):
-        if a is None:
-            out.append(0.0)
-            continue
-        pct = claims_check.percentiles(ev)
-        got = 0.0
-        for c in claims_check.check(a["reasoning"], pct, rubric, a["grade"], None if _missing(rule) else int(rule)):
-            credit = CLAIM_CREDIT[c["status"]]
-            if c["about"] in ("verdict", "methodology"):
-                credit = min(credit, 0.0)
-            got += credit * weights.get(c["about"], floor)
-        possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
-        need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
-        out.append(round(min(1.0, max(-1.0, got / need)), 6))
-    return out
+    return [
+        0.0 if a is None else claims.score(a["reasoning"], ev, rubric, a["grade"], None if _missing(r) else int(r))
+        for a, ev, r in zip(answers(completions, schema), evidence, rules)
+    ]
 
 
 def departure_reward(

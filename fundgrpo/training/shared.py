@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fundgrpo import io
-from fundgrpo.evaluation import backtesting
+from fundgrpo.evaluation import agreement
+from fundgrpo.methodology import answers
 from fundgrpo.params import LoraParams, ModelParams
 from fundgrpo.training import modelling
 
@@ -169,8 +170,8 @@ def greedy_validation_callback(
                 desc="greedy validation",
             )
             model.train(was_training)
-            preds = backtesting.predictions_from_texts(texts, rubric, schema)
-            found = backtesting.metrics(rows, preds, rubric["grades"])
+            preds = answers.predictions_from_texts(texts, schema)
+            found = agreement.metrics(rows, preds, rubric["grades"])
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
             gone, top, top_share = collapsed(
                 [p["grade"] for p in preds], [r["expert_grade"] for r in rows], collapse_share

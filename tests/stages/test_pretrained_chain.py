@@ -80,10 +80,10 @@ def test_lora_sft_and_grpo_save_merged_folders_that_differ_from_the_base(smollm2
 
 
 def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_path, monkeypatch):
-    from fundgrpo.evaluation.backtesting import evaluate_model
     from fundgrpo.registry import mlflow_registry
     from fundgrpo.registry.registration import log_model
     from fundgrpo.training import modelling
+    from fundgrpo.training.inference import evaluate_model
 
     rubric, schema, data = setup
     root, _, _ = trained
@@ -112,9 +112,10 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
 def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     """metrics/prepare.json's token figures come from the configured pretrained tokenizer (read from the GGUF)."""
     from fundgrpo.methodology import preparation as prepare
+    from fundgrpo.training import pretrained
 
     rubric, _, data = setup
-    tokenizer = prepare.configured_tokenizer(MODEL)
+    tokenizer = pretrained.configured_tokenizer(MODEL)
     compact = prepare.lengths(data["train"], tokenizer)
     funds = tiny_funds(n_funds=20)
     rule = meth.rule_score(meth.from_rubric(rubric), funds)
@@ -123,7 +124,7 @@ def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     full = prepare.lengths(full_rows["train"], tokenizer)
     assert compact["answer_tokens_mean"] == full["answer_tokens_mean"] > 10  # same answers
     assert compact["prompt_tokens_mean"] < 0.65 * full["prompt_tokens_mean"]
-    assert prepare.configured_tokenizer(ModelParams()) is None  # the embedded tokenizer is trained later, by base
+    assert pretrained.configured_tokenizer(ModelParams()) is None  # the embedded tokenizer is trained later, by base
 
 
 def test_lora_on_the_top_layers_only_adapts_those_layers(smollm2_dir):

@@ -215,7 +215,7 @@ def backtest_result(policy, chain, datasets, rubric, schema):
     from fundgrpo.evaluation.backtesting import backtest
 
     root, _ = chain
-    from fundgrpo.evaluation.backtesting import DEFAULT_FIT
+    from fundgrpo.training.inference import DEFAULT_FIT
 
     models = {"grpo": policy[0], "base": root / "base"}
     params = BacktestParams(max_funds=6)
@@ -274,8 +274,8 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, rubric, sc
     """The SFT model's grade probabilities on the reference answers (valid by construction): a
     distribution over the grades for each, read at the score and at the grade; a calibration fit
     on them; and every evaluation decided under that fit carries a confidence in 0-1."""
-    from fundgrpo.evaluation import belief, calibration
-    from fundgrpo.training import modelling
+    from fundgrpo.evaluation import calibration
+    from fundgrpo.training import belief, modelling
 
     root, _ = chain
     rows = datasets["validation"]
@@ -388,8 +388,8 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
 
     # 3b. the champion re-scored on another test set answers with its own registered fit and decision
     #     rule, as serving does: the same model scored the same way as a candidate ties with it
-    from fundgrpo.evaluation.backtesting import evaluate_model
     from fundgrpo.registry.registration import champion_baseline
+    from fundgrpo.training.inference import evaluate_model
 
     elsewhere = dict(candidate(0.8), test_fingerprint="elsewhere")
     found, name = champion_baseline(client, params, elsewhere, rows, rubric, schema)
@@ -562,7 +562,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" in r for r in curve.values())
     assert out["start_value"] == curve[0]["eval_greedy_qwk"]
     # the callback's figures are the backtest's, for the start model on the same prompts
-    from fundgrpo.evaluation.backtesting import evaluate_model
+    from fundgrpo.training.inference import evaluate_model
 
     start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], rubric, schema, max_new_tokens=48)
     assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {

@@ -15,7 +15,6 @@ import pandas as pd
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.data.canonical import NUMERIC
-from fundgrpo.evaluation.backtesting import answer
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
@@ -26,6 +25,7 @@ from fundgrpo.serving.batch import flags, missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, prompt_records
 from fundgrpo.serving.explain import grade_note, refusal, served_from
 from fundgrpo.training import modelling
+from fundgrpo.training.inference import answer
 
 
 @dataclass

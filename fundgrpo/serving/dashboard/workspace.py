@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fundgrpo.data import analyst_labels
-from fundgrpo.methodology import peers
+from fundgrpo.data import analyst_labels, peers
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from fundgrpo.evaluation import baselines, statistical
+from fundgrpo.methodology import estimates
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import BaselineParams, EvidenceParams, Params, ParamsError, PrepareParams, from_dict
 from tests.fundgrpo.evaluation.test_baselines import universe
@@ -94,10 +95,10 @@ def test_stale_evidence_is_named(estimated):
     indexed = table.set_index("share_class_id")
     ids = indexed.index[:2].tolist()
     with pytest.raises(statistical.EvidenceError, match="no estimate for 1 share class.*stale"):
-        statistical.for_records(indexed, [*ids, "GONE"], ["train", "train", "train"], "prepare")
+        estimates.for_records(indexed, [*ids, "GONE"], ["train", "train", "train"], "prepare")
     wrong = ["test" if s != "test" else "train" for s in indexed.loc[ids, "split"]]
     with pytest.raises(statistical.EvidenceError, match="another split than when the evidence was computed"):
-        statistical.for_records(indexed, ids, wrong, "prepare")
+        estimates.for_records(indexed, ids, wrong, "prepare")
 
 
 def test_the_split_is_prepares():

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fundgrpo.evaluation import belief
 from fundgrpo.params import ModelArchParams
-from fundgrpo.training import modelling
+from fundgrpo.training import belief, modelling
 
 RUBRIC = {
     "grades": [1, 2, 3],

@@ -1,0 +1,139 @@
+"""A model's answer, read: the text of a completion, the one JSON object it must be, why it is not a
+valid evaluation, and the claims its reasoning makes (`claims`). Shared by the rewards (training),
+the backtest (evaluation) and serving, so it sits with the methodology that defines the answer's schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+from fundgrpo.methodology import claims
+
+
+def example_schema() -> dict:
+    """The output schema of a methodology with two grades, for the examples below."""
+    return {
+        "type": "object",
+        "required": ["grade", "score", "reasoning"],
+        "properties": {
+            "grade": {"enum": [1, 2]},
+            "score": {"type": "number", "minimum": 0, "maximum": 100},
+            "reasoning": {"type": "string"},
+        },
+    }
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a completion, plain or conversational.
+
+    >>> completion_text([{"role": "assistant", "content": "hi"}])
+    'hi'
+    >>> completion_text("hi")
+    'hi'
+    >>> completion_text([{"role": "assistant", "content": None}, "stray"])
+    ''
+    """
+    if isinstance(completion, list):
+        return "".join(m["content"] for m in completion if isinstance(m, dict) and isinstance(m.get("content"), str))
+    return completion if isinstance(completion, str) else ""
+
+
+def parse_answer(text: str) -> dict | None:
+    """The answer object if the whole completion is one JSON object, else None.
+
+    >>> parse_answer(' {"grade": 3, "score": 50, "reasoning": "ok"} ')
+    {'grade': 3, 'score': 50, 'reasoning': 'ok'}
+    >>> parse_answer('grade 3') is None, parse_answer('[1]') is None
+    (True, True)
+    >>> parse_answer('{"score": NaN}') is None, parse_answer('[' * 100000) is None  # not JSON; nesting too deep
+    (True, True)
+    """
+    try:
+        obj = json.loads(text.strip(), parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(
+        f"{name} is not JSON"
+    )  # Python's json accepts NaN and Infinity; the schema's bounds would not catch them
+
+
+def valid_answer(text: str, schema: dict) -> dict | None:
+    """The answer if it parses and fits the output schema, else None."""
+    return None if answer_problem(text, schema) else parse_answer(text)
+
+
+def answer_problem(text: str, schema: dict) -> str | None:
+    """Why an answer is not valid (None when it is): what an invalid evaluation reports instead of a grade.
+
+    >>> schema = example_schema()
+    >>> answer_problem('{"grade": 2, "score": 80, "reasoning": "ok"}', schema) is None
+    True
+    >>> answer_problem("grade 2", schema), answer_problem('{"grade": 9, "score": 80, "reasoning": "ok"}', schema)
+    ('not one JSON object', 'grade: 9 is not one of [1, 2]')
+    >>> answer_problem("", schema), answer_problem('{"score": 80, "reasoning": "ok"}', schema)
+    ('empty answer', "'grade' is a required property")
+    """
+    if not text.strip():
+        return "empty answer"
+    obj = parse_answer(text)
+    if obj is None:
+        return "not one JSON object"
+    try:
+        jsonschema.validate(obj, schema)
+    except jsonschema.ValidationError as err:
+        where = ".".join(str(p) for p in err.absolute_path)
+        return f"{where}: {err.message}" if where else err.message
+    except RecursionError:
+        return "nested too deeply"
+    return None
+
+
+def predictions_from_texts(texts: list[str], schema: dict) -> list[dict]:
+    """Parse completions. An invalid one carries no grade and no score (None) but the reason it is
+    invalid, so no client can read a made-up middle grade as the model's.
+
+    >>> p = predictions_from_texts(['{"grade": 2, "score": 95, "reasoning": "x"}', "oops"], example_schema())
+    >>> [(x["grade"], x["valid"], x["reason"]) for x in p]
+    [(2, True, None), (None, False, 'not one JSON object')]
+    """
+    out = []
+    for text in texts:
+        problem = answer_problem(text, schema)
+        if problem is not None:
+            out.append(
+                {"grade": None, "score": None, "reasoning": None, "valid": False, "reason": problem, "text": text}
+            )
+        else:
+            answer = parse_answer(text)
+            out.append(
+                {
+                    "grade": int(answer["grade"]),
+                    "score": float(answer["score"]),
+                    "reasoning": answer["reasoning"],
+                    "valid": True,
+                    "reason": None,
+                    "text": text,
+                    **({"stated": answer["confidence"] / 100.0} if "confidence" in answer else {}),
+                }
+            )
+    return out
+
+
+def annotate(preds: list[dict], rows: list[dict], rubric: dict) -> None:
+    """Each prediction's claims, where its record carries the evidence the prompt showed: what it
+    misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""
+    for p, r in zip(preds, rows):
+        if "evidence" in r:
+            found = claims.check(
+                p["reasoning"], claims.percentiles(r["evidence"]), rubric, p["grade"], r.get("rule_grade")
+            )
+            p["unsupported"] = [c["about"] for c in found if c["status"] in claims.MISSTATED]
+            p["claims"] = len(found)
+            p["complete"] = bool(p["reasoning"]) and claims.complete(p["reasoning"], r["evidence"], rubric)

@@ -1,0 +1,261 @@
+"""A trained model's answers: load it, answer funds greedily, parse the answers and check their
+claims, read its grade probabilities, and apply the calibrate stage's fit. The backtest, the
+calibrate stage, registration and serving get a model's evaluations here; scoring them against
+the experts is `fundgrpo.evaluation` (which needs no model code).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fundgrpo.evaluation import calibration, contest
+from fundgrpo.evaluation.agreement import metrics
+from fundgrpo.evaluation.backtesting import as_written, honesty
+from fundgrpo.methodology import answers
+from fundgrpo.params import GRADE_FROM, CalibrateParams, GenerationParams
+from fundgrpo.training import belief, modelling
+from fundgrpo.training.modelling import answer_fingerprint
+
+
+def evaluate_model(
+    path: str | Path,
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    max_new_tokens: int = 96,
+    batch_size: int = 32,
+    desc: str = "model",
+    methods: tuple[str, ...] = (),
+    fit: dict | None = None,
+) -> tuple[dict[str, Any], list[dict]]:
+    """Generate greedy answers for `rows` with the model at `path` and score them (`metrics`),
+    with `evidence` (the mean evidence reward) and `unsupported` (the share of valid answers whose
+    reasoning misstates a criterion: cited with no data in the prompt, or on the wrong side).
+
+    `methods`: read the model's grade probabilities at each decision point (`belief.METHODS`) and
+    report their calibration (block `calibration`, the confidence being the probability of the
+    written grade). `fit`: the calibrate stage's choice; each prediction then carries the product's
+    `probs`, `expected_grade` and `confidence` (and, with `grade_from: expected`, its grade), and
+    block `trust` its calibration (`greedy` keeps the written grades' figures when they differ).
+    """
+    grades = rubric["grades"]
+    model, tokenizer = modelling.load(path)
+    preds = answer(model, tokenizer, rows, rubric, schema, max_new_tokens, batch_size, desc)
+    result = metrics(rows, preds, grades)
+    result.update(honesty(rows, preds, rubric))
+    expert = [r["expert_grade"] for r in rows]
+    written = [p["grade"] for p in preds]
+    read: dict[str, list] = {}
+    wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
+    for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
+        if method == "stated" and not any("stated" in p for p in preds):
+            continue  # the answers state no confidence (prepare.stated_confidence is off)
+        read[method], mass = read_beliefs(model, tokenizer, rows, preds, rubric, method, desc)
+        confidence = [
+            b[grades.index(w)] if b is not None and w is not None else 0.0 for b, w in zip(read[method], written)
+        ]
+        if method in methods:
+            result.setdefault("calibration", {})[method] = {
+                **calibration.summary(expert, written, read[method], confidence, grades),
+                "mass": mass,
+            }
+        for p, b in zip(preds, read[method]):
+            p.setdefault("beliefs", {})[method] = b
+    if fit is not None:
+        gbm = [r.get("gbm_probs") for r in rows]  # a pooled fit weighs the statistical estimate too
+        beliefs = read.get(fit["method"], [None] * len(preds))  # none where no answer is valid
+        decided = [calibration.decide(b, w, fit, grades, q) for b, w, q in zip(beliefs, written, gbm)]
+        for p, d in zip(preds, decided):
+            p.update(written_grade=p["grade"], **d)
+        result["trust"] = calibration.summary(
+            expert, [d["grade"] for d in decided], [d["probs"] for d in decided],
+            [d["confidence"] or 0.0 for d in decided], grades,
+        )  # fmt: skip
+        result["trust"]["chosen"] = fit.get("chosen", f"{fit['method']}/{fit['confidence']}")
+        result["trust"]["grade_from"] = fit.get("grade_from", "greedy")
+        result["grade_from"] = {}  # the three ways to report a grade, on these funds
+        for way in GRADE_FROM:
+            chosen = [
+                calibration.decide(b, w, {**fit, "grade_from": way}, grades, q)["grade"]
+                for b, w, q in zip(beliefs, written, gbm)
+            ]
+            found = metrics(rows, [{**p, "grade": g} for p, g in zip(preds, chosen)], grades)
+            result["grade_from"][way] = {k: found[k] for k in ("exact", "within_one", "qwk", "spearman")}
+        if fit.get("grade_from", "greedy") != "greedy":
+            result.update({k: v for k, v in metrics(rows, preds, grades).items() if k != "valid_json"})
+    return result, preds
+
+
+def fit_model(
+    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, generation: GenerationParams
+) -> tuple[dict[str, Any], list[dict]]:
+    """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
+    with its validation figures; and its predictions there. A model with no valid answer gets
+    `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
+    all is an error (its confidence cannot be read)."""
+    found, preds = evaluate_model(
+        path,
+        rows,
+        rubric,
+        schema,
+        generation.max_new_tokens,
+        generation.batch_size,
+        f"calibrate {path}",
+        tuple(c.beliefs),
+    )
+    readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
+    valid = sum(q["valid"] for q in preds)
+    gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
+    groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
+    expert = [r["expert_grade"] for r in rows]
+    if valid == 0:
+        print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
+        fit = {**contest.NO_FIT, "chosen": "none: no valid answer on validation", "options": {}, "by_source": {}}
+        if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
+            alone = calibration.fit_choice(
+                expert, [None] * len(rows), {}, rubric["grades"], "gbm", c.grade_from, c.bins, gbm, groups,
+                c.folds, c.contradiction_cost,
+            )  # fmt: skip
+            fit["by_source"] = alone["by_source"]
+    elif not any(b is not None for column in readable.values() for b in column):
+        raise ValueError(
+            f"calibrate: {path} puts no probability on any grade at its answers' decision points "
+            f"({valid} valid answers on {len(rows)} validation funds; calibrate.beliefs {list(c.beliefs)}): "
+            "its confidence cannot be read"
+        )
+    else:
+        fit = calibration.fit_choice(
+            expert, [q["grade"] for q in preds], readable, rubric["grades"], c.serve, c.grade_from, c.bins, gbm,
+            groups, c.folds, c.contradiction_cost,
+        )  # fmt: skip
+    return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
+
+
+# The confidence a model gets when no calibration was fitted for it (a folder of weights, an older
+# registered version): its belief at the score as read.
+DEFAULT_FIT = {"method": "score", "confidence": "token", "temperature": 1.0, "grade_from": "greedy", "cutpoints": None}
+
+
+def answer(
+    model,
+    tokenizer,
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    max_new_tokens: int,
+    batch_size: int,
+    desc: str,
+    fit: dict | None = None,
+    deadline: float | None = None,
+) -> list[dict]:
+    """The model's greedy evaluations of `rows`, parsed; each valid one's misstated criteria
+    (`unsupported`, where the rows carry their evidence) and, with `fit`, its probabilities,
+    expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`."""
+    prompts = [r["prompt"] for r in rows]
+    texts = modelling.generate(model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline)
+    preds = answers.predictions_from_texts(texts, schema)
+    answers.annotate(preds, rows, rubric)
+    if fit is not None and any(p["valid"] for p in preds):
+        read, _ = read_beliefs(model, tokenizer, rows, preds, rubric, fit["method"], desc)
+        for p, b, r in zip(preds, read, rows):
+            decided = calibration.decide(b, p["grade"], fit, rubric["grades"], r.get("gbm_probs"))
+            p.update(written_grade=p["grade"], **decided)
+    return preds
+
+
+def read_beliefs(
+    model, tokenizer, rows: list[dict], preds: list[dict], rubric: dict, method: str, desc: str
+) -> tuple[list, float | None]:
+    """The model's raw grade probabilities for each of its valid answers (None for the others), and
+    the mean probability it puts on the candidates at all (`belief.read`'s mass). Method "stated":
+    the confidence the answer states, as probabilities (`calibration.stated_probs`), no model call."""
+    if method == "stated":
+        grades = rubric["grades"]
+        return [
+            calibration.stated_probs(p["stated"], p["grade"], grades) if p.get("stated") is not None else None
+            for p in preds
+        ], None
+    valid = [i for i, p in enumerate(preds) if p["valid"]]
+    found = belief.beliefs(
+        model, tokenizer, [rows[i]["prompt"] for i in valid], [preds[i]["text"] for i in valid], rubric, method, desc
+    )
+    out: list = [None] * len(preds)
+    for i, b in zip(valid, found):
+        out[i] = b["probs"] if b is not None else None
+    masses = [b["mass"] for b in found if b is not None]
+    return out, (round(float(np.mean(masses)), 4) if masses else None)
+
+
+def fit_models(
+    models: dict[str, Path],
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    c: CalibrateParams,
+    generation: GenerationParams,
+) -> tuple[dict[str, Any], dict[str, dict]]:
+    """The calibrate stage's choice for the policy (`models["grpo"]`), with the SFT start's own choice
+    under key `sft` (none when the SFT folder holds no weights; the policy's when GRPO kept its start),
+    so the backtest compares like with like; and each model's fit with all its options."""
+    fits: dict[str, dict] = {}
+    for name in ("grpo", "sft"):
+        key = answer_fingerprint(models[name])
+        if name == "sft" and key is None:
+            print(f"calibrate: {models[name]} holds no weights: no SFT start to compare with")
+            continue
+        if name == "sft" and key == answer_fingerprint(models["grpo"]):
+            fits["sft"] = {**fits["grpo"], "model": str(models[name])}  # GRPO kept its SFT start
+            continue
+        fits[name], _ = fit_model(models[name], rows, rubric, schema, c, generation)
+    written = {
+        **fits["grpo"],
+        **({"sft": {k: v for k, v in fits["sft"].items() if k != "options"}} if "sft" in fits else {}),
+    }
+    return written, fits
+
+
+def evaluate_models(
+    models: dict[str, Path],
+    rows: list[dict],
+    rubric: dict,
+    schema: dict,
+    beliefs: tuple[str, ...] | list[str],
+    fits: dict[str, dict] | None = None,
+    generation: GenerationParams = GenerationParams(),
+) -> tuple[dict[str, tuple[dict, list[dict]]], dict[str, str]]:
+    """Each model's figures and predictions on `rows` (`evaluate_model`, its grade probabilities read
+    at each of `beliefs` and `fits[name]` applied), and which models share another's answers (the
+    same weights and configs answer alike: GRPO kept its SFT start)."""
+    fits = fits or {}
+    answered: dict[str, tuple[dict, list[dict]]] = {}
+    by_key: dict[str, str] = {}  # answer fingerprint -> the model that answered
+    reused: dict[str, str] = {}  # model -> the model whose answers it shares
+    for name, path in models.items():
+        same = by_key.get(key) if (key := answer_fingerprint(path)) else None
+        if same:
+            found, preds = answered[same]
+            preds = [as_written(p) for p in preds]
+            found = {
+                **{k: v for k, v in found.items() if k not in ("trust", "greedy")},
+                **metrics(rows, preds, rubric["grades"]),
+                "seconds": 0.0,
+            }
+            answered[name], reused[name] = (found, preds), same
+            print(f"backtest {name}: the same weights as {same}, its answers reused")
+            continue
+        started = time.perf_counter()
+        methods = tuple(dict.fromkeys([*beliefs, *contest.methods_needed(fits)]))
+        found, preds = evaluate_model(
+            path, rows, rubric, schema, generation.max_new_tokens, generation.batch_size, name, methods, fits.get(name)
+        )
+        for extra in set(methods) - set(beliefs):  # read for a fit's parts, not reported as the model's own
+            found.get("calibration", {}).pop(extra, None)
+        found["seconds"] = round(time.perf_counter() - started, 1)  # loading, answering, reading probabilities
+        answered[name] = (found, preds)
+        if key:
+            by_key[key] = name
+    return answered, reused
