@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 
 from fundgrpo.params import ParamsError, load_params, read_yaml
-from fundgrpo.registry import mlflow_registry
-from fundgrpo.registry import sweeps
+from fundgrpo.registry import mlflow_registry, sweeps
 
 
 def main() -> None:

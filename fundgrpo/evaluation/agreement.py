@@ -183,4 +183,4 @@ def metrics(rows: list[dict], predictions: list[dict], grades: list[int]) -> dic
 
 
 def rule_predictions(rows: list[dict]) -> list[dict]:
-    return [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": True} for r in rows]
+    return [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": r["rule_grade"] is not None} for r in rows]

@@ -380,10 +380,17 @@ def criterion_percentiles(
 
 
 def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Apply the methodology to funds: columns `rule_score` (0-100) and `rule_grade`.
+    """Apply the methodology to funds: columns `rule_score` (0-100) and `rule_grade`; both missing
+    (NaN, <NA>) for a fund with no data on any criterion: no placeholder a reader could take for a verdict.
 
     `percentiles` (from `criterion_percentiles` over the whole peer universe) may be
     passed so a subset of funds is scored against all its peers.
+
+    >>> m = parse({"criteria": [{"metric": "sharpe_3y", "weight": 1}],
+    ...            "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]})
+    >>> funds = pd.DataFrame({"category": ["a", "a", "a"], "sharpe_3y": [0.1, 0.9, None]})
+    >>> rule_score(m, funds).to_dict("list")
+    {'rule_score': [0.0, 100.0, nan], 'rule_grade': [1, 2, None]}
     """
     pct = criterion_percentiles(m, funds) if percentiles is None else percentiles.loc[funds.index]
     weights = pd.Series({c.id: c.weight for c in m.criteria})
@@ -395,10 +402,8 @@ def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | 
         score = percentile_within(frame, "composite")
     else:
         score = composite
-    score = score.fillna(50.0)  # a fund with no usable metric sits mid-band, said in the report
-    return pd.DataFrame(
-        {"rule_score": score.round(1), "rule_grade": score.map(m.grade_for).astype(int)}, index=funds.index
-    )
+    grade = pd.array([m.grade_for(s) if pd.notna(s) else pd.NA for s in score], dtype="Int64")
+    return pd.DataFrame({"rule_score": score.round(1), "rule_grade": grade}, index=funds.index)
 
 
 def uncovered_grades(expert_grade: pd.Series, grades: list[int]) -> str | None:

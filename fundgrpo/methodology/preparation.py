@@ -90,14 +90,16 @@ def build_records(
                     f"prepare: no statistical estimate for share class {sid!r}; rerun `dvc repro evidence`"
                 )
             estimate = shown_estimate(estimates.loc[sid], m.grades)
-        rule_grade = int(rules.at[i, "rule_grade"])
+        # a fund with no data on any criterion has no methodology grade (None), said as such everywhere
+        rule_grade = None if pd.isna(rules.at[i, "rule_grade"]) else int(rules.at[i, "rule_grade"])
+        rule_score = None if rule_grade is None else float(rules.at[i, "rule_score"])
         shown_model = estimate if params.show_model == "gbm" else None
         messages = prompts.build_messages(
             rubric,
             {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
             evidence,
             params.prompt_style,
-            (float(rules.at[i, "rule_score"]), rule_grade) if params.show_rule else None,
+            (rule_score, rule_grade) if params.show_rule and rule_grade is not None else None,
             shown_model,
             params.stated_confidence,
         )
@@ -107,7 +109,11 @@ def build_records(
                 raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
             stated = estimate["probs"][m.grades.index(grade)]  # how likely the expert's grade is, out of fold
         if params.answer_style == "evaluation":
-            moved = {**shown_model, "moved": shown_model["grade"] - rule_grade} if shown_model else None
+            moved = (
+                {**shown_model, "moved": shown_model["grade"] - rule_grade}
+                if shown_model and rule_grade is not None
+                else None
+            )
             stated_rule = rule_grade if params.show_rule else None
             reasoning = prompts.evaluation_text(rubric, evidence, grade, stated_rule, moved)
         else:
@@ -133,8 +139,12 @@ def build_records(
                 "rule_grade": rule_grade,
                 # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
                 **({"shown_grade": shown_model["grade"]} if shown_model else {}),
-                **({"shown_grade": rule_grade} if params.show_rule and not shown_model else {}),
-                "rule_score": float(rules.at[i, "rule_score"]),
+                **(
+                    {"shown_grade": rule_grade}
+                    if params.show_rule and not shown_model and rule_grade is not None
+                    else {}
+                ),
+                "rule_score": rule_score,
                 **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
             }
         )

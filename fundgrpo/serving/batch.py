@@ -326,7 +326,7 @@ def evaluate(
                 "expected_grade": p.get("expected_grade"),
                 "flags": flagged,
                 "rule_grade": record["rule_grade"],
-                "rule_score": round(record["rule_score"], 2),
+                "rule_score": None if record["rule_score"] is None else round(record["rule_score"], 2),
                 "missing_criteria": lacks,
                 "peers": record["peers"],
                 "unsupported": ", ".join(p.get("unsupported") or []),

@@ -111,13 +111,22 @@ def refusal(reason: str | None, lacking: str, rubric: dict, rule_grade, gbm_grad
     labels = {c["metric"]: c.get("label", c["metric"]) for c in rubric.get("criteria", [])}
     missing = ", ".join(f"{labels.get(m, m)} ({m})" for m in lacking.split(", ") if m)
     if rubric.get("language") == "ko":
+        rule = (
+            f"있는 기준으로 방법론 등급은 {rule_grade}"
+            if rule_grade is not None
+            else "방법론 등급은 없습니다(기준 데이터 없음)"
+        )
         return (
-            f"평가하지 않음: 모델이 보는 {missing} 데이터가 없습니다. 있는 기준으로 방법론 등급은 {rule_grade}, "
+            f"평가하지 않음: 모델이 보는 {missing} 데이터가 없습니다. {rule}, "
             f"그래디언트 부스팅은 {gbm_grade}입니다 (모델의 답: {reason})"
         )
-    return (
-        f"not graded: the fund lacks {missing}, which the model weighs; the methodology grades it {rule_grade} "
-        f"on the criteria it has, gradient boosting {gbm_grade} (the model's own answer: {reason})"
+    rule = (
+        f"the methodology grades it {rule_grade} on the criteria it has"
+        if rule_grade is not None
+        else "the methodology has no grade for it (no criterion data)"
+    )
+    return f"not graded: the fund lacks {missing}, which the model weighs; {rule}, gradient boosting {gbm_grade} " + (
+        f"(the model's own answer: {reason})"
     )
 
 

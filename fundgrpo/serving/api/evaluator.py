@@ -269,7 +269,7 @@ class Evaluator:
                             "gbm": self.params.prepare.show_model == "gbm",
                         },
                         "rule_grade": record["rule_grade"],
-                        "rule_score": round(record["rule_score"], 2),
+                        "rule_score": None if record["rule_score"] is None else round(record["rule_score"], 2),
                         "gbm_grade": record.get("gbm_grade"),
                         "gbm_probabilities": (
                             {str(g): q for g, q in zip(grades, record["gbm_probs"])} if "gbm_probs" in record else None

@@ -1,0 +1,43 @@
+"""Records for prompts and training: a fund with no data on any criterion gets no methodology grade
+(no placeholder a reader or a reward could take for a verdict), in English and Korean."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from fundgrpo.data import synthetic
+from fundgrpo.evaluation.agreement import rule_predictions
+from fundgrpo.methodology import claims
+from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import preparation as prepare
+from fundgrpo.params import PrepareParams, SyntheticParams
+from tests.support import REPO
+
+
+@pytest.mark.parametrize("methodology", ["default.yaml", "default_ko.yaml"])
+def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
+    m = meth.load(REPO / "methodology" / methodology)
+    rubric = meth.rubric(m)
+    funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
+    blank = funds.index[0]
+    funds.loc[blank, [c.metric for c in m.criteria]] = float("nan")
+    rules = meth.rule_score(m, funds)
+    assert rules.loc[blank].isna().all() and rules.drop(index=blank).notna().all().all()
+
+    params = replace(PrepareParams(), answer_style="evaluation")
+    records = prepare.build_records(funds, rubric, params)
+    first = next(r for r in records if r["share_class_id"] == str(funds.at[blank, "share_class_id"]))
+    others = [r for r in records if r is not first]
+    assert first["rule_grade"] is None and first["rule_score"] is None and "shown_grade" not in first
+    assert all(isinstance(r["rule_grade"], int) for r in others)
+    rule_line = {"en": "Methodology score", "ko": "방법론 점수"}[rubric["language"]]
+    prompt = "\n".join(msg["content"] for msg in first["prompt"])
+    assert rule_line not in prompt  # the prompt states no methodology verdict it does not have
+    assert all(rule_line in "\n".join(msg["content"] for msg in r["prompt"]) for r in others)
+    answer = json.loads(first["reference"])
+    assert claims.misstated(answer["reasoning"], first["evidence"], rubric, answer["grade"], None) == []
+    # the rule scorer gives no grade for it: a miss in the backtest, not a made-up middle grade
+    assert rule_predictions([first])[0] == {"grade": None, "score": None, "valid": False}
