@@ -24,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.data import ingestion as ingest
+from fundgrpo.data.columns import drop_exact_duplicates, to_canonical
+from fundgrpo.data.reading import read_source
 from fundgrpo.params import IngestParams, MonitorParams, load_params
 
 SUFFIXES = (".csv", ".parquet", ".pq")
@@ -52,10 +53,10 @@ def name_of(path: Path) -> str:
 def load(path: Path, params: IngestParams) -> pd.DataFrame:
     """The batch as a canonical table (the ingest stage's table reader and mapping); `as_of` is kept."""
 
-    raw = ingest.read_source(path, params.encoding, params.delimiter)
+    raw = read_source(path, params.encoding, params.delimiter)
     if params.drop_duplicate_rows:  # before `as_of` is carried over row by row below
-        raw = ingest.drop_exact_duplicates(raw, params, str(path))
-    table = ingest.to_canonical(raw, replace(params, source="table"), str(path))
+        raw = drop_exact_duplicates(raw, params, str(path))
+    table = to_canonical(raw, replace(params, source="table"), str(path))
     if "as_of" in raw.columns:
         table["as_of"] = raw["as_of"].map(lambda v: None if pd.isna(v) else str(v).strip()).to_numpy()
     return table

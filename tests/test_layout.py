@@ -153,6 +153,21 @@ def test_layers_import_downwards():
     assert up == [], "an import points up the layers: move the code it needs down, or the caller up"
 
 
+# A module does one job: past 600 lines it does several (params.py, the one home of every setting,
+# aside); a stage reads params, calls the library and writes, in 60 lines at most.
+MAX_MODULE_LINES, MAX_STAGE_LINES = 600, 60
+
+
+def test_modules_and_stages_stay_small():
+    long = {}
+    for f in tracked("fundgrpo", "stages", "flows", "monitoring"):
+        n = len((REPO / f).read_text(encoding="utf-8").splitlines())
+        limit = MAX_STAGE_LINES if f.startswith("stages/") else MAX_MODULE_LINES
+        if n > limit and f != "fundgrpo/params.py":
+            long[f] = n
+    assert long == {}, f"split these by job (stages: move the logic into the library): {long}"
+
+
 # The test split is read once per design: by the `backtest` and `register` stages (and the benchmark
 # collectors in benchmarks/); every other stage, flow, monitor and experiment decides and reports on
 # validation. A reader names the test file or selects the split: `== "test"`, `.eq("test")`, or

@@ -41,6 +41,8 @@ from fundgrpo import io
 from fundgrpo.cli import offline
 from fundgrpo.data import ingestion
 from fundgrpo.data.canonical import BY_NAME
+from fundgrpo.data.columns import to_canonical
+from fundgrpo.data.reading import read_source
 from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
@@ -95,7 +97,7 @@ MAY_BE_ABSENT = ("number", "grade")
 
 
 def read_funds(path: Path, params: Params) -> pd.DataFrame:
-    """Canonical Parquet as it is; anything else through the ingest settings (`ingestion.to_canonical`).
+    """Canonical Parquet as it is; anything else through the ingest settings (`fundgrpo.data.columns.to_canonical`).
 
     A metric (or the expert grade) that `ingest.column_map` maps to a column the file lacks is
     not an error here: its canonical column is left empty (NaN), so the criteria it feeds are
@@ -111,7 +113,7 @@ def read_funds(path: Path, params: Params) -> pd.DataFrame:
             table.attrs = {"source": str(path)}
             return table
     settings = replace(params.ingest, source="table", path=str(path.resolve()), batches_dir="")
-    raw = ingestion.read_source(path, settings.encoding, settings.delimiter)
+    raw = read_source(path, settings.encoding, settings.delimiter)
     absent = {
         name: source
         for name, source in settings.column_map.items()
@@ -123,7 +125,7 @@ def read_funds(path: Path, params: Params) -> pd.DataFrame:
             column_map={k: v for k, v in settings.column_map.items() if k not in absent},
             scale={k: v for k, v in settings.scale.items() if k not in absent},
         )
-    table = ingestion.to_canonical(raw, settings, str(path))
+    table = to_canonical(raw, settings, str(path))
     for name in absent:
         if name not in table:  # a same-named column in the file was taken instead
             table[name] = pd.array([pd.NA] * len(table), dtype="Int64") if name == "expert_grade" else np.nan

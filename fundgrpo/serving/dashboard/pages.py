@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -23,10 +22,10 @@ import streamlit.components.v1 as components
 
 from fundgrpo.serving.dashboard import book, charts
 from fundgrpo.serving.dashboard import workspace as wsm
+from fundgrpo.serving.dashboard.client import API_URL, api
 from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS, METRICS
 from fundgrpo.serving.explain import grade_note
 
-API_URL = os.environ.get("FUNDGRPO_API_URL", "http://127.0.0.1:8000").rstrip("/")
 MAX_HISTORY = 20  # versions read for a fund's grade history (each is one artifact download, cached)
 
 
@@ -488,22 +487,6 @@ def drift_page() -> None:
 def dashed(table: pd.DataFrame) -> pd.DataFrame:
     """A table for reading: missing values as a dash, never "None" (the cells become text)."""
     return table.astype(object).where(table.notna(), "—")
-
-
-def api(path: str, key: str, body: dict | None = None) -> tuple[int, dict]:
-    """Call the API as the analyst (their key); (status, JSON body). Errors come back, not raised."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{API_URL}{path}", data=data, method="POST" if body is not None else "GET")
-    request.add_header("X-API-Key", key)
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as err:
-        try:
-            return err.code, json.loads(err.read() or b"{}")
-        except json.JSONDecodeError:
-            return err.code, {"detail": err.reason}
 
 
 def review_page() -> None:

@@ -15,7 +15,8 @@ import pytest
 from fundgrpo import profiles
 from fundgrpo.data import navmetrics, synthetic
 from fundgrpo.data.canonical import COLUMNS
-from fundgrpo.data.ingestion import IngestError, run, strip_patterns, summary
+from fundgrpo.data.columns import strip_patterns
+from fundgrpo.data.ingestion import IngestError, run, summary
 from fundgrpo.params import IngestParams, ParamsError, ReturnsSourceParams, SyntheticParams
 from tests.support import REPO
 
