@@ -49,7 +49,7 @@ def stage_help(name: str, argv: list[str] | None = None) -> None:
 
     print(f"python -m stages.{name}\n\n{(importlib.import_module(f'stages.{name}').__doc__ or '').strip()}\n")
     root = Path(".") if Path("dvc.yaml").exists() else Path(__file__).resolve().parents[1]
-    entry = {}
+    entry: dict = {}
     for dvc_yaml in (root / "dvc.yaml", root / "synthetic" / "dvc.yaml"):  # generate lives in the second
         if dvc_yaml.exists():
             entry = entry or yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {}).get(name, {})

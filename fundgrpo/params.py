@@ -626,7 +626,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ParamsError(f"{where}: expected a mapping, got {value!r}")
-        return from_dict(tp, value, where)
+        return from_dict(tp, value, where)  # type: ignore[arg-type]  # a dataclass type, checked above
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
             raise ParamsError(f"{where}: expected a list, got {value!r}")

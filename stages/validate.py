@@ -33,7 +33,7 @@ def main() -> None:
             print(f"report: {result.report} (the last good report stays in {good_dir})", file=sys.stderr)
             sys.exit(1)  # validate.out is not touched: a previous good table stays
         io.move_dir(failed_dir, good_dir)
-        result = dataclasses.replace(result, report=good_dir / result.report.name)
+        result = dataclasses.replace(result, report=good_dir / Path(str(result.report)).name)
         io.write_parquet(df, p.validate.out)
         print(
             f"validate: {c['rows']} rows, {c['funds']} funds, {c['categories']} categories, "

@@ -158,7 +158,7 @@ def month_labels(start: str, n_months: int) -> list[str]:
 
 def _fund_names(categories: np.ndarray, rng: np.random.Generator) -> list[str]:
     """A distinct base name per fund (Korean for Korea Equity, English otherwise)."""
-    pools: dict[str, list[str]] = {}
+    pools: dict[str, list[tuple[str, str]]] = {}
     used: dict[str, int] = {}
     names = []
     for cat in categories:

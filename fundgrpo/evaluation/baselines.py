@@ -219,6 +219,7 @@ class Fitted:
         training rows never had gets 0. Only a classifier has them (`baseline.objective: classifier`)."""
         out = np.zeros((len(X), len(self.grades)))
         if self.model is None:
+            assert self.constant is not None  # fitted on one grade: the model is that constant
             out[:, self.grades.index(self.constant)] = 1.0
             return out
         if not hasattr(self.model, "classes_"):

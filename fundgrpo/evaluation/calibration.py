@@ -362,7 +362,7 @@ def fit_option(source, method, grade_from, expert, written, lm, gbm, grades, row
         if source == "gbm":  # its probabilities exist where the language model gave no answer too
             probs = temperature_probs([gbm[i] for i in rows], fit["temperature"])
         else:
-            probs = [decide(lm[i], written[i], fit, grades, gbm[i] if gbm else None)["probs"] for i in rows]
+            probs = np.asarray([decide(lm[i], written[i], fit, grades, gbm[i] if gbm else None)["probs"] for i in rows])
         fit["cutpoints"] = fit_cutpoints(expected_grade(probs, grades), [expert[i] for i in rows], grades)
     return fit
 

@@ -103,15 +103,15 @@ def predictions_from_texts(texts: list[str], schema: dict) -> list[dict]:
     >>> [(x["grade"], x["valid"], x["reason"]) for x in p]
     [(2, True, None), (None, False, 'not one JSON object')]
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for text in texts:
         problem = answer_problem(text, schema)
-        if problem is not None:
+        answer = parse_answer(text) if problem is None else None
+        if answer is None:
             out.append(
                 {"grade": None, "score": None, "reasoning": None, "valid": False, "reason": problem, "text": text}
             )
         else:
-            answer = parse_answer(text)
             out.append(
                 {
                     "grade": int(answer["grade"]),

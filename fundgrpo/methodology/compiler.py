@@ -238,7 +238,8 @@ def _label(value: Any, language: str, where: str) -> dict[str, str]:
         isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items()
     ):
         return {k: str(v) for k, v in value.items()}
-    kind = {list: "a list", dict: "a mapping with values that are not text"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {list: "a list", dict: "a mapping with values that are not text"}
+    kind = kinds.get(type(value), type(value).__name__)
     raise MethodologyError(
         f"{where}: label must be text or a mapping of language to text, e.g. label: {{en: poor, ko: 매우 부진}}; "
         f"got {kind}: {value!r}"

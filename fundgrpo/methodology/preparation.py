@@ -25,7 +25,7 @@ from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
 from fundgrpo.params import PrepareParams
 
 
-def _clean(v: float) -> float | None:
+def _clean(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
 
 
@@ -99,7 +99,9 @@ def build_records(
             {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
             evidence,
             params.prompt_style,
-            (rule_score, rule_grade) if params.show_rule and rule_grade is not None else None,
+            (rule_score, rule_grade)
+            if params.show_rule and rule_score is not None and rule_grade is not None
+            else None,
             shown_model,
             params.stated_confidence,
         )

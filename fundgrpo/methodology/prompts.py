@@ -104,7 +104,7 @@ def _fmt(value: float) -> str:
 def build_messages(
     rubric: dict[str, Any],
     fund: dict[str, Any],
-    evidence: dict[str, dict[str, float]],
+    evidence: dict[str, dict[str, Any]],
     style: str = "full",
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
@@ -198,7 +198,7 @@ def build_messages(
 def _compact_messages(
     rubric: dict[str, Any],
     fund: dict[str, Any],
-    evidence: dict[str, dict[str, float]],
+    evidence: dict[str, dict[str, Any]],
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
     confidence: bool = False,
@@ -233,7 +233,7 @@ def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
     )
 
 
-def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> list[str]:
+def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]]) -> list[str]:
     """Criteria a good reasoning cites: the `cite_top` that pull the score furthest from the middle.
 
     >>> r = {"cite_top": 1, "criteria": [{"id": "a", "weight": 0.5}, {"id": "b", "weight": 0.5}]}
@@ -248,7 +248,7 @@ def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]
     return [cid for _, cid in sorted(pull, reverse=True)[: rubric.get("cite_top", 3)]]
 
 
-def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, float]]) -> float | None:
+def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]]) -> float | None:
     """The criteria's weighted mean percentile, weights renormalised over the criteria with data
     (the rule scorer's composite, before any ranking), or None when no criterion has data.
 
@@ -273,7 +273,7 @@ def _placed(t: dict[str, str], label: str, pct: float) -> str:
     return t["bottom"].format(label=label, n=max(10, math.ceil(pct / 10) * 10))
 
 
-def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, float]], style: str = "brief") -> str:
+def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]], style: str = "brief") -> str:
     """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
 
     Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
@@ -308,7 +308,7 @@ def verdict(rubric: dict[str, Any], grade: int) -> str:
 
 
 def departure_reason(
-    rubric: dict[str, Any], evidence: dict[str, dict[str, float]], up: bool, model: dict[str, Any] | None = None
+    rubric: dict[str, Any], evidence: dict[str, dict[str, Any]], up: bool, model: dict[str, Any] | None = None
 ) -> str:
     """What moved a grade above (`up`) or below the methodology's: the statistical estimate shown in
     the prompt when it points that way, else the context metric (outside the methodology) furthest
@@ -336,7 +336,7 @@ def departure_reason(
 
 def evaluation_text(
     rubric: dict[str, Any],
-    evidence: dict[str, dict[str, float]],
+    evidence: dict[str, dict[str, Any]],
     grade: int,
     rule_grade: int | None = None,
     model: dict[str, Any] | None = None,

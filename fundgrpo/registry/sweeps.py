@@ -252,7 +252,7 @@ def wait(
             return mine
         start, since = start_now(mine, queue_started, stalled_since, now, restart_after)
         if start:
-            if queue_started:
+            if queue_started and stalled_since is not None:
                 print(
                     f"[{now - started:6.0f} s] members queued, none running for {now - stalled_since:.0f} s: "
                     "starting the queue again",

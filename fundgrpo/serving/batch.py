@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -190,7 +191,7 @@ def repeated_ids(funds: pd.DataFrame) -> str | None:
     try:
         exact = np.flatnonzero(funds.reset_index(drop=True).duplicated(keep="first").to_numpy())
     except TypeError:
-        exact = []
+        exact = np.array([], dtype=int)
     fix = (
         f"; data row(s) {', '.join(str(i + 1) for i in exact[:5])} repeat an earlier row in every column: set "
         "ingest.drop_duplicate_rows: true (params.yaml) to drop exact duplicate rows, or remove them"
@@ -357,7 +358,7 @@ def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
     if labelled.empty:
         return None
     expert = labelled["expert_grade"].astype(int).tolist()
-    out = {"n": len(labelled), "model_valid_json": round(float(labelled["valid"].mean()), 4)}
+    out: dict[str, Any] = {"n": len(labelled), "model_valid_json": round(float(labelled["valid"].mean()), 4)}
     for name, column in (("model", "grade"), ("rule", "rule_grade"), ("gbm", "gbm_grade")):
         predicted = [None if pd.isna(g) else int(g) for g in labelled[column]]  # an invalid answer: a miss
         found = grade_metrics(expert, filled(expert, predicted, grades).tolist(), grades)

@@ -127,7 +127,7 @@ def run(
         eval_dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in eval_rows[: params.eval_prompts]])
     key = best_metric_key(params)
     callbacks = list(callbacks or [])
-    if eval_dataset is not None:
+    if eval_dataset is not None and eval_rows:
         # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary);
         # a checkpoint whose answers collapse onto one grade scores COLLAPSED on the selection metric
         callbacks.append(

@@ -223,7 +223,7 @@ def generate(
 
 def corpus(rows: list[dict]) -> list[str]:
     """Texts the tokenizer learns from: prompts and reference answers (training split only)."""
-    texts = []
+    texts: list[str] = []
     for r in rows:
         texts.extend(m["content"] for m in r["prompt"])
         texts.append(r["reference"])

@@ -291,7 +291,7 @@ def settings(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[di
         "rubric": rubric,
         "score_tolerance": params.score_tolerance,
         "grade_step_penalty": params.grade_step_penalty,
-        "grade_weights": balanced_weights([r["expert_grade"] for r in train_rows]) if balance else None,
+        "grade_weights": balanced_weights([r["expert_grade"] for r in train_rows or []]) if balance else None,
         "reasoning_chars": tuple(params.reasoning_chars),
         "departure_cost": params.departure_cost,
     }

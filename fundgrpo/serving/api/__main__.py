@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(stored as a SHA-256 hash in {settings.keys_file}; the key is not shown again)", file=sys.stderr)
         return 0
     if args.command == "list-keys":
-        for k in list_keys(settings.keys_file):
-            print(f"{k['name']}\t{','.join(k['scopes'])}")
+        for entry in list_keys(settings.keys_file):
+            print(f"{entry['name']}\t{','.join(entry['scopes'])}")
         return 0
     if args.command == "revoke-key":
         try:

@@ -38,7 +38,8 @@ PROBLEMS: dict = {code: {"model": schemas.Problem, "description": what} for code
     (429, "over the key's rate"), (503, "no model to serve, the store unreachable, or stopping"),
 )}  # fmt: skip
 # Swagger UI 5's assets, as the fastapi-offline wheel ships them (its app factory is not used)
-SWAGGER_UI = str(Path(importlib.util.find_spec("fastapi_offline").origin).parent / "static")
+_OFFLINE = importlib.util.find_spec("fastapi_offline")
+SWAGGER_UI = str(Path(_OFFLINE.origin).parent / "static") if _OFFLINE and _OFFLINE.origin else ""
 
 
 def documented(model, code: int = 200, also: tuple[int, ...] = ()) -> dict:
@@ -164,7 +165,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     async def post_evaluations(body: EvaluationRequest, _: str = Depends(need("evaluate"))) -> dict:
         if len(body.funds) > settings.max_funds:
             raise HTTPException(422, f"funds: at most {settings.max_funds} per request, got {len(body.funds)}")
-        ids = [f.share_class_id for f in body.funds]
+        ids = [f.share_class_id for f in body.funds]  # type: ignore[attr-defined]  # Fund is built at import
         if len(set(ids)) != len(ids):
             raise HTTPException(422, "funds: share_class_id repeats within the request")
         evaluator: Evaluator = state["evaluator"]
@@ -176,7 +177,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
                 state["load_error"] = str(err)
                 raise HTTPException(503, f"no model to serve: {err}") from None
         try:
-            version, rows = await evaluator.evaluate([f.model_dump() for f in body.funds])
+            version, rows = await evaluator.evaluate([f.model_dump() for f in body.funds])  # type: ignore[attr-defined]  # Fund is built at import
         except asyncio.TimeoutError:
             raise HTTPException(504, f"generation took over {settings.timeout_s} s") from None
         except RuntimeError as err:
@@ -301,6 +302,7 @@ def model_card(root: Path, evaluator: Evaluator) -> dict:
     """The serving version, its backtest metrics and the gate's decision for it (the record logged
     with its MLflow run; metrics/register.json only when it is that run's), and `note` when the
     version served is not the one the alias names."""
+    assert evaluator.current is not None  # get_model answers 503 before: no model is served
     version = evaluator.current.version
     card: dict[str, Any] = {"model_version": version, "target": evaluator.target, "note": evaluator.note}
     run_id = None

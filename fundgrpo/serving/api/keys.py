@@ -71,7 +71,9 @@ class KeyRing:
     revoked while the server runs take effect at the next request, without a restart."""
 
     def __init__(self, keys_file: Path) -> None:
-        self.keys_file, self.stamp, self.keys = keys_file, None, {}
+        self.keys_file = keys_file
+        self.stamp: tuple[int, int] | None = None
+        self.keys: dict[str, dict] = {}
 
     def get(self, key_hash: str) -> dict | None:
         try:

@@ -15,7 +15,8 @@ class RateLimiter:
     """
 
     def __init__(self, per_min: int) -> None:
-        self.per_min, self.seen, self.lock = per_min, {}, threading.Lock()
+        self.per_min, self.lock = per_min, threading.Lock()
+        self.seen: dict[str, deque[float]] = {}
 
     def allow(self, key: str, now: float | None = None) -> bool:
         now = time.monotonic() if now is None else now

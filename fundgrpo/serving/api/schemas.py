@@ -27,7 +27,7 @@ def _fund_field(c) -> tuple[Any, Any]:
 
 # One fund as canonical metrics: ranges from fundgrpo/data/canonical.py, unknown fields refused;
 # `as_of` (the month a NAV series' metrics cover) is accepted so that a canonical row can be sent as it is.
-Fund = create_model(
+Fund = create_model(  # type: ignore[call-overload]  # fields built from the canonical columns
     "Fund",
     __config__=ConfigDict(extra="forbid"),
     **{c.name: _fund_field(c) for c in COLUMNS},

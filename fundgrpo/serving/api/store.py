@@ -93,7 +93,7 @@ class Store:
                         share_class_id=r["share_class_id"], model_version=version, created_at=now, evaluation=r
                     )
                 )
-                ids.append(done.inserted_primary_key[0])
+                ids.append(done.inserted_primary_key[0])  # type: ignore[index]  # set by every insert
         for r, i in zip(rows, ids):
             r["evaluation_id"] = i
         return ids
@@ -173,7 +173,7 @@ class Store:
         }
         try:
             with self.engine.begin() as conn:
-                new_id = conn.execute(d.insert().values(**row)).inserted_primary_key[0]
+                new_id = conn.execute(d.insert().values(**row)).inserted_primary_key[0]  # type: ignore[index]
                 if based_on is None:
                     conn.execute(h.insert().values(share_class_id=scid, decision_id=new_id))  # IntegrityError if taken
                 else:

@@ -337,7 +337,7 @@ def verdict_and_peers(sid: str, record: dict, category) -> pd.DataFrame:
     st.subheader(T["verdict"])
     rubric = WS.rubric() or {}
     rule_grade = record.get("rule_grade")
-    band = next((b for b in rubric.get("bands", []) if b.get("grade") == rule_grade), {})
+    band: dict = next((b for b in rubric.get("bands", []) if b.get("grade") == rule_grade), {})
     label = (band.get("label") or {}).get(WS.language(), "")
     score = record.get("rule_score")
     st.write(f"{T['grade']} **{rule_grade if rule_grade is not None else '—'}** {label} · {T['score']} "

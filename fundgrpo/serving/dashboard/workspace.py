@@ -512,4 +512,5 @@ def label_text(expert: dict | None, t: dict[str, str]) -> str:
     """
     if not expert:
         return t["none"]
-    return f"{expert['grade']} ({t.get(expert.get('source'), expert.get('source'))})"
+    source = str(expert.get("source"))
+    return f"{expert['grade']} ({t.get(source, source)})"

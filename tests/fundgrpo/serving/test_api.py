@@ -150,9 +150,11 @@ def test_thin_or_peerless_funds_are_flagged_not_graded_as_real(setup):
     assert lonely["needs_analyst"] and any(f.startswith("no peers:") for f in lonely["flags"])
     for e in (thin, lonely):
         assert (e["grade"] is None) == (not e["valid"])
+    # no criterion data: no methodology grade either (no placeholder a reader could take for a verdict)
+    assert thin["rule_grade"] is None and thin["evidence"]["rule_score"] is None and lonely["rule_grade"] is not None
     if not thin["valid"]:  # a refusal that names what the fund lacks and what the others say
         assert thin["reason"].startswith("not graded: the fund lacks") and "(sharpe_3y)" in thin["reason"]
-        assert f"the methodology grades it {thin['rule_grade']}" in thin["reason"]
+        assert "the methodology has no grade for it (no criterion data)" in thin["reason"]
     # a canonical row as the pipeline writes it (its `as_of` too) is accepted as it is
     dated = {**fund(reference, 2), "as_of": "2026-10-31"}
     with TestClient(create_app(root, settings)) as client:
