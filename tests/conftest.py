@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,17 @@ MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.c
 # The fault suite (`python tools/faults.py`): each test marked `fault("what breaks")` is recorded
 # with its outcome into the JSON file this variable names.
 FAULTS_OUT = os.environ.get("FUNDGRPO_FAULTS_OUT")
+ROBUSTNESS_OUT = os.environ.get("FUNDGRPO_ROBUSTNESS_OUT")
+
+
+def pytest_sessionfinish(session):
+    """For tools/robustness.py: the bad-input suite's per-case figures of this run, written when the
+    session ends (by the process that ran the suite: a worker under xdist)."""
+    module = next((m for name, m in list(sys.modules.items()) if name.rsplit(".", 1)[-1] == "test_bad_input"), None)
+    if ROBUSTNESS_OUT and module is not None and getattr(module, "RESULTS", None):
+        Path(ROBUSTNESS_OUT).write_text(
+            json.dumps(module.RESULTS, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -46,8 +59,6 @@ def pytest_runtest_makereport(item, call):
     if not FAULTS_OUT or marker is None or not marker.args:
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        import json
-
         path = Path(FAULTS_OUT)
         rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
         doc = (item.function.__doc__ or "").strip().splitlines()
@@ -61,6 +72,17 @@ def pytest_runtest_makereport(item, call):
             }
         )
         path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+# The fast tier (`make test-fast`) leaves out what needs the trained workspace, a pretrained model,
+# a database server or Prefect: those tests are marked `slow` by the session fixtures they use.
+HEAVY_FIXTURES = {"trained", "smollm2_dir", "postgres_server", "prefect_api"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -22,9 +22,7 @@ from tests import support
 from tests.support import REPO, browser, call, canonical, run, serve
 
 SHOTS = REPO / "reports" / "screenshots"
-pytestmark = pytest.mark.skipif(
-    not support.has_browser(), reason="no Chromium: apt-get install chromium chromium-driver"
-)
+pytestmark = pytest.mark.skipif(not support.has_browser(), reason=support.NO_BROWSER)
 
 
 def decide_in_page(driver, key: str, share_class_id: str, grade: int, reason: str, shot: str) -> str:

@@ -1,5 +1,9 @@
 """The README is short and its figures are what metrics/ and benchmarks/results/ say."""
 
+import re
+
+import yaml
+
 from tests.support import REPO
 from tools import readme
 
@@ -12,3 +16,45 @@ def test_readme_results_are_generated_and_current():
 
 def test_readme_is_under_200_lines():
     assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) < 200
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading.
+
+    >>> github_anchor("10. The review loop: analysts' decisions become labels")
+    '10-the-review-loop-analysts-decisions-become-labels'
+    """
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_in_the_docs_leads_somewhere():
+    """Relative links in the README and docs/ name files that exist and headings those files have."""
+    broken = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            if not file.exists():
+                broken.append(f"{doc.name}: {target} (no such file)")
+            elif anchor and file.suffix == ".md":
+                headings = re.findall(r"^#+\s+(.+)$", file.read_text(encoding="utf-8"), re.M)
+                if anchor not in {github_anchor(h) for h in headings}:
+                    broken.append(f"{doc.name}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_the_stage_table_is_the_dvc_graph():
+    """The README's stage table names every stage of the dvc.yaml files, in their order, and code that exists."""
+    stages = [
+        name
+        for f in ("synthetic/dvc.yaml", "dvc.yaml")
+        for name in yaml.safe_load((REPO / f).read_text(encoding="utf-8"))["stages"]
+    ]
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \| [^|]+ \| ([^|]+) \|", text.split("## Stages", 1)[1], re.M)
+    assert [r[0] for r in rows] == [s for s in stages if s != "batches"]  # batches: the monitoring folder's listing
+    for stage, code in rows:
+        first = re.findall(r"`([^`]+)`", code)[0]
+        assert (REPO / first).exists(), f"{stage}: {first} does not exist"

@@ -536,7 +536,7 @@ def test_serving_never_follows_champion_past_the_gate(trained, tmp_path, monkeyp
         assert app.get("/v1/model", headers=h).json()["decision"]["run_id"] == promoted_run
 
 
-@pytest.mark.skipif(not support.has_browser(), reason="no Chromium (apt-get install chromium chromium-driver)")
+@pytest.mark.skipif(not support.has_browser(), reason=support.NO_BROWSER)
 def test_docs_render_the_api_with_typed_answers_in_a_browser(trained, tmp_path):
     """/docs in headless Chromium: Swagger UI renders FastAPI's OpenAPI 3.1 (the 4.15 bundle could
     not), and an answer's schema is typed field by field (not `additionalProperties: true`)."""

@@ -33,9 +33,7 @@ from tests import support
 from tests.support import REPO
 
 SHOTS = REPO / "reports" / "screenshots"
-pytestmark = pytest.mark.skipif(
-    not support.has_browser(), reason="no Chromium: apt-get install chromium chromium-driver"
-)
+pytestmark = pytest.mark.skipif(not support.has_browser(), reason=support.NO_BROWSER)
 
 
 @contextmanager
