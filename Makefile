@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# Offline and quiet: no hub look-ups, no telemetry (README, "Offline").
+# Offline and quiet: no hub look-ups, no telemetry: fundgrpo/cli.py OFFLINE (tests/test_layout.py checks this copy).
 # (one per line: make's `export A=1 B=2` would give A the value "1 B=2")
 export HF_HUB_OFFLINE=1
 export TRANSFORMERS_OFFLINE=1

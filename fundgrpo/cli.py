@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import errno  # noqa: F401  (the doctest below)
 import importlib
 import os
@@ -14,16 +15,21 @@ import yaml
 from fundgrpo import threads
 from fundgrpo.io import DISK_FULL
 
-# No hub, no telemetry: nothing here may download or phone home (see README).
+# No hub, no telemetry: nothing here may download or phone home (see README). The one home of the
+# switches: the stages and tests set them from here, `python -m fundgrpo.cli env` prints them for a
+# shell (docs/operations.md), and the Makefile and Dockerfile copies are checked against them
+# (tests/test_layout.py). A Prefect server on a slow machine gets two minutes to start.
 OFFLINE = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "DO_NOT_TRACK": "true",
     "GX_ANALYTICS_ENABLED": "false",
     "DVC_NO_ANALYTICS": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
 }
 
 
@@ -108,3 +114,16 @@ def disk_full_message(e: OSError) -> str:
     return (
         f"disk full{where} ({e.strerror}); free space there and rerun: the outputs of the last good run are unchanged"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m fundgrpo.cli env`: the offline switches as shell exports (`eval "$(...)"`)."""
+    ap = argparse.ArgumentParser(prog="python -m fundgrpo.cli", description=main.__doc__)
+    ap.add_argument("what", choices=["env"])
+    ap.parse_args(argv)
+    print("export " + " ".join(f"{k}={v}" for k, v in OFFLINE.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

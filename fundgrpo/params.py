@@ -386,7 +386,7 @@ class BacktestParams:
     max_funds: int = 0  # 0 = all test funds
     # Where each language model's grade probabilities are read for the calibration figures
     # (fundgrpo/training/belief.py): at the score (mapped through the bands) and at the grade token.
-    beliefs: tuple[str, ...] = ("score", "grade", "stated")
+    beliefs: tuple[str, ...] = BELIEF_METHODS
     bootstrap: int = 1000  # resamples for the paired intervals in metrics/backtest.json (0: none)
     metrics: str = "metrics/backtest.json"
     plots_dir: str = "plots"
@@ -408,7 +408,7 @@ class CalibrateParams:
     for the SFT start, and the backtest reports each source apart with its own best rule. The
     confidence of an evaluation is the probability of its grade."""
 
-    beliefs: tuple[str, ...] = ("score", "grade", "stated")  # stated: used when the answers state one
+    beliefs: tuple[str, ...] = BELIEF_METHODS  # every one (stated: used when the answers state one)
     serve: str = "auto"  # auto | lm | gbm | stack (auto: the best on validation)
     # The grade reported: expected (the expected grade, cut at points fitted for the best QWK),
     # likeliest (the most probable grade) or greedy (the one the model wrote); auto: the best on

@@ -9,18 +9,8 @@ from pathlib import Path
 
 import pytest
 
-OFFLINE = {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "DVC_NO_ANALYTICS": "1",
-    "MLFLOW_DISABLE_TELEMETRY": "true",
-    "DO_NOT_TRACK": "true",
-    "GX_ANALYTICS_ENABLED": "false",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
+from fundgrpo.cli import OFFLINE  # noqa: E402  (light: yaml and the thread settings, no stack)
+
 for key, value in OFFLINE.items():
     os.environ.setdefault(key, value)
 
