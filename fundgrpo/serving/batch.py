@@ -50,9 +50,8 @@ from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.serving import review
+from fundgrpo.serving import evaluation
 from fundgrpo.serving.champion import calibration_of, grade, prompt_records
-from fundgrpo.serving.explain import grade_note, refusal, served_from
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = (
@@ -220,32 +219,6 @@ def training_mask(reference: pd.DataFrame, params: Params) -> pd.Series:
     return (reference["expert_grade"].notna() & in_train).astype(bool)
 
 
-def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[str]:
-    """What a reader of one evaluation must know before trusting it: an invalid answer (and why), a
-    category with no peers (percentiles mean nothing), criteria with no data, misstated criteria.
-
-    >>> r = {"category": "X", "peers": 1}
-    >>> flags(r, "sharpe_3y", {"valid": False, "reason": "not one JSON object", "unsupported": []},
-    ...       {"criteria": [{"id": "s", "metric": "sharpe_3y", "label": "Sharpe ratio"}]})
-    ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
-    """
-    out = []
-    if not prediction["valid"]:
-        out.append(f"invalid answer: {prediction['reason']}")
-    if record.get("peers", 2) <= 1:
-        out.append(f"no peers: {record['category']} has no other share class")
-    labels = {c["metric"]: c["label"] for c in rubric["criteria"]}
-    ids = {c["id"]: c["label"] for c in [*rubric["criteria"], *rubric.get("context", [])]}
-    for metric in [m for m in lacking.split(", ") if m]:
-        out.append(f"no data: {labels.get(metric, metric)} ({metric})")
-    for cid in prediction.get("unsupported") or []:
-        if cid == "verdict":
-            out.append("misstated: the verdict (its words are not the grade's label)")
-        else:
-            out.append(f"misstated: {ids.get(cid, cid)} (no data in the prompt, or the wrong side, band or number)")
-    return out
-
-
 def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]:
     """(local folder, a name for the output's `model` column) for a folder or a models:/ URI."""
     if not model.startswith("models:/"):
@@ -302,49 +275,20 @@ def evaluate(
     known = set(reference["share_class_id"].astype(str))  # a share class outside it is new to the universe
     rows = []
     evaluated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")  # one run, one time
-    language = rubric.get("language", "en")
     for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
+        e = evaluation.build(record, p, fit, rubric, fund.get("name"), lacks, params.evaluate, known)
         expert = fund.get("expert_grade")
-        probs = p.get("probs")
-        flagged = flags(record, lacks, p, rubric)
-        said = served_from(fit, p)
         rows.append(
-            {
-                "share_class_id": record["share_class_id"],
-                "fund_id": record["fund_id"],
-                "name": fund.get("name"),
-                "category": record["category"],
-                "grade": p["grade"],
-                "grade_note": grade_note(p["grade"], probs, grades, p.get("expected_grade"), fit, language),
-                "serves": said["serves"],
-                "lm_weight": said["weights"]["language_model"],
-                "written_grade": said["written_grade"],
-                "score": p["score"],
-                "reasoning": p["reasoning"],
-                "valid": p["valid"],
-                "reason": p["reason"]
-                if p["valid"]
-                else refusal(p["reason"], lacks, rubric, record["rule_grade"], record.get("gbm_grade")),
-                "confidence": p.get("confidence"),
-                "expected_grade": p.get("expected_grade"),
-                "flags": flagged,
-                "rule_grade": record["rule_grade"],
-                "rule_score": None if record["rule_score"] is None else round(record["rule_score"], 2),
-                "missing_criteria": lacks,
-                "peers": record["peers"],
-                "unsupported": ", ".join(p.get("unsupported") or []),
-                "gbm_grade": record["gbm_grade"],
-                "gbm_confidence": round(max(record["gbm_probs"]), 4),
-                "expert_grade": None if pd.isna(expert) else int(expert),
-                "seen_in_training": record["share_class_id"] in seen,
-                "model": model_name,
-                "as_of": None if pd.isna(fund.get("as_of")) else str(fund.get("as_of")),  # the data's date
-                "evaluated_at": evaluated_at,
-                **{f"p_{g}": (probs[i] if probs is not None else None) for i, g in enumerate(grades)},
-            }
+            evaluation.as_row(
+                e,
+                grades,
+                expert_grade=None if pd.isna(expert) else int(expert),
+                seen_in_training=record["share_class_id"] in seen,
+                model=model_name,
+                as_of=None if pd.isna(fund.get("as_of")) else str(fund.get("as_of")),  # the data's date
+                evaluated_at=evaluated_at,
+            )
         )
-        reasons = review.why(rows[-1], params.evaluate, known)
-        rows[-1].update(needs_analyst=bool(reasons), review="; ".join(reasons), flags="; ".join(flagged))
     columns = list(OUTPUT_COLUMNS) + [f"p_{g}" for g in grades]
     whole = {c: "Int64" for c in ("expert_grade", "grade", "written_grade", "rule_grade", "gbm_grade")}  # 3, never 3.0
     return pd.DataFrame(rows, columns=columns).astype(whole)

@@ -19,11 +19,10 @@ from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.serving import review
+from fundgrpo.serving import evaluation
 from fundgrpo.serving.api.settings import ApiSettings
-from fundgrpo.serving.batch import flags, missing_criteria, with_reference
+from fundgrpo.serving.batch import missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, prompt_records
-from fundgrpo.serving.explain import grade_note, refusal, served_from
 from fundgrpo.training import modelling
 from fundgrpo.training.inference import answer
 
@@ -237,50 +236,27 @@ class Evaluator:
             raise RuntimeError("the server is stopping")
         await self.queue.put((loaded, records, fut, time.monotonic()))
         answers = await asyncio.wait_for(fut, self.settings.timeout_s)
-        grades, language = self.rubric["grades"], self.rubric.get("language", "en")
+        grades = self.rubric["grades"]
+        in_prompt = {"rule": self.params.prepare.show_rule, "gbm": self.params.prepare.show_model == "gbm"}
         out = []
         for fund, record, p in zip(funds, records, answers):
-            probs = p.get("probs")
-            flagged = flags(record, record["lacking"], p, self.rubric)
-            out.append(
-                {
-                    "share_class_id": record["share_class_id"],
-                    "fund_id": record["fund_id"],
-                    "category": record["category"],
-                    "name": fund.get("name"),
-                    "grade": p["grade"],  # None for an invalid answer: `reason` says why
-                    "grade_note": grade_note(p["grade"], probs, grades, p.get("expected_grade"), loaded.fit, language),
-                    "score": p["score"],
-                    "reasoning": p["reasoning"],
-                    "valid": p["valid"],
-                    "reason": p["reason"]
-                    if p["valid"]
-                    else refusal(
-                        p["reason"], record["lacking"], self.rubric, record["rule_grade"], record.get("gbm_grade")
-                    ),  # for a fund with gaps: what it lacks, and what the other evaluators say
-                    "probabilities": {str(g): probs[i] for i, g in enumerate(grades)} if probs is not None else None,
-                    "expected_grade": p.get("expected_grade"),
-                    "confidence": p.get("confidence"),
-                    "served_from": served_from(loaded.fit, p),
-                    "flags": flagged,
-                    "evidence": {  # beside the metrics; `in_prompt` says which of it the model was shown
-                        "in_prompt": {
-                            "rule": self.params.prepare.show_rule,
-                            "gbm": self.params.prepare.show_model == "gbm",
-                        },
-                        "rule_grade": record["rule_grade"],
-                        "rule_score": None if record["rule_score"] is None else round(record["rule_score"], 2),
-                        "gbm_grade": record.get("gbm_grade"),
-                        "gbm_probabilities": (
-                            {str(g): q for g, q in zip(grades, record["gbm_probs"])} if "gbm_probs" in record else None
-                        ),
-                        "peers": record["peers"],
-                    },
-                    "rule_grade": record["rule_grade"],
-                    "expert": self.label(record["share_class_id"]),  # the label in training, if any
-                    "model_version": loaded.version,
-                }
+            e = evaluation.build(
+                record,
+                p,
+                loaded.fit,
+                self.rubric,
+                fund.get("name"),
+                record["lacking"],
+                self.params.evaluate,
+                self.known,
             )
-            reasons = review.why(out[-1], self.params.evaluate, self.known)
-            out[-1].update(needs_analyst=bool(reasons), review=reasons)
+            out.append(
+                evaluation.as_json(
+                    e,
+                    grades,
+                    in_prompt,
+                    expert=self.label(record["share_class_id"]),  # the label in training, if any
+                    model_version=loaded.version,
+                )
+            )
         return loaded.version, out

@@ -1,0 +1,188 @@
+"""The served evaluation of one fund, defined once: batch scoring and the API build it here from the
+fund's record and the model's prediction, and render it once each, as a row of the batch file
+(`as_row`, flat) and as the API's JSON (`as_json`, the evidence nested). The grade served (the
+calibrate stage's rule) and the grade the model wrote are separate fields from the start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from fundgrpo.params import EvaluateParams
+from fundgrpo.serving import review
+from fundgrpo.serving.explain import grade_note, refusal, served_from
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    share_class_id: str
+    fund_id: str
+    name: str | None
+    category: str
+    grade: int | None  # served: None for an invalid answer (`reason` says why)
+    written_grade: int | None  # what the model wrote in its evaluation
+    grade_note: str | None
+    score: float | None
+    reasoning: str | None
+    valid: bool
+    reason: str | None  # an invalid answer's reason; for a fund with gaps, what it lacks and what others say
+    probabilities: list[float] | None  # per grade of the methodology, in order
+    expected_grade: float | None
+    confidence: float | None
+    served_from: dict[str, Any]  # whose probabilities, the weights, the decision rule
+    rule_grade: int | None  # the methodology's: None where the fund has no criterion data
+    rule_score: float | None
+    gbm_grade: int | None
+    gbm_probabilities: list[float] | None
+    peers: int
+    missing_criteria: str  # metrics the model weighs that the fund lacks, comma-separated
+    unsupported: list[str] = field(default_factory=list)  # what its reasoning misstates
+    flags: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)  # why an analyst should look (empty: no need)
+
+    @property
+    def needs_analyst(self) -> bool:
+        return bool(self.review)
+
+
+def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[str]:
+    """What a reader of one evaluation must know before trusting it: an invalid answer (and why), a
+    category with no peers (percentiles mean nothing), criteria with no data, misstated criteria.
+
+    >>> r = {"category": "X", "peers": 1}
+    >>> flags(r, "sharpe_3y", {"valid": False, "reason": "not one JSON object", "unsupported": []},
+    ...       {"criteria": [{"id": "s", "metric": "sharpe_3y", "label": "Sharpe ratio"}]})
+    ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
+    """
+    out = []
+    if not prediction["valid"]:
+        out.append(f"invalid answer: {prediction['reason']}")
+    if record.get("peers", 2) <= 1:
+        out.append(f"no peers: {record['category']} has no other share class")
+    labels = {c["metric"]: c["label"] for c in rubric["criteria"]}
+    ids = {c["id"]: c["label"] for c in [*rubric["criteria"], *rubric.get("context", [])]}
+    for metric in [m for m in lacking.split(", ") if m]:
+        out.append(f"no data: {labels.get(metric, metric)} ({metric})")
+    for cid in prediction.get("unsupported") or []:
+        if cid == "verdict":
+            out.append("misstated: the verdict (its words are not the grade's label)")
+        else:
+            out.append(f"misstated: {ids.get(cid, cid)} (no data in the prompt, or the wrong side, band or number)")
+    return out
+
+
+def build(
+    record: dict,
+    prediction: dict,
+    fit: dict,
+    rubric: dict,
+    name: str | None,
+    lacking: str,
+    rule: EvaluateParams,
+    known: set[str] | frozenset = frozenset(),
+) -> Evaluation:
+    """One fund's served evaluation from its prompt record and the model's prediction (with the fit
+    applied), with its flags and the reasons it needs an analyst (`review.why`)."""
+    p = prediction
+    language = rubric.get("language", "en")
+    said = served_from(fit, p)
+    e = Evaluation(
+        share_class_id=record["share_class_id"],
+        fund_id=record["fund_id"],
+        name=name,
+        category=record["category"],
+        grade=p["grade"],
+        written_grade=said["written_grade"],
+        grade_note=grade_note(p["grade"], p.get("probs"), rubric["grades"], p.get("expected_grade"), fit, language),
+        score=p["score"],
+        reasoning=p["reasoning"],
+        valid=p["valid"],
+        reason=p["reason"]
+        if p["valid"]
+        else refusal(p["reason"], lacking, rubric, record["rule_grade"], record.get("gbm_grade")),
+        probabilities=p.get("probs"),
+        expected_grade=p.get("expected_grade"),
+        confidence=p.get("confidence"),
+        served_from=said,
+        rule_grade=record["rule_grade"],
+        rule_score=None if record["rule_score"] is None else round(record["rule_score"], 2),
+        gbm_grade=record.get("gbm_grade"),
+        gbm_probabilities=record.get("gbm_probs"),
+        peers=record["peers"],
+        missing_criteria=lacking,
+        unsupported=list(p.get("unsupported") or []),
+        flags=flags(record, lacking, p, rubric),
+    )
+    return dataclasses.replace(e, review=review.why(dataclasses.asdict(e), rule, known))
+
+
+def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extra: Any) -> dict[str, Any]:
+    """The API's answer for one fund (`schemas.Evaluation`): the evidence beside the metrics nested,
+    `in_prompt` saying which of it the model was shown; `extra` (the expert's label, the model version)."""
+    return {
+        "share_class_id": e.share_class_id,
+        "fund_id": e.fund_id,
+        "category": e.category,
+        "name": e.name,
+        "grade": e.grade,
+        "grade_note": e.grade_note,
+        "score": e.score,
+        "reasoning": e.reasoning,
+        "valid": e.valid,
+        "reason": e.reason,
+        "probabilities": {str(g): q for g, q in zip(grades, e.probabilities)} if e.probabilities is not None else None,
+        "expected_grade": e.expected_grade,
+        "confidence": e.confidence,
+        "served_from": e.served_from,
+        "flags": e.flags,
+        "evidence": {
+            "in_prompt": in_prompt,
+            "rule_grade": e.rule_grade,
+            "rule_score": e.rule_score,
+            "gbm_grade": e.gbm_grade,
+            "gbm_probabilities": (
+                {str(g): q for g, q in zip(grades, e.gbm_probabilities)} if e.gbm_probabilities is not None else None
+            ),
+            "peers": e.peers,
+        },
+        "rule_grade": e.rule_grade,
+        **extra,
+        "needs_analyst": e.needs_analyst,
+        "review": e.review,
+    }
+
+
+def as_row(e: Evaluation, grades: list[int], **extra: Any) -> dict[str, Any]:
+    """The batch file's row for one fund (`batch.OUTPUT_COLUMNS`, then a probability per grade): lists
+    joined, `extra` (the expert grade, the model, the dates) beside."""
+    return {
+        "share_class_id": e.share_class_id,
+        "fund_id": e.fund_id,
+        "name": e.name,
+        "category": e.category,
+        "grade": e.grade,
+        "grade_note": e.grade_note,
+        "serves": e.served_from["serves"],
+        "lm_weight": e.served_from["weights"]["language_model"],
+        "written_grade": e.written_grade,
+        "score": e.score,
+        "reasoning": e.reasoning,
+        "valid": e.valid,
+        "reason": e.reason,
+        "confidence": e.confidence,
+        "expected_grade": e.expected_grade,
+        "needs_analyst": e.needs_analyst,
+        "review": "; ".join(e.review),
+        "flags": "; ".join(e.flags),
+        "rule_grade": e.rule_grade,
+        "rule_score": e.rule_score,
+        "missing_criteria": e.missing_criteria,
+        "peers": e.peers,
+        "unsupported": ", ".join(e.unsupported),
+        "gbm_grade": e.gbm_grade,
+        "gbm_confidence": round(max(e.gbm_probabilities), 4) if e.gbm_probabilities else None,
+        **extra,
+        **{f"p_{g}": (e.probabilities[i] if e.probabilities is not None else None) for i, g in enumerate(grades)},
+    }
