@@ -212,16 +212,17 @@ def test_grpo_trains_and_logs_reward_curves(policy):
 
 @pytest.fixture(scope="module")
 def backtest_result(policy, chain, datasets, rubric, schema):
-    from fundgrpo.evaluation.backtesting import backtest
+    from fundgrpo.evaluation.backtesting import backtest, scored_funds
+    from fundgrpo.training.inference import DEFAULT_FIT, evaluate_models
 
     root, _ = chain
-    from fundgrpo.training.inference import DEFAULT_FIT
-
     models = {"grpo": policy[0], "base": root / "base"}
-    params = BacktestParams(max_funds=6)
-    return backtest(
-        params, datasets["test"], rubric, schema, models, {"grpo": DEFAULT_FIT}, GenerationParams(max_new_tokens=24)
+    params, fits = BacktestParams(max_funds=6), {"grpo": DEFAULT_FIT}
+    rows = scored_funds(params, datasets["test"])  # as the stage: inference, then scoring
+    answered, reused = evaluate_models(
+        models, rows, rubric, schema, params.beliefs, fits, GenerationParams(max_new_tokens=24)
     )
+    return backtest(params, rows, rubric, answered, fits, reused)
 
 
 def test_backtest_reports_every_evaluator(backtest_result):
@@ -251,18 +252,18 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     """GRPO that keeps its SFT start re-saves the SFT weights: the backtest reuses those answers."""
     import shutil
 
-    from fundgrpo.evaluation.backtesting import backtest
+    from fundgrpo.evaluation.backtesting import backtest, scored_funds
+    from fundgrpo.training.inference import evaluate_models
 
     kept = shutil.copytree(policy[0], tmp_path / "kept")
     (kept / "tokenizer.json").write_text((kept / "tokenizer.json").read_text() + " ")  # not part of the answers
-    result = backtest(
-        BacktestParams(max_funds=3),
-        datasets["test"],
-        rubric,
-        schema,
-        {"grpo": policy[0], "sft": kept},
-        generation=GenerationParams(max_new_tokens=24),
+    params = BacktestParams(max_funds=3)
+    rows = scored_funds(params, datasets["test"])
+    models = {"grpo": policy[0], "sft": kept}
+    answered, reused = evaluate_models(
+        models, rows, rubric, schema, params.beliefs, generation=GenerationParams(max_new_tokens=24)
     )
+    result = backtest(params, rows, rubric, answered, reused=reused)
     assert result["answers_reused"] == {"sft": "grpo"}
     assert result["predictions"]["sft"] == result["predictions"]["grpo"] and result["models"]["sft"]["seconds"] == 0.0
     assert {k: v for k, v in result["models"]["sft"].items() if k != "seconds"} == {
