@@ -10,6 +10,7 @@ lean variant's settings are those of the Makefile's `mlflow-ui` target, read fro
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -107,6 +108,7 @@ def measure(env_extra: dict[str, str], args: list[str], store: str) -> dict:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     db = REPO / "mlflow.db"
     with tempfile.TemporaryDirectory() as tmp:
         store = f"sqlite:///{db}" if db.exists() else f"sqlite:///{tmp}/mlflow.db"

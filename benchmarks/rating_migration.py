@@ -10,6 +10,7 @@ shares of each grade); the migration is what moves.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pandas as pd
@@ -35,6 +36,7 @@ def rule_grades(m, table: pd.DataFrame) -> pd.Series:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     params = load_params("params.yaml")
     m = meth.load(params.methodology.path)
     before = rule_grades(m, snapshot(params.synthetic))

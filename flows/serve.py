@@ -8,6 +8,7 @@ Same deployments, names and crons as prefect.yaml; runs execute in this process'
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from flows.evaluation_flow import evaluation
@@ -50,6 +51,7 @@ def deployments(root: str = ".") -> list[Any]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     from prefect import serve
 
     offline()

@@ -193,6 +193,9 @@ def training(
 def main(argv: list[str] | None = None) -> int:
     """`python -m flows.training_flow [key=value ...]`: one run in this folder."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv in (["-h"], ["--help"]):
+        print(f"usage: python -m flows.training_flow [KEY=VALUE ...]\n\n{__doc__}")
+        return 0
     bad = [a for a in argv if "=" not in a]
     if bad:
         print(f"expected key=value overrides (as for dvc exp run -S), got {bad}", file=sys.stderr)

@@ -10,6 +10,7 @@ summary by area. `tools/readme.py` puts the summary in the README.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -46,6 +47,7 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.json"
         env = {**os.environ, "FUNDGRPO_ROBUSTNESS_OUT": str(results)}
