@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
+import fundgrpo.serving.api as api_package
 from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.app import create_app
@@ -583,3 +585,10 @@ def test_docs_render_the_api_with_typed_answers_in_a_browser(trained, tmp_path):
             driver.quit()
     finally:
         server.should_exit = True
+
+
+def test_the_package_docstring_lists_every_endpoint():
+    """fundgrpo/serving/api/__init__.py names each endpoint the app serves, and no other."""
+    served = {p for p in create_app(REPO).openapi()["paths"]} | {"/review"}
+    listed = set(re.findall(r"`(?:GET |POST )?(/[\w/{}-]+)`", api_package.__doc__ or ""))
+    assert listed == served
