@@ -89,6 +89,8 @@ TITLES = {
     "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
     "morningstar-evaluations": "Morningstar UK equity, the same, answers as evaluations (verdict, criteria with "
     "bands, the methodology's grade and what moved it) stating a confidence; rewards for claims and departures",
+    "morningstar-select-reward": "The same, GRPO pushed harder and kept on its sampled validation reward "
+    "(learning rate 1e-4, 100 steps, `grpo.best_metric: reward`)",
 }
 
 
