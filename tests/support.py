@@ -1,8 +1,9 @@
-"""Shared by tests/flows and tests/monitoring: one Prefect test server and one trained tiny repo.
+"""Shared by the tests that need a Prefect server or the trained tiny repo.
 
 Both are expensive (a Prefect server starts in ~15 s, a tiny `training` flow run takes
-~1.5 min on 2 cores), so each is built once per test session, whichever directory asks
-first; the conftests of both directories hand them out as session fixtures.
+~1.5 min on 2 cores): the server is started once per pytest-xdist worker, the trained repo
+once per test session (under a file lock, by the first worker that asks), and each test module
+gets its own copy of it (`workspace_copy`), so no test sees another's changes.
 """
 
 from __future__ import annotations
@@ -82,19 +83,63 @@ def prefect_server() -> Iterator[str]:
             _state.pop("harness").close()
 
 
-def trained_repo(base: Path) -> tuple[Path, Any]:
-    """(root, final state) of one real `training` flow run on a tiny copy; built once per session.
+def trained_repo(shared: Path) -> tuple[Path, dict]:
+    """(root, record) of one real `training` flow run on a tiny copy, built once per test session in
+    `shared` (a folder every pytest-xdist worker sees): the first worker to ask builds it under a
+    file lock, the others wait and read it. The record is what the run returned and what Prefect's
+    API showed of it (task runs, the gate's artifact), read by the builder from its own server.
+    Tests never use this folder directly: `workspace_copy` gives each test module its own copy.
 
     Needs the Prefect server to be up (the caller's fixture depends on it).
     """
-    if "trained" not in _state:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)  # the copy's own sqlite store
-        from flows.training_flow import training
+    from filelock import FileLock
 
-        root = tiny_copy(base / "repo")
-        state = training(root=str(root), retries=0, return_state=True)
-        _state["trained"] = (root, state)
-    return _state["trained"]
+    root, done = shared / "repo", shared / "trained.json"
+    with FileLock(str(shared / "trained.lock")):
+        if not done.exists():
+            os.environ.pop("MLFLOW_TRACKING_URI", None)  # the copy's own sqlite store
+            from flows.training_flow import training
+
+            shutil.rmtree(root, ignore_errors=True)  # a build that died half way
+            tiny_copy(root)
+            state = training(root=str(root), retries=0, return_state=True)
+            flow_run_id = state.state_details.flow_run_id
+            record = {
+                "completed": state.is_completed(),
+                "message": state.message,
+                "result": state.result() if state.is_completed() else None,
+                "task_runs": {
+                    r.name: {"completed": r.state.is_completed(), "seconds": r.total_run_time.total_seconds()}
+                    for r in task_runs(flow_run_id)
+                },
+                "artifact": artifact(flow_run_id, "training-gate") if state.is_completed() else "",
+            }
+            done.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+    return root, json.loads(done.read_text(encoding="utf-8"))
+
+
+def workspace_copy(source: Path, dest: Path) -> Path:
+    """A copy of a workspace that a test may change freely: every file, with the absolute paths MLflow
+    stores (the sqlite registry's artifact locations, each logged model's MLmodel) moved to the copy,
+    so the copy's registry reads and writes its own artifacts only."""
+    shutil.copytree(source, dest, symlinks=True)
+    old, new = str(source), str(dest)
+    db = dest / "mlflow.db"
+    if db.exists():
+        import sqlite3
+
+        with sqlite3.connect(db) as con:
+            tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            for table in tables:
+                for col in con.execute(f'PRAGMA table_info("{table}")').fetchall():
+                    name, kind = col[1], col[2].upper()
+                    if kind == "TEXT" or kind.startswith("VARCHAR"):
+                        sql = f'UPDATE "{table}" SET "{name}" = replace("{name}", ?, ?) WHERE instr("{name}", ?) > 0'
+                        con.execute(sql, (old, new, old))
+        con.close()
+    for mlmodel in (dest / "mlartifacts").rglob("MLmodel"):
+        mlmodel.write_text(mlmodel.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    return dest
 
 
 def mlflow_client(root: Path):

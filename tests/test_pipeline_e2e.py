@@ -1,4 +1,5 @@
-"""The whole pipeline under `dvc repro`, tiny profile, in a temporary copy of the repo.
+"""The whole pipeline under DVC, tiny profile: the session's trained repo (one `training` flow run,
+which is `dvc repro` stage by stage; tests/support.py), this module's own copy of it.
 
 Checks: every declared output appears; MLflow holds a registered version with its
 metrics; a second `dvc repro` runs nothing but the decisions export; changing one GRPO param reruns only
@@ -16,9 +17,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fundgrpo.io import copy_project
-from tests.support import REPO
-
 
 def run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
@@ -34,31 +32,26 @@ def stages_run(output: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("e2e") / "repo"
-    copy_project(REPO, root)
+def workspace(trained) -> tuple[Path, dict]:
+    root, _ = trained
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env.pop("MLFLOW_TRACKING_URI", None)
     env.update(
         {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     )
-    run(["git", "init", "-q"], root, env)
-    run([sys.executable, "-m", "fundgrpo.profiles", "apply", "tiny"], root, env)
-    run(["git", "add", "-A"], root, env)
-    run(["git", "commit", "-qm", "tiny"], root, env)
     return root, env
 
 
 @pytest.fixture(scope="module")
-def first_repro(workspace) -> str:
-    root, env = workspace
-    return run(["dvc", "repro"], root, env).stdout
+def first_repro(trained) -> list[str]:
+    """The stages the first run ran, in order (from a fresh copy, every one)."""
+    return trained[1]["result"]["stages_run"]
 
 
 def test_repro_produces_every_output(workspace, first_repro):
     root, _ = workspace
-    ran = stages_run(first_repro)
+    ran = first_repro
     assert sorted(ran) == sorted(
         [
             "synthetic/dvc.yaml:generate",

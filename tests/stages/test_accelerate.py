@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, run, tiny_copy
+from tests.support import REPO, run
 
 CONFIGS = sorted((REPO / "accelerate").glob("*.yaml"))
 
@@ -25,9 +25,10 @@ def test_accelerate_configs_are_accelerates_own(config: Path):
     assert loaded.num_processes >= 1 and loaded.num_machines == 1
 
 
-def test_two_cpu_processes_train_sft_and_grpo(tmp_path):
-    root = tiny_copy(tmp_path / "repo")
-    run(["dvc", "repro", "model"], root)
+def test_two_cpu_processes_train_sft_and_grpo(trained):
+    root, _ = trained  # this module's copy: the base model and prepared data are there
+    for out in ("models/sft", "models/policy", "metrics/sft.json", "metrics/grpo.json"):
+        run(["rm", "-rf", out], root)  # what the two processes write, or nothing
     rows = sum(1 for _ in (root / "data/prepared/train.jsonl").open())
     launch = [
         str(Path(sys.executable).parent / "accelerate"),
