@@ -50,6 +50,7 @@ from flows.training_flow import mlflow_check, training
 from fundgrpo import io
 from fundgrpo.data import analyst_labels
 from fundgrpo.data.ingestion import IngestError
+from fundgrpo.data.reading import IngestReport
 from fundgrpo.data.validation import validate_frame
 from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.methodology.compiler import load_compiled
@@ -62,16 +63,15 @@ from monitoring import batches, drift
 
 
 @task(name="load-batch", task_run_name="load {name}", cache_policy=NO_CACHE)
-def load_batch(path: str, name: str, params: Params) -> pd.DataFrame:
-    table = batches.load(Path(path), params.ingest)
+def load_batch(path: str, name: str, params: Params) -> tuple[pd.DataFrame, IngestReport]:
+    table, report = batches.load(Path(path), params.ingest)
     get_run_logger().info("batch %s: %d rows, %d columns", name, len(table), len(table.columns))
-    return table
+    return table, report
 
 
 @task(name="validate-batch", task_run_name="validate {name}", cache_policy=NO_CACHE)
-def validate_batch(table: pd.DataFrame, name: str, params: Params, report_dir: str):
-
-    return validate_frame(table, params.validate, Path(report_dir))
+def validate_batch(table: pd.DataFrame, name: str, params: Params, report_dir: str, notes: tuple[str, ...] = ()):
+    return validate_frame(table, params.validate, Path(report_dir), notes)
 
 
 @task(name="data-drift", task_run_name="data drift {name}", cache_policy=NO_CACHE)
@@ -272,10 +272,10 @@ def handle_batch(
         return summary
 
     try:
-        table = load_batch(str(path), name, params)
+        table, read = load_batch(str(path), name, params)
     except IngestError as err:
         return quarantined(f"cannot be read: {err}", None)
-    checked = validate_batch(table, name, params, str(out / "validation"))
+    checked = validate_batch(table, name, params, str(out / "validation"), read.notes)
     if not checked.success:
         return quarantined(
             f"failed validation ({len(checked.failures)} expectation(s)): " + "; ".join(checked.failures),

@@ -121,6 +121,9 @@ class IngestParams:
     # the source; the newest snapshot of a share class wins. Absent or empty: the source alone.
     batches_dir: str = "data/batches"
     out: str = "data/canonical/funds.parquet"
+    # what reading and the settings changed (encoding, doubts, cells blanked, rows dropped): ingest's
+    # line says it, validate's report repeats the doubts
+    report: str = "data/canonical/report.json"
 
     def __post_init__(self) -> None:
         _choice("ingest.source", self.source, ("returns", "table"))

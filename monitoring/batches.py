@@ -25,7 +25,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.data.columns import drop_exact_duplicates, to_canonical
-from fundgrpo.data.reading import read_source
+from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.params import IngestParams, MonitorParams, load_params
 
 SUFFIXES = (".csv", ".parquet", ".pq")
@@ -50,16 +50,17 @@ def name_of(path: Path) -> str:
     return path.name[: -len(path.suffix)] if path.suffix else path.name
 
 
-def load(path: Path, params: IngestParams) -> pd.DataFrame:
-    """The batch as a canonical table (the ingest stage's table reader and mapping); `as_of` is kept."""
+def load(path: Path, params: IngestParams) -> tuple[pd.DataFrame, IngestReport]:
+    """The batch as a canonical table (the ingest stage's table reader and mapping; `as_of` is kept),
+    and what reading and the settings did (`IngestReport`)."""
 
-    raw = read_source(path, params.encoding, params.delimiter)
+    raw, report = read_source(path, params.encoding, params.delimiter)
     if params.drop_duplicate_rows:  # before `as_of` is carried over row by row below
-        raw = drop_exact_duplicates(raw, params, str(path))
-    table = to_canonical(raw, replace(params, source="table"), str(path))
+        raw, report = drop_exact_duplicates(raw, params, str(path), report)
+    table, report = to_canonical(raw, replace(params, source="table"), str(path), report)
     if "as_of" in raw.columns:
         table["as_of"] = raw["as_of"].map(lambda v: None if pd.isna(v) else str(v).strip()).to_numpy()
-    return table
+    return table, report
 
 
 def _free(path: Path) -> Path:

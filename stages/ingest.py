@@ -10,22 +10,22 @@ decimal comma, missing-value markers, unrated codes, built ids) are in `fundgrpo
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fundgrpo.cli import run_stage
 from fundgrpo.data import ingestion
-from fundgrpo.io import write_parquet
+from fundgrpo.io import write_json, write_parquet
 from fundgrpo.params import load_params
 
 
 def main() -> None:
     def body() -> None:
         params = load_params().ingest
-        table = ingestion.run(params)
+        table, report = ingestion.run(params)
         write_parquet(table, params.out)
-        batches = f" (source + {table.attrs['batches']} accepted batch(es))" if table.attrs.get("batches") else ""
-        print(f"ingest: {ingestion.summary(table)}{batches} -> {params.out}")
-        for note in table.attrs.get(
-            "notes", []
-        ):  # read without error, but doubtful: the validation report repeats them
+        write_json(asdict(report), params.report)
+        print(f"ingest: {ingestion.summary(table, report)} -> {params.out}")
+        for note in report.notes:  # read without error, but doubtful: the validation report repeats them
             print(f"ingest: note: {note}")
 
     run_stage("ingest", body)

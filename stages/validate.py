@@ -6,6 +6,7 @@ The stage reads params.yaml and calls `fundgrpo.data.validation`; the logic, and
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -21,10 +22,11 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         df = pd.read_parquet(p.ingest.out)
+        notes = json.loads(Path(p.ingest.report).read_text(encoding="utf-8"))["notes"]
         # The report is written beside the last good one first: a failing run's report must not
         # replace the good run's (a DVC output), and the user still gets to read it.
         good_dir, failed_dir = Path(p.validate.report_dir), Path(f"{p.validate.report_dir}-failed")
-        result = run(df, p.validate, failed_dir)
+        result = run(df, p.validate, failed_dir, notes)
         c = result.summary["counts"]
         if not result.success:
             print(f"validation failed: {len(result.failures)} expectation(s):", file=sys.stderr)

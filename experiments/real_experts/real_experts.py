@@ -53,7 +53,7 @@ def load(csv: str | None):
     ing = dataclasses.replace(p.ingest, batches_dir="")  # synthetic monitoring batches must not be laid over
     if csv:
         ing = dataclasses.replace(ing, path=str(Path(csv).resolve()))
-    table = ingest.run(ing, REPO)
+    table = ingest.run(ing, REPO)[0]
     return p, table, meth.load(REPO / p.methodology.path)
 
 

@@ -9,29 +9,30 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+from dataclasses import replace
 from typing import Collection
 
 import numpy as np
 import pandas as pd
 
 from fundgrpo.data.canonical import BY_NAME, COLUMNS
-from fundgrpo.data.reading import MAX_EXAMPLES, IngestError
+from fundgrpo.data.reading import MAX_EXAMPLES, IngestError, IngestReport
 from fundgrpo.params import IngestParams
 
 REQUIRED = ("share_class_id", "category")
 TEXT_KINDS = ("id", "text")
 
 
-def blank_markers(raw: pd.DataFrame, markers: tuple[str, ...]) -> pd.DataFrame:
-    """Cells that are (after stripping) one of `markers` become missing, in every column;
-    `attrs["blanked"]` counts them by marker (markers that blanked nothing are left out).
+def blank_markers(raw: pd.DataFrame, markers: tuple[str, ...]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Cells that are (after stripping) one of `markers` become missing, in every column; with the
+    count by marker (markers that blanked nothing are left out).
 
-    >>> out = blank_markers(pd.DataFrame({"a": ["1", " - ", "n/a"], "b": ["-", "NA", None]}), ("-", "n/a"))
-    >>> out["a"].tolist(), out["b"].tolist(), out.attrs["blanked"]
+    >>> out, blanked = blank_markers(pd.DataFrame({"a": ["1", " - ", "n/a"], "b": ["-", "NA", None]}), ("-", "n/a"))
+    >>> out["a"].tolist(), out["b"].tolist(), blanked
     (['1', nan, nan], [nan, 'NA', None], {'-': 2, 'n/a': 1})
     """
     if not markers:
-        return raw
+        return raw, {}
     wanted = set(markers)
     out = raw.copy()
     counts = dict.fromkeys(markers, 0)
@@ -43,11 +44,7 @@ def blank_markers(raw: pd.DataFrame, markers: tuple[str, ...]) -> pd.DataFrame:
                 for marker, n in stripped[hit].value_counts().items():
                     counts[marker] += int(n)
                 out[column] = out[column].where(~hit, np.nan)
-    out.attrs = dict(raw.attrs)
-    blanked = {m: n for m, n in counts.items() if n}
-    if blanked:  # only when there are some: an unchanged source gives an unchanged table
-        out.attrs["blanked"] = blanked
-    return out
+    return out, {m: n for m, n in counts.items() if n}
 
 
 # ------------------------------------------------------------- column checks
@@ -227,21 +224,22 @@ def fund_id_from(
     share_class_id: pd.Series,
     strip: tuple[str, ...] = (),
     tolerance: float = 0.0,
-) -> pd.Series:
+) -> tuple[pd.Series, dict]:
     r"""A stable short hash of the named columns' values (after `strip_patterns`; numeric ones
     within `tolerance` of each other made equal, `snap_close`); a row missing any of them is its own
-    fund. With `strip`, `attrs["stripped"]` counts the rows whose values the patterns changed, of
-    the rows with a value; with `tolerance`, `attrs["snapped"]` the rows whose value it moved (for
-    ingest's line).
+    fund. With what the settings changed, for ingest's line (`IngestReport` fields): with `strip`,
+    `fund_id_stripped` counts the rows whose values the patterns changed, of the rows with a value;
+    with `tolerance`, `fund_id_snapped` the rows whose value it moved.
 
     >>> raw = pd.DataFrame({"tna": ["10", "10", None], "cat": ["a", "a", "a"]})
-    >>> ids = fund_id_from(raw, ("tna", "cat"), pd.Series(["s1", "s2", "s3"]))
-    >>> ids[0] == ids[1], ids[2]
-    (True, 's3')
+    >>> ids, changed = fund_id_from(raw, ("tna", "cat"), pd.Series(["s1", "s2", "s3"]))
+    >>> ids[0] == ids[1], ids[2], changed
+    (True, 's3', {})
     >>> names = pd.DataFrame({"n": ["A - Direct", "A - Regular", "B ", None]})
-    >>> ids = fund_id_from(names, ("n",), pd.Series(["s1", "s2", "s3", "s4"]), (r"\s*-\s*(direct|regular)\b.*$",))
-    >>> ids[0] == ids[1] != ids[2], ids.attrs["stripped"]
-    (True, {'changed': 2, 'of': 3})
+    >>> plan = r"\s*-\s*(direct|regular)\b.*$"
+    >>> ids, changed = fund_id_from(names, ("n",), pd.Series(["s1", "s2", "s3", "s4"]), (plan,))
+    >>> ids[0] == ids[1] != ids[2], changed
+    (True, {'fund_id_stripped': {'changed': 2, 'of': 3}})
     """
     parts = raw[list(columns)].astype(object).where(raw[list(columns)].notna())
     stripped = None
@@ -261,11 +259,12 @@ def fund_id_from(
     hashed = joined.map(lambda s: "f" + hashlib.sha1(s.encode("utf-8")).hexdigest()[:12])
     # Grouping on a missing value would lump unrelated share classes together.
     ids = pd.Series(np.where(complete, hashed, share_class_id.to_numpy()), index=raw.index)
+    changed: dict = {}
     if stripped is not None:
-        ids.attrs["stripped"] = stripped
+        changed["fund_id_stripped"] = stripped
     if snapped is not None:
-        ids.attrs["snapped"] = snapped
-    return ids
+        changed["fund_id_snapped"] = snapped
+    return ids, changed
 
 
 def share_class_ids(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.Series:
@@ -354,39 +353,38 @@ def exact_duplicates(raw: pd.DataFrame) -> list[tuple[int, int]]:
     return out
 
 
-def drop_exact_duplicates(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.DataFrame:
-    """`raw` without its exact duplicate rows when `ingest.drop_duplicate_rows` (counted in
-    `attrs["duplicates_dropped"]`, with the first rows' numbers); otherwise as it is, the rows
+def drop_exact_duplicates(
+    raw: pd.DataFrame, params: IngestParams, where: str, report: IngestReport = IngestReport()
+) -> tuple[pd.DataFrame, IngestReport]:
+    """`raw` without its exact duplicate rows when `ingest.drop_duplicate_rows` (counted in the
+    report's `duplicates_dropped`, with the first rows' numbers); otherwise as it is, the rows
     named in a note (a repeated share_class_id is refused later: by validate, or here when built)."""
     repeats = exact_duplicates(raw)
     if not repeats:
-        return raw
+        return raw, report
     listed = ", ".join(f"data row {i} repeats data row {j}" for i, j in repeats[:MAX_EXAMPLES])
     more = f" and {len(repeats) - MAX_EXAMPLES} more" if len(repeats) > MAX_EXAMPLES else ""
     if params.drop_duplicate_rows:
-        out = raw[~_duplicated(raw)]
-        out.attrs = dict(raw.attrs, duplicates_dropped={"rows": len(repeats), "first": [i for i, _ in repeats[:3]]})
-        return out
-    out = raw.copy()
+        dropped = {"rows": len(repeats), "first": [i for i, _ in repeats[:3]]}
+        return raw[~_duplicated(raw)], replace(report, duplicates_dropped=dropped)
     note = (
         f"{where}: {len(repeats)} exact duplicate row(s), kept: {listed}{more} (data rows count from 1 after the "
         "header); set ingest.drop_duplicate_rows: true to drop them"
     )
-    out.attrs = dict(raw.attrs, notes=[*raw.attrs.get("notes", []), note])
-    return out
+    return raw, replace(report, notes=(*report.notes, note))
 
 
-def to_canonical(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.DataFrame:
-    """Map, type and scale a raw source table into canonical columns (in canonical order).
-    `attrs` carry what the settings changed, for ingest's line (`summary`): `unrated` (grades set
-    missing by `ingest.unrated`), `blanked` (cells by `na_values` marker), `duplicates_dropped`,
-    `fund_id_stripped`; and the source's `notes`."""
+def to_canonical(
+    raw: pd.DataFrame, params: IngestParams, where: str, report: IngestReport = IngestReport()
+) -> tuple[pd.DataFrame, IngestReport]:
+    """Map, type and scale a raw source table into canonical columns (in canonical order), with
+    `report` (the reading's) plus what the settings changed, for ingest's line (`summary`): `unrated`
+    (grades set missing by `ingest.unrated`), `blanked` (cells by `na_values` marker),
+    `duplicates_dropped`, `fund_id_stripped`, `fund_id_snapped`."""
     _check_config(params)
-    attrs = dict(raw.attrs)
     raw = raw.reset_index(drop=True)  # data row n is index n - 1, also after duplicates are dropped
-    raw.attrs = attrs
-    raw = drop_exact_duplicates(raw, params, where)
-    raw = blank_markers(raw, params.na_values)
+    raw, report = drop_exact_duplicates(raw, params, where, report)
+    raw, blanked = blank_markers(raw, params.na_values)
     picked = select_columns(raw, params, where)
     if "share_class_id" not in picked and (params.share_class_id_from or params.share_class_id_generate):
         picked["share_class_id"] = share_class_ids(raw, params, where)
@@ -421,20 +419,12 @@ def to_canonical(raw: pd.DataFrame, params: IngestParams, where: str) -> pd.Data
                 if source not in raw.columns:
                     message = missing_column_message("fund_id_from", source, [str(c) for c in raw.columns], where)
                     raise IngestError(message)
-            out["fund_id"] = fund_id_from(
+            out["fund_id"], changed = fund_id_from(
                 raw, params.fund_id_from, out["share_class_id"], params.fund_id_strip, params.fund_id_tolerance
             )
+            report = replace(report, **changed)
         else:
             out["fund_id"] = out["share_class_id"]  # no fund grouping known: each class is a fund
     table = pd.DataFrame(out)
     table = table[[c.name for c in COLUMNS if c.name in table.columns]].reset_index(drop=True)
-    table.attrs["unrated"] = unrated
-    # Only what there is: an unchanged source gives an unchanged table.
-    for key in ("notes", "blanked", "duplicates_dropped"):
-        if raw.attrs.get(key):
-            table.attrs[key] = raw.attrs[key]
-    if "stripped" in out["fund_id"].attrs:
-        table.attrs["fund_id_stripped"] = out["fund_id"].attrs["stripped"]
-    if "snapped" in out["fund_id"].attrs:
-        table.attrs["fund_id_snapped"] = out["fund_id"].attrs["snapped"]
-    return table
+    return table, report.merged(IngestReport(blanked=blanked, unrated=unrated))

@@ -1,7 +1,8 @@
 """Reading a fund file and its forensics: the encoding, the delimiter, text that is not a table
 (binary files, NUL bytes, lines and files beyond what a screener export holds), rows that do not
 parse (named by data row and line), and doubts about the settings worth a warning. `read_source`
-gives the raw table; `fundgrpo.data.columns` maps it to the canonical columns.
+gives the raw table and an `IngestReport` (what was read, and doubts); `fundgrpo.data.columns` maps the
+table to the canonical columns and adds to the report what the settings changed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import pwd
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -23,6 +25,45 @@ MAX_EXAMPLES = 3
 
 class IngestError(ValueError):
     """The source cannot be turned into the canonical table; the message says why."""
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What reading a source and the ingest settings did to it, beside the table (never in it): ingest's
+    line (`ingestion.summary`), the validation report's notes, batch scoring's warnings. An unchanged
+    source gives an empty report.
+
+    >>> a = IngestReport(notes=("a.csv: note",), blanked={"-": 2})
+    >>> b = a.merged(IngestReport(notes=("b.csv: note",), blanked={"-": 1, "n/a": 1}, unrated=1))
+    >>> b.notes, b.blanked, b.unrated
+    (('a.csv: note', 'b.csv: note'), {'-': 3, 'n/a': 1}, 1)
+    """
+
+    source: str = ""  # the file read
+    encoding: str = ""  # the encoding used ("parquet" for Parquet)
+    notes: tuple[str, ...] = ()  # read without error, but doubtful (each names its file)
+    blanked: dict[str, int] = field(default_factory=dict)  # cells made missing, by `ingest.na_values` marker
+    unrated: int = 0  # grades made missing by `ingest.unrated`
+    duplicates_dropped: dict | None = None  # {"rows": n, "first": [data rows]} by `ingest.drop_duplicate_rows`
+    fund_id_stripped: dict | None = None  # {"changed": n, "of": m} names `ingest.fund_id_strip` changed
+    fund_id_snapped: int = 0  # share classes `ingest.fund_id_tolerance` joined to a close fund key
+    batches: int = 0  # accepted monitoring batches laid over the source
+    absent: dict[str, str] = field(default_factory=dict)  # batch scoring: canonical name -> mapped column absent
+
+    def merged(self, other: IngestReport) -> IngestReport:
+        """This report and another source's (the attributes and the series of `source: returns`)."""
+        blanked = dict(self.blanked)
+        for marker, n in other.blanked.items():
+            blanked[marker] = blanked.get(marker, 0) + n
+        return replace(
+            self,
+            notes=self.notes + other.notes,
+            blanked=blanked,
+            unrated=self.unrated + other.unrated,
+            duplicates_dropped=self.duplicates_dropped or other.duplicates_dropped,
+            fund_id_stripped=self.fund_id_stripped or other.fund_id_stripped,
+            fund_id_snapped=self.fund_id_snapped + other.fund_id_snapped,
+        )
 
 
 def decode(data: bytes, encoding: str = "auto") -> tuple[str, str]:
@@ -275,9 +316,9 @@ def _user() -> str:
         return "the current user"
 
 
-def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> pd.DataFrame:
+def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> tuple[pd.DataFrame, IngestReport]:
     """Read a CSV (every cell as text; blank cells, and only they, missing: `na_values` are
-    `blank_markers`' job) or Parquet file; the encoding is in `attrs`."""
+    `blank_markers`' job) or Parquet file: the table, and the report (the encoding used, doubts)."""
     try:
         return _read_source(path, encoding, delimiter)
     except PermissionError as err:
@@ -288,7 +329,7 @@ def read_source(path: Path, encoding: str = "auto", delimiter: str = "auto") -> 
         ) from err
 
 
-def _read_source(path: Path, encoding: str, delimiter: str) -> pd.DataFrame:
+def _read_source(path: Path, encoding: str, delimiter: str) -> tuple[pd.DataFrame, IngestReport]:
     if path.is_dir():
         raise IngestError(f"{path}: is a folder; name the export file (ingest.path)")
     if not path.is_file():
@@ -348,10 +389,8 @@ def _read_source(path: Path, encoding: str, delimiter: str) -> pd.DataFrame:
         raise IngestError(f"{path}: cannot be read: {err}") from err
     if df.empty:
         raise IngestError(f"{path}: has no rows")
-    df.attrs["encoding"] = used
-    if suffix == ".csv" and notes:  # only when there are some: an unchanged source gives an unchanged table
-        df.attrs["notes"] = [f"{path}: {n}" for n in notes]
-    return df
+    said = tuple(f"{path}: {n}" for n in notes) if suffix == ".csv" else ()
+    return df, IngestReport(source=str(path), encoding=used, notes=said)
 
 
 MIXED = re.compile(

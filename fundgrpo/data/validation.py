@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -101,8 +101,9 @@ def build_suite(df_columns: list[str] | pd.Index, params: ValidateParams) -> lis
 # ------------------------------------------------------------------ validation
 
 
-def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> ValidationResult:
-    """Validate `df`, write the report directory (atomically) and return the outcome."""
+def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path, notes: Sequence[str] = ()) -> ValidationResult:
+    """Validate `df`, write the report directory (atomically) and return the outcome. `notes`: ingest's
+    doubts about the source (its report), repeated in this one."""
     offline()  # before the GX import: no analytics
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
@@ -154,9 +155,8 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> Validatio
             "expectations": {"evaluated": len(checks), "failed": len(failures)},
             "failures": failures,
             "checks": checks,
-            "ingest_notes": list(
-                df.attrs.get("notes", [])
-            ),  # doubts ingest could not decide (encoding guesses, a last row without a line end)
+            # doubts ingest could not decide (encoding guesses, a last row without a line end)
+            "ingest_notes": list(notes),
         }
         io.write_json(summary, tmp / "summary.json")
         data_docs = (tmp / "index.html").exists()
@@ -166,9 +166,11 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> Validatio
     return ValidationResult(bool(outcome.success), failures, summary, report_dir / "index.html", checks)
 
 
-def validate_frame(df: pd.DataFrame, params: ValidateParams, report_dir: Path) -> ValidationResult:
+def validate_frame(
+    df: pd.DataFrame, params: ValidateParams, report_dir: Path, notes: Sequence[str] = ()
+) -> ValidationResult:
     """Validate a new batch with the same suite (for monitoring flows); writes no table."""
-    return run(df, params, report_dir)
+    return run(df, params, report_dir, notes)
 
 
 def counts(df: pd.DataFrame) -> dict[str, Any]:

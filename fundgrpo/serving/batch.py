@@ -43,7 +43,7 @@ from fundgrpo.cli import offline
 from fundgrpo.data import ingestion
 from fundgrpo.data.canonical import BY_NAME
 from fundgrpo.data.columns import to_canonical
-from fundgrpo.data.reading import read_source
+from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.compiler import load_compiled
@@ -96,13 +96,14 @@ class EvaluateError(ValueError):
 MAY_BE_ABSENT = ("number", "grade")
 
 
-def read_funds(path: Path, params: Params) -> pd.DataFrame:
+def read_funds(path: Path, params: Params) -> tuple[pd.DataFrame, IngestReport]:
     """Canonical Parquet as it is; anything else through the ingest settings (`fundgrpo.data.columns.to_canonical`).
+    With the report of what reading and the settings did (`IngestReport`).
 
     A metric (or the expert grade) that `ingest.column_map` maps to a column the file lacks is
     not an error here: its canonical column is left empty (NaN), so the criteria it feeds are
-    scored as missing, as for a fund without that history in training. `attrs["absent"]` names
-    them (canonical name -> source column); `attrs["source"]` is the file.
+    scored as missing, as for a fund without that history in training. The report's `absent`
+    names them (canonical name -> source column).
     """
 
     if path.suffix.lower() in (".parquet", ".pq"):
@@ -110,10 +111,9 @@ def read_funds(path: Path, params: Params) -> pd.DataFrame:
         missing = [c for c in ("share_class_id", "category") if c not in table]
         if not missing:
             table = table.assign(fund_id=table["fund_id"] if "fund_id" in table else table["share_class_id"])
-            table.attrs = {"source": str(path)}
-            return table
+            return table, IngestReport(source=str(path), encoding="parquet")
     settings = replace(params.ingest, source="table", path=str(path.resolve()), batches_dir="")
-    raw = read_source(path, settings.encoding, settings.delimiter)
+    raw, report = read_source(path, settings.encoding, settings.delimiter)
     absent = {
         name: source
         for name, source in settings.column_map.items()
@@ -125,32 +125,30 @@ def read_funds(path: Path, params: Params) -> pd.DataFrame:
             column_map={k: v for k, v in settings.column_map.items() if k not in absent},
             scale={k: v for k, v in settings.scale.items() if k not in absent},
         )
-    table = to_canonical(raw, settings, str(path))
+    table, report = to_canonical(raw, settings, str(path), report)
     for name in absent:
         if name not in table:  # a same-named column in the file was taken instead
             table[name] = pd.array([pd.NA] * len(table), dtype="Int64") if name == "expert_grade" else np.nan
-    table = ingestion.derive(table)
-    table.attrs.update(source=str(path), absent=absent)
-    return table
+    return ingestion.derive(table), replace(report, absent=absent)
 
 
-def absent_warning(funds: pd.DataFrame, rubric: dict) -> str | None:
+def absent_warning(funds: pd.DataFrame, report: IngestReport, rubric: dict) -> str | None:
     """One line naming the mapped columns the fund file lacks and the criteria scored as missing.
 
     >>> funds = pd.DataFrame({"mrar_10y": [np.nan]})
-    >>> funds.attrs = {"source": "f.csv", "absent": {"return_10y": "GBRReturnM120"}}
-    >>> print(absent_warning(funds, {"criteria": [{"id": "mrar10", "metric": "mrar_10y"}]}))
+    >>> report = IngestReport(source="f.csv", absent={"return_10y": "GBRReturnM120"})
+    >>> print(absent_warning(funds, report, {"criteria": [{"id": "mrar10", "metric": "mrar_10y"}]}))
     ... # doctest: +NORMALIZE_WHITESPACE
     f.csv has no column 'GBRReturnM120' (ingest.column_map.return_10y): return_10y is missing for every fund,
     and criteria mrar_10y are scored as missing (see missing_criteria)
     """
-    absent = funds.attrs.get("absent") or {}
+    absent = report.absent
     if not absent:
         return None
     columns = ", ".join(f"{source!r} (ingest.column_map.{name})" for name, source in absent.items())
     empty = [c["metric"] for c in rubric["criteria"] if c["metric"] not in funds or funds[c["metric"]].isna().all()]
     return (
-        f"{funds.attrs.get('source', 'the fund file')} has no column {columns}: {', '.join(absent)} is missing for "
+        f"{report.source or 'the fund file'} has no column {columns}: {', '.join(absent)} is missing for "
         f"every fund, and criteria {', '.join(empty) or '(none)'} are scored as missing (see missing_criteria)"
     )
 
@@ -166,7 +164,7 @@ def missing_criteria(funds: pd.DataFrame, rubric: dict) -> list[str]:
     return [", ".join(m for m in metrics if not present[m][i]) for i in range(len(funds))]
 
 
-def repeated_ids(funds: pd.DataFrame) -> str | None:
+def repeated_ids(funds: pd.DataFrame, report: IngestReport = IngestReport()) -> str | None:
     """Which share_class_ids repeat and where (1-based data rows of the fund file), with the fix.
 
     >>> funds = pd.DataFrame({"share_class_id": ["a", "b", "a"], "category": ["x", "y", "x"]})
@@ -185,7 +183,7 @@ def repeated_ids(funds: pd.DataFrame) -> str | None:
         + ("; counted from 1 after the header)" if n == 0 else ")")
         for n, (key, positions) in enumerate(groups[:3])
     )
-    dropped = (funds.attrs.get("duplicates_dropped") or {}).get("rows")
+    dropped = (report.duplicates_dropped or {}).get("rows")
     counted = f" (counted after {dropped} exact duplicate row(s) were dropped)" if dropped else ""
     try:
         exact = np.flatnonzero(funds.reset_index(drop=True).duplicated(keep="first").to_numpy())
@@ -197,7 +195,7 @@ def repeated_ids(funds: pd.DataFrame) -> str | None:
         if len(exact)
         else "; give each share class its own id (or build one: ingest.share_class_id_from)"
     )
-    return f"{funds.attrs.get('source', 'the fund file')}: share_class_id repeats: {listed}{counted}{fix}"
+    return f"{report.source or 'the fund file'}: share_class_id repeats: {listed}{counted}{fix}"
 
 
 def with_reference(funds: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -251,12 +249,14 @@ def evaluate(
     schema: dict,
     params: Params,
     model_name: str,
+    report: IngestReport = IngestReport(),
 ) -> pd.DataFrame:
-    """One evaluation per share class of `funds` (see the module docstring)."""
+    """One evaluation per share class of `funds` (see the module docstring); `report`: what reading
+    the fund file did (`read_funds`), for the messages."""
 
     if funds.empty:
         raise EvaluateError("the fund file has no rows")
-    repeated = repeated_ids(funds)
+    repeated = repeated_ids(funds, report)
     if repeated:
         raise EvaluateError(repeated)
     new_ids = funds["share_class_id"].astype(str).tolist()
@@ -350,16 +350,16 @@ def main(argv: list[str] | None = None) -> int:
             raise EvaluateError(
                 f"{reference_path}: no reference universe; run `dvc repro validate` (or pass --reference)"
             )
-        funds = read_funds(args.funds, params)
+        funds, report = read_funds(args.funds, params)
         rubric, schema = load_compiled(Path(params.methodology.out_dir))
-        warning = absent_warning(funds, rubric)
+        warning = absent_warning(funds, report, rubric)
         if warning:
             print(f"evaluate: warning: {warning}", file=sys.stderr)
         with tempfile.TemporaryDirectory() as scratch:
             folder, name = resolve_model(
                 args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch)
             )
-            evaluations = evaluate(funds, pd.read_parquet(reference_path), folder, rubric, schema, params, name)
+            evaluations = evaluate(funds, pd.read_parquet(reference_path), folder, rubric, schema, params, name, report)
         write(evaluations, args.out)
     except (EvaluateError, FileNotFoundError) as err:
         print(f"evaluate failed: {err}", file=sys.stderr)

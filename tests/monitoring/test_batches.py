@@ -27,9 +27,9 @@ def write(path: Path, text: str) -> Path:
 def test_ingest_lays_batches_over_the_source_newest_wins(tmp_path):
     write(tmp_path / "src.csv", SOURCE)
     params = IngestParams(source="table", path="src.csv", batches_dir="data/batches")
-    assert ingest.run(params, tmp_path)["return_1y"].tolist() == [1.0, 2.0]  # no folder: the source alone
+    assert ingest.run(params, tmp_path)[0]["return_1y"].tolist() == [1.0, 2.0]  # no folder: the source alone
     (tmp_path / "data/batches").mkdir(parents=True)
-    assert ingest.run(params, tmp_path)["return_1y"].tolist() == [1.0, 2.0]  # empty folder: the same
+    assert ingest.run(params, tmp_path)[0]["return_1y"].tolist() == [1.0, 2.0]  # empty folder: the same
     old = pd.DataFrame(
         {
             "share_class_id": ["B", "C"],
@@ -44,23 +44,24 @@ def test_ingest_lays_batches_over_the_source_newest_wins(tmp_path):
     )
     batches.accept(old, "batch-2025-01", tmp_path / "data/batches")
     batches.accept(new, "batch-2025-02", tmp_path / "data/batches")
-    table = ingest.run(params, tmp_path).set_index("share_class_id")
+    table, report = ingest.run(params, tmp_path)
+    table = table.set_index("share_class_id")
     assert table["return_1y"].to_dict() == {"A": 1.0, "B": 7.0, "C": 6.0}
     assert table.loc["B", "as_of"] == "2025-02" and pd.isna(table.loc["A", "as_of"])
-    assert table.attrs["batches"] == 2
+    assert report.batches == 2 and "(source + 2 accepted batch(es))" in ingest.summary(table.reset_index(), report)
     assert list(table.columns)[:4] == [
         "fund_id",
         "category",
         "return_1y",
         "expert_grade",
     ]  # canonical order, extras last
-    assert ingest.run(IngestParams(source="table", path="src.csv", batches_dir=""), tmp_path).shape[0] == 2
+    assert ingest.run(IngestParams(source="table", path="src.csv", batches_dir=""), tmp_path)[0].shape[0] == 2
 
 
 def test_load_keeps_as_of_and_applies_the_column_map(tmp_path):
     path = write(tmp_path / "in" / "batch-2025-06.csv", "Code,Peer,Ret1Y,as_of\nX1,Bonds,1.5,2025-06\n")
     params = IngestParams(column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"})
-    table = batches.load(path, params)
+    table, _ = batches.load(path, params)
     assert table.to_dict("records") == [
         {"share_class_id": "X1", "fund_id": "X1", "category": "Bonds", "return_1y": 1.5, "as_of": "2025-06"}
     ]
@@ -72,7 +73,8 @@ def test_load_drops_exact_duplicates_before_carrying_as_of(tmp_path):
     text = "Code,Peer,Ret1Y,as_of\nX1,Bonds,1.5,2025-06\nX1,Bonds,1.5,2025-06\nX2,Bonds,2.0,2025-07\n"
     path = write(tmp_path / "in" / "batch-2025-07.csv", text)
     mapping = {"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y"}
-    table = batches.load(path, IngestParams(column_map=mapping, drop_duplicate_rows=True))
+    table, report = batches.load(path, IngestParams(column_map=mapping, drop_duplicate_rows=True))
+    assert report.duplicates_dropped == {"rows": 1, "first": [2]}
     assert table[["share_class_id", "as_of"]].to_dict("records") == [
         {"share_class_id": "X1", "as_of": "2025-06"},
         {"share_class_id": "X2", "as_of": "2025-07"},

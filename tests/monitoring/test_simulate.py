@@ -20,7 +20,7 @@ DEFAULT = SyntheticParams(n_funds=1000, max_share_classes=2, n_months=72)  # par
 def reference(params: SyntheticParams, root: Path) -> pd.DataFrame:
     """The training reference as the pipeline builds it: generate, then ingest the returns source."""
     synthetic.write(replace(params, out_dir="data/raw/synthetic"), root=root)
-    return ingest.run(IngestParams(), root)
+    return ingest.run(IngestParams(), root)[0]
 
 
 def test_a_later_batch_continues_the_same_market():
@@ -78,7 +78,7 @@ def test_cli_drops_a_batch_into_the_watched_folder(tmp_path, capsys):
     )
     written = tmp_path / "in" / "batch-2022-07-fee_cut.csv"
     assert written.exists() and "(synthetic)" in capsys.readouterr().out
-    table = ingest.run(IngestParams(source="table", path=str(written)), tmp_path)  # a valid table source
+    table = ingest.run(IngestParams(source="table", path=str(written)), tmp_path)[0]  # a valid table source
     assert len(table) == len(pd.read_csv(written))
     assert (
         simulate.main(

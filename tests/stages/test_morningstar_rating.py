@@ -27,7 +27,7 @@ from tests.support import REPO
 def _load(csv: str) -> tuple[Params, object, dict]:
     params = from_dict(Params, merged("morningstar", REPO / "params.yaml", REPO / "profiles"))
     # batches_dir off: the repo's synthetic monitoring batches must not be laid over real funds
-    table = ingest.run(dataclasses.replace(params.ingest, path=csv, batches_dir=""), REPO)
+    table = ingest.run(dataclasses.replace(params.ingest, path=csv, batches_dir=""), REPO)[0]
     methodology = dataclasses.replace(params.methodology, path=str(REPO / params.methodology.path))
     return params, table, compile_file(methodology.path)["rubric"]
 

@@ -13,12 +13,18 @@ import pandas as pd
 import pytest
 
 from fundgrpo import profiles
-from fundgrpo.data import navmetrics, synthetic
+from fundgrpo.data import ingestion, navmetrics, synthetic
 from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.data.columns import strip_patterns
-from fundgrpo.data.ingestion import IngestError, run, summary
+from fundgrpo.data.ingestion import IngestError, summary
 from fundgrpo.params import IngestParams, ParamsError, ReturnsSourceParams, SyntheticParams
 from tests.support import REPO
+
+
+def run(params: IngestParams, root: Path) -> pd.DataFrame:
+    """The canonical table alone; `ingestion.run` gives its report too."""
+    return ingestion.run(params, root)[0]
+
 
 SCREENER_MAP = {
     "share_class_id": "SecId",
@@ -178,8 +184,8 @@ def test_parquet_table(tmp_path: Path) -> None:
 
 def test_utf8_bom(tmp_path: Path) -> None:
     path = write(tmp_path / "bom.csv", SCREENER_CSV.replace("Alpha Fund A", "Café Fund A"), "utf-8-sig")
-    table = run(table_params(path), tmp_path)
-    assert table.attrs["encoding"] == "utf-8-sig"
+    table, report = ingestion.run(table_params(path), tmp_path)
+    assert report.encoding == "utf-8-sig"
     assert table["share_class_id"].iloc[0] == "S1"  # no BOM glued to the first header
     assert table["name"].iloc[0] == "Café Fund A"
 
@@ -189,8 +195,8 @@ def test_utf16_with_byte_order_mark_tab_separated(tmp_path: Path) -> None:
     path = write(
         tmp_path / "excel.csv", SCREENER_CSV.replace(",", "\t").replace("Alpha Fund A", "한국 Fund A"), "utf-16"
     )
-    table = run(table_params(path), tmp_path)
-    assert table.attrs["encoding"] == "utf-16" and table["name"].iloc[0] == "한국 Fund A"
+    table, report = ingestion.run(table_params(path), tmp_path)
+    assert report.encoding == "utf-16" and table["name"].iloc[0] == "한국 Fund A"
     assert table["return_1y"].iloc[0] == 10.5
 
 
@@ -206,8 +212,8 @@ def test_cp949_korean(tmp_path: Path) -> None:
         path=path.name,
         column_map={"share_class_id": "종목코드", "name": "펀드명", "category": "유형", "return_1y": "수익률"},
     )
-    table = run(params, tmp_path)
-    assert table.attrs["encoding"] == "cp949"
+    table, report = ingestion.run(params, tmp_path)
+    assert report.encoding == "cp949"
     assert table["name"].tolist() == ["한빛 코리아 성장 주식 A", "미래로 배당 주식 C"]
     assert table["return_1y"].tolist() == [12.5, -3.1]
     explicit = run(dataclasses.replace(params, encoding="cp949"), tmp_path)
@@ -372,11 +378,11 @@ def test_semicolon_decimal_comma_markers_and_unrated(tmp_path: Path) -> None:
         unrated=("0", "NR"),
         column_map={"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y", "expert_grade": "Stars"},
     )
-    table = run(params, tmp_path)
+    table, report = ingestion.run(params, tmp_path)
     assert (
         table["return_1y"].tolist()[0] == 1.5 and np.isnan(table["return_1y"][1]) and table["return_1y"][2] == 1234.25
     )
-    assert table["expert_grade"].isna().tolist() == [True, False, True] and table.attrs["unrated"] == 2
+    assert table["expert_grade"].isna().tolist() == [True, False, True] and report.unrated == 2
 
 
 def test_a_marker_not_configured_is_named_with_the_fix(tmp_path: Path) -> None:
@@ -457,9 +463,9 @@ def test_a_quote_closed_lines_later_names_the_lines_it_spans(tmp_path: Path) -> 
     lines[2] = lines[2].replace("Alpha Fund B", '"Alpha Fund B')
     lines[3] = lines[3].replace("Beta Fund", 'Beta Fund"')  # closed in line 4's second cell: 8 fields again
     write(tmp_path / "screener.csv", "\n".join(lines) + "\n")
-    table = run(table_params(tmp_path / "screener.csv"), tmp_path)
+    table, report = ingestion.run(table_params(tmp_path / "screener.csv"), tmp_path)
     assert len(table) == 3
-    [note] = table.attrs["notes"]
+    [note] = report.notes
     assert "screener.csv: 1 data row(s) run over line ends (data row 2: lines 3-4)" in note and "stray" in note
 
 
@@ -479,12 +485,12 @@ def test_fund_keys_within_the_tolerance_are_one_fund(tmp_path: Path) -> None:
         source="table", path=path.name, column_map={"share_class_id": "Id", "category": "Cat"},
         fund_id_from=("TNA", "Cat"), fund_id_tolerance=1e-5,
     )  # fmt: skip
-    table = run(params, tmp_path)
+    table, report = ingestion.run(params, tmp_path)
     ids = dict(zip(table["share_class_id"], table["fund_id"]))
     assert ids["A1"] == ids["A2"]  # one unit apart: one fund
     assert len({ids["A1"], ids["B1"], ids["C1"]}) == 3  # 2.5e-4 apart; another category
     assert ids["D1"] == "D1"  # no key: its own fund
-    assert "ingest.fund_id_tolerance joined 1 share class(es)" in summary(table)
+    assert "ingest.fund_id_tolerance joined 1 share class(es)" in summary(table, report)
     with pytest.raises(ParamsError, match=r"ingest.fund_id_tolerance: 0.5 is not a relative difference"):
         IngestParams(fund_id_tolerance=0.5)
 
@@ -547,12 +553,12 @@ def test_only_the_configured_markers_mean_missing(tmp_path: Path) -> None:
     write(tmp_path / "m.csv", text)
     column_map = {"share_class_id": "Code", "category": "Peer", "return_1y": "Ret1Y", "name": "Note"}
     params = IngestParams(source="table", path="m.csv", column_map=column_map, na_values=("-", "--"))
-    table = run(params, tmp_path)
+    table, report = ingestion.run(params, tmp_path)
     assert table["name"].tolist() == ["NA", "N/A", "null", None]  # the blank cell is missing
     assert table["category"].tolist() == ["x", "None", "x", "#N/A"]
     assert table["return_1y"].isna().tolist() == [False, True, True, True]  # '-', blank, '--'
-    assert table.attrs["blanked"] == {"-": 1, "--": 1}
-    assert "ingest.na_values blanked 2 cell(s): '-' 1, '--' 1" in summary(table)
+    assert report.blanked == {"-": 1, "--": 1}
+    assert "ingest.na_values blanked 2 cell(s): '-' 1, '--' 1" in summary(table, report)
     # not configured: 'N/A' in a numeric column is named, with the setting that would blank it
     write(tmp_path / "n.csv", "Code,Peer,Ret1Y\nA,x,N/A\nB,x,\n")
     bare = dataclasses.replace(params, path="n.csv", na_values=(), column_map=dict(column_map, name="Code"))
@@ -584,14 +590,14 @@ def test_did_you_mean_never_points_at_a_column_mapped_elsewhere(tmp_path: Path) 
 def test_exact_duplicate_rows_are_named_or_dropped(tmp_path: Path) -> None:
     lines = SCREENER_CSV.splitlines()
     write(tmp_path / "screener.csv", "\n".join([*lines, lines[2], lines[4]]) + "\n")  # rows 2 and 4 again
-    kept = run(table_params(tmp_path / "screener.csv"), tmp_path)
+    kept, kept_report = ingestion.run(table_params(tmp_path / "screener.csv"), tmp_path)
     assert len(kept) == 6
-    [note] = kept.attrs["notes"]
+    [note] = kept_report.notes
     assert "2 exact duplicate row(s), kept: data row 5 repeats data row 2, data row 6 repeats data row 4" in note
     assert "ingest.drop_duplicate_rows: true" in note
-    dropped = run(table_params(tmp_path / "screener.csv", drop_duplicate_rows=True), tmp_path)
-    assert dropped["share_class_id"].tolist() == ["S1", "S2", "S3", "S4"] and "notes" not in dropped.attrs
-    assert "2 exact duplicate row(s) dropped (data rows 5, 6; ingest.drop_duplicate_rows)" in summary(dropped)
+    dropped, report = ingestion.run(table_params(tmp_path / "screener.csv", drop_duplicate_rows=True), tmp_path)
+    assert dropped["share_class_id"].tolist() == ["S1", "S2", "S3", "S4"] and not report.notes
+    assert "2 exact duplicate row(s) dropped (data rows 5, 6; ingest.drop_duplicate_rows)" in summary(dropped, report)
     # ids built from columns: the repeat is refused naming the rows, and the setting that drops it
     built = table_params(
         tmp_path / "screener.csv",
@@ -648,10 +654,10 @@ def test_the_readme_fund_id_strip_takes_common_plan_suffixes_off(tmp_path: Path)
         fund_id_from=("Scheme",),
         fund_id_strip=patterns,
     )
-    table = run(params, tmp_path)
+    table, report = ingestion.run(params, tmp_path)
     assert table["fund_id"].nunique() == 2
-    assert table.attrs["fund_id_stripped"] == {"changed": 6, "of": 7}
-    assert "ingest.fund_id_strip changed 6 of 7 name(s)" in summary(table)
+    assert report.fund_id_stripped == {"changed": 6, "of": 7}
+    assert "ingest.fund_id_strip changed 6 of 7 name(s)" in summary(table, report)
 
 
 def test_main_counts_what_the_settings_changed_and_refuses_a_bad_regex(tmp_path: Path) -> None:

@@ -124,8 +124,9 @@ def test_too_few_rows_fail(tmp_path: Path) -> None:
 
 def _stage(tmp_path: Path, df: pd.DataFrame) -> subprocess.CompletedProcess:
     df.to_parquet(tmp_path / "canonical.parquet", index=False)
+    (tmp_path / "ingest.json").write_text('{"notes": []}')  # ingest's report: no doubts about the source
     params = {
-        "ingest": {"out": "canonical.parquet"},
+        "ingest": {"out": "canonical.parquet", "report": "ingest.json"},
         "validate": {
             **{k: v for k, v in vars(PARAMS).items() if k in ("null_budget", "min_labelled_share")},
             "report_dir": "report",
@@ -165,7 +166,7 @@ def test_real_morningstar_export(tmp_path: Path, morningstar_csv: Path) -> None:
     from fundgrpo.data.ingestion import run as ingest_run
 
     params = profiles.load("morningstar", REPO / "params.yaml", REPO / "profiles")
-    df = ingest_run(dataclasses.replace(params.ingest, path=str(morningstar_csv)), REPO)
+    df = ingest_run(dataclasses.replace(params.ingest, path=str(morningstar_csv)), REPO)[0]
     result = run(df, params.validate, tmp_path / "report")
     assert result.success, "\n".join(result.failures)
     counts = result.summary["counts"]

@@ -48,14 +48,10 @@ def fund(reference: pd.DataFrame, i: int, **change) -> dict:
     return {**out, "share_class_id": f"API-{i}", "fund_id": f"APIF-{i}", **change}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def setup(request, trained, tmp_path):
-    root, _ = trained
-    db_url = (
-        f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    )
-    assert request.param == "sqlite" or "@127.0.0.1:" in db_url  # PostgreSQL over loopback TCP
-    keys = tmp_path / "keys.json"
+@pytest.fixture(scope="module")
+def cli_keys(tmp_path_factory) -> tuple:
+    """(keys file, {name: key}): three keys made by the CLI once for this module; each test gets a copy."""
+    keys = tmp_path_factory.mktemp("keys") / "keys.json"
     env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
     made = {}
     for name, scopes in (("analyst", "read,evaluate"), ("reader", "read"), ("reviewer", "read,review")):
@@ -69,6 +65,19 @@ def setup(request, trained, tmp_path):
         assert done.returncode == 0, done.stderr
         made[name] = done.stdout.strip()
     assert made["analyst"] not in keys.read_text()  # only the hash is stored
+    return keys, made
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def setup(request, trained, cli_keys, tmp_path):
+    root, _ = trained
+    db_url = (
+        f"sqlite:///{tmp_path}/evaluations.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    assert request.param == "sqlite" or "@127.0.0.1:" in db_url  # PostgreSQL over loopback TCP
+    keys = tmp_path / "keys.json"
+    shutil.copyfile(cli_keys[0], keys)
+    made = dict(cli_keys[1])
     settings = ApiSettings(
         keys_file=keys,
         db_url=db_url,

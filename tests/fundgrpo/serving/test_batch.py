@@ -183,15 +183,15 @@ def test_a_mapped_metric_the_file_lacks_is_scored_as_missing(tmp_path):
     from fundgrpo.methodology import compiler
     from fundgrpo.serving.batch import absent_warning, missing_criteria, read_funds
 
-    funds = read_funds(export_without_10y(tmp_path / "new.csv"), morningstar_params())
+    funds, report = read_funds(export_without_10y(tmp_path / "new.csv"), morningstar_params())
     assert funds["share_class_id"].tolist() == ["N0", "N1", "N2"]
     assert funds["return_10y"].isna().all() and funds["mrar_10y"].isna().all()
     assert funds["mrar_3y"].notna().all() and funds["mrar_5y"].notna().all()
-    assert funds.attrs["absent"] == {"return_10y": "GBRReturnM120"}
+    assert report.absent == {"return_10y": "GBRReturnM120"}
 
     methodology = compiler.load(REPO / "methodology/morningstar.yaml")
     rubric = compiler.rubric(methodology)
-    warning = absent_warning(funds, rubric)
+    warning = absent_warning(funds, report, rubric)
     assert "new.csv has no column 'GBRReturnM120' (ingest.column_map.return_10y)" in warning
     assert "criteria mrar_10y are scored as missing" in warning
     assert missing_criteria(funds, rubric) == ["mrar_10y"] * 3
@@ -209,17 +209,17 @@ def test_repeated_share_class_ids_in_the_fund_file_name_rows_and_the_fix(tmp_pat
     lines = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join([*lines, lines[2]]) + "\n", encoding="utf-8")  # N1 again, as data row 4
     params = morningstar_params()
-    funds = read_funds(path, params)
+    funds, report = read_funds(path, params)
     with pytest.raises(EvaluateError) as err:  # refused before any model or reference is touched
-        evaluate(funds, pd.DataFrame(), tmp_path / "no-model", {}, {}, params, "none")
+        evaluate(funds, pd.DataFrame(), tmp_path / "no-model", {}, {}, params, "none", report)
     message = str(err.value)
     assert "twice.csv: share_class_id repeats: 'N1' (data rows 2, 4; counted from 1 after the header)" in message
     assert (
         "data row(s) 4 repeat an earlier row in every column" in message
         and "ingest.drop_duplicate_rows: true" in message
     )
-    dropped = read_funds(path, replace(params, ingest=replace(params.ingest, drop_duplicate_rows=True)))
-    assert dropped["share_class_id"].tolist() == ["N0", "N1", "N2"]
+    dropped, report = read_funds(path, replace(params, ingest=replace(params.ingest, drop_duplicate_rows=True)))
+    assert dropped["share_class_id"].tolist() == ["N0", "N1", "N2"] and report.duplicates_dropped["rows"] == 1
 
 
 def test_a_setting_out_of_range_is_one_line_not_a_traceback(tmp_path):
