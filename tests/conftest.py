@@ -85,8 +85,14 @@ def pytest_collection_modifyitems(config, items):
 def _mlflow_uri_kept():
     """`mlflow.set_tracking_uri` exports MLFLOW_TRACKING_URI to the process: without this, one test's
     temporary store leaks into every later test on the same worker (seen: a flow read another test's
-    registry and found no champion)."""
+    registry and found no champion). And each test starts with MLflow's per-run artifact stores forgotten."""
     before = os.environ.get("MLFLOW_TRACKING_URI")
+    # MLflow keeps one artifact store per run id for the whole process; the copies of the trained repo
+    # hold the same run ids, so a test would read and write another copy's artifacts (seen: a gate
+    # record written by hand landed in an earlier module's copy, and the champion was not served).
+    utils = sys.modules.get("mlflow.tracking._tracking_service.utils")
+    if utils is not None:
+        utils._artifact_repos_cache.clear()
     yield
     if before is None:
         os.environ.pop("MLFLOW_TRACKING_URI", None)
