@@ -40,6 +40,9 @@ SHOWN_MODELS = ("none", "gbm")
 # grade token, or the confidence its answer states (prepare.stated_confidence).
 BELIEF_METHODS = ("score", "grade", "stated")
 SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.evaluation.calibration)
+# What keeps the GRPO checkpoint (fundgrpo.training.grpo_trainer): the sampled validation reward,
+# an agreement figure of greedy answers, or `evaluation` (shared.evaluation_quality).
+GRPO_BEST_METRICS = ("reward", "exact", "within_one", "qwk", "spearman", "evaluation")
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -354,9 +357,13 @@ class GrpoParams:
     save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
     # What picks the kept model among the start and the checkpoints: the agreement of greedy
     # answers with the experts on every validation prompt (exact | within_one | qwk | spearman:
-    # what the backtest and the gate judge), or `reward` (TRL's mean reward of sampled answers to
-    # `eval_prompts` validation prompts, which rose on a real export while greedy answers collapsed).
+    # what the backtest and the gate judge), `reward` (TRL's mean reward of sampled answers to
+    # `eval_prompts` validation prompts, which rose on a real export while greedy answers collapsed),
+    # or `evaluation`: the greedy answers as evaluations (complete, misstated claims, stated
+    # confidence's Brier, departures; `shared.evaluation_quality`), refusing any checkpoint whose
+    # greedy QWK falls more than `qwk_tolerance` below the start's.
     best_metric: str = "qwk"
+    qwk_tolerance: float = 0.01
     # A checkpoint whose greedy validation answers give one grade to more than this share of funds
     # (while the experts give it to fewer) has collapsed: it is never kept, and the stage says so.
     collapse_share: float = 0.8
@@ -373,6 +380,11 @@ class GrpoParams:
     reward_curves: str = "plots/grpo_rewards.json"  # training rewards by step (`dvc plots`)
     eval_curves: str = "plots/eval_rewards.json"  # validation reward and greedy agreement by evaluation
     report_dir: str = "reports/grpo"  # the reward curves as a PNG (and the judge's log)
+
+    def __post_init__(self) -> None:
+        _choice("grpo.best_metric", self.best_metric, GRPO_BEST_METRICS)
+        if self.qwk_tolerance < 0:
+            raise ParamsError(f"grpo.qwk_tolerance must be >= 0, got {self.qwk_tolerance}")
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
-from fundgrpo.params import RULE_REWARDS, GrpoParams, ModelParams, to_dict
+from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams, to_dict
 from fundgrpo.training import modelling
 from fundgrpo.training import rewards as rule_rewards
 from fundgrpo.training.judge import make_judge_reward
 from fundgrpo.training.shared import (
     COLLAPSED,
     GREEDY_METRICS,
+    QUALITY,
     curves,
     greedy_validation_callback,
     lora_config,
@@ -29,13 +30,11 @@ from fundgrpo.training.shared import (
     use_cpu,
 )
 
-BEST_METRICS = ("reward", *GREEDY_METRICS)
-
 
 def best_metric_key(params: GrpoParams) -> str:
     """The evaluation key that picks the kept model (see `GrpoParams.best_metric`)."""
-    if params.best_metric not in BEST_METRICS:
-        raise ValueError(f"grpo.best_metric must be one of {BEST_METRICS}, got {params.best_metric!r}")
+    if params.best_metric not in GRPO_BEST_METRICS:
+        raise ValueError(f"grpo.best_metric must be one of {GRPO_BEST_METRICS}, got {params.best_metric!r}")
     return "eval_reward" if params.best_metric == "reward" else f"eval_greedy_{params.best_metric}"
 
 
@@ -126,6 +125,11 @@ def run(
     if params.eval_steps and eval_rows:
         eval_dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in eval_rows[: params.eval_prompts]])
     key = best_metric_key(params)
+    if params.best_metric == "evaluation" and eval_rows and not all("evidence" in r for r in eval_rows):
+        raise ValueError(
+            "grpo.best_metric: evaluation reads the evidence each validation prompt showed, and these "
+            "prepared rows have none: rerun `dvc repro prepare` with this code, or choose another best_metric"
+        )
     callbacks = list(callbacks or [])
     if eval_dataset is not None and eval_rows:
         # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary);
@@ -138,6 +142,7 @@ def run(
                 params.max_completion_length,
                 selection_key=key,
                 collapse_share=params.collapse_share,
+                qwk_tolerance=params.qwk_tolerance if params.best_metric == "evaluation" else None,
             )  # fmt: skip
         )
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
@@ -155,7 +160,10 @@ def run(
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    greedy_keys = [f"eval_greedy_{m}" for m in ("valid_json", *GREEDY_METRICS, "top_grade", "top_share", "collapsed")]
+    greedy_keys = [
+        f"eval_greedy_{m}"
+        for m in ("valid_json", *GREEDY_METRICS, "top_grade", "top_share", "collapsed", "refused", *QUALITY)
+    ]
     eval_curve = merged_by_step(curves(trainer.state.log_history, ["eval_reward", *greedy_keys]))
     start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
     if any(r["step"] == 0 and r.get("eval_greedy_collapsed") for r in eval_curve):
@@ -163,6 +171,12 @@ def run(
     best_value = trainer.state.best_metric
     keep_start = keeps_start(start_value, best_value)
     collapsed_steps = [r["step"] for r in eval_curve if r.get("eval_greedy_collapsed")]
+    refused_steps = [r["step"] for r in eval_curve if r.get("eval_greedy_refused")]
+    if refused_steps:
+        print(
+            f"grpo: greedy validation QWK fell more than grpo.qwk_tolerance={params.qwk_tolerance:g} below the "
+            f"start's at step(s) {refused_steps}: those checkpoints were refused"
+        )
     if collapsed_steps:
         print(
             f"grpo: greedy validation answers collapsed onto one grade (over {params.collapse_share:g} of funds) "
@@ -209,6 +223,8 @@ def run(
         "kept": "start" if keep_start else _step_of(trainer.state.best_model_checkpoint, trainer.state.global_step),
         # evaluations whose greedy answers collapsed onto one grade (never kept; see grpo.collapse_share)
         "collapsed_steps": collapsed_steps,
+        # evaluations refused for losing greedy QWK (best_metric evaluation; grpo.qwk_tolerance)
+        "refused_steps": refused_steps,
         "best_checkpoint": trainer.state.best_model_checkpoint,
         "best_eval_reward": max(
             (r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None

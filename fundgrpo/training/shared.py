@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from fundgrpo import io
 from fundgrpo.evaluation import agreement
-from fundgrpo.methodology import answers
+from fundgrpo.methodology import answers, claims
 from fundgrpo.params import LoraParams, ModelParams
 from fundgrpo.training import modelling
 
@@ -127,6 +127,50 @@ def collapsed(predicted: list, expert: list, share: float) -> tuple[bool, int | 
     return top_share > share and expert_share <= share, top, round(top_share, 4)
 
 
+QUALITY = ("complete", "misstated", "stated_brier", "departure_gain", "evaluation")  # evaluation_quality's keys
+
+
+def evaluation_quality(rows: list[dict], preds: list[dict], rubric: dict) -> dict[str, float]:
+    """What the `evaluation` selection metric reads from greedy answers to validation prompts: the
+    share of answers complete, minus twice the share of claims misstated (a wrong claim costs more
+    than a right one earns), minus the stated confidence's top-label Brier score (where answers
+    state one; an invalid answer counts as confident and wrong), plus what departing from the
+    suggested grade gained in exact agreement over keeping it (departures right − suggestions right,
+    per fund). Each part is returned beside the `evaluation` total.
+
+    >>> from fundgrpo.methodology.claims import example_rubric
+    >>> r = example_rubric()
+    >>> rows = [{"expert_grade": e, "shown_grade": 4, "rule_grade": 4, "evidence": {"sharpe_3y": 85, "cost": 15}}
+    ...         for e in (4, 5)]
+    >>> preds = [{"grade": 4, "reasoning": "Sharpe ratio top 20%; ongoing cost bottom 20%", "stated": 0.8},
+    ...          {"grade": 5, "reasoning": "Sharpe ratio top 10%", "stated": 0.6}]
+    >>> evaluation_quality(rows, preds, r)
+    {'complete': 0.5, 'misstated': 0.3333, 'stated_brier': 0.1, 'departure_gain': 0.5, 'evaluation': 0.2334}
+    """
+    found = claims.summary(
+        [p.get("reasoning") for p in preds],
+        [r.get("evidence") or {} for r in rows],
+        rubric,
+        [p.get("grade") for p in preds],
+        [r.get("rule_grade") for r in rows],
+    )
+    stated = [
+        (p["stated"] if p.get("grade") is not None else 1.0, p.get("grade") == r["expert_grade"])
+        for p, r in zip(preds, rows)
+        if "stated" in p or p.get("grade") is None
+    ]
+    brier = sum((c - float(ok)) ** 2 for c, ok in stated) / len(stated) if any("stated" in p for p in preds) else 0.0
+    moved = agreement.departures(rows, preds)
+    parts = {
+        "complete": found["complete"] or 0.0,
+        "misstated": found["misstated_claims"] or 0.0,
+        "stated_brier": round(brier, 4),
+        "departure_gain": round((moved["right"] - moved["shown_right"]) / max(1, len(rows)), 4),
+    }
+    total = parts["complete"] - 2 * parts["misstated"] - parts["stated_brier"] + parts["departure_gain"]
+    return {**parts, "evaluation": round(total, 4)}
+
+
 COLLAPSED = -2.0  # what a collapsed checkpoint scores on the selection metric: below any real value
 
 
@@ -138,6 +182,7 @@ def greedy_validation_callback(
     batch_size: int = 64,
     selection_key: str | None = None,
     collapse_share: float = 1.0,
+    qwk_tolerance: float | None = None,
 ):
     """A trainer callback that, at every evaluation, answers `rows` greedily with the current
     policy and adds `eval_greedy_<metric>` (GREEDY_METRICS, and `valid_json`) to the metrics.
@@ -150,12 +195,18 @@ def greedy_validation_callback(
     It also guards against collapse (`collapsed`): when the greedy answers give one grade to more
     than `collapse_share` of the funds, the metric under `selection_key` is set to COLLAPSED, so
     that checkpoint is never kept, and `eval_greedy_collapsed` records it.
+
+    Where the rows carry the evidence their prompts showed it adds `eval_greedy_evaluation` and its
+    parts (`evaluation_quality`). With `qwk_tolerance`, a checkpoint whose greedy QWK falls more
+    than that below the start's (the first evaluation, `eval_on_start`) is refused like a collapsed
+    one (`eval_greedy_refused`): better evaluations must not cost the grade.
     """
     from transformers import TrainerCallback
 
     class GreedyValidation(TrainerCallback):
         def __init__(self) -> None:
             self.history: list[dict] = []  # one row per evaluation: step and the greedy metrics
+            self.start_qwk: float | None = None
 
         def on_evaluate(self, args, state, control, metrics=None, model=None, processing_class=None, **kwargs):
             started = time.perf_counter()
@@ -179,8 +230,20 @@ def greedy_validation_callback(
             greedy["eval_greedy_top_grade"] = float(top) if top is not None else 0.0
             greedy["eval_greedy_top_share"] = top_share
             greedy["eval_greedy_collapsed"] = float(gone)
+            if all("evidence" in r for r in rows):
+                quality = evaluation_quality(rows, preds, rubric)
+                greedy.update({f"eval_greedy_{k}": v for k, v in quality.items()})
+            if state.global_step == 0:
+                self.start_qwk = greedy["eval_greedy_qwk"]
+            refused = (
+                qwk_tolerance is not None
+                and self.start_qwk is not None
+                and state.global_step > 0
+                and greedy["eval_greedy_qwk"] < self.start_qwk - qwk_tolerance
+            )
+            greedy["eval_greedy_refused"] = float(refused)
             metrics.update(greedy)
-            if gone and selection_key:
+            if (gone or refused) and selection_key:
                 metrics[selection_key] = COLLAPSED
             self.history.append({"step": state.global_step, **greedy})
             # seconds apart from the metrics: the trainer's `eval_runtime` does not include this callback

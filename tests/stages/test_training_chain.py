@@ -621,6 +621,48 @@ def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, rubric, schema, t
         assert "collapsed onto one grade" in capsys.readouterr().out
 
 
+def test_best_checkpoint_by_evaluation_quality_refuses_a_lost_grade(chain, datasets, rubric, schema, tmp_path, capsys):
+    """best_metric=evaluation: each greedy validation evaluation carries the evaluation figure and its
+    parts, a checkpoint whose QWK fell below the start's (tolerance 0) is refused like a collapsed
+    one, and the kept model is the best evaluation among the rest, the start included."""
+    from fundgrpo.params import ParamsError
+    from fundgrpo.training import grpo_trainer as train
+    from fundgrpo.training.shared import COLLAPSED, QUALITY
+
+    root, _ = chain
+    params = GrpoParams(
+        max_steps=4, save_steps=2, eval_steps=2, eval_prompts=4, per_device_train_batch_size=8, num_generations=4,
+        max_completion_length=48, logging_steps=1, warmup_steps=0, learning_rate=0.05, best_metric="evaluation",
+        qwk_tolerance=0.0,
+    )  # fmt: skip
+    out = train.run(
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
+        datasets["validation"], tmp_path / "ckpt",
+    )  # fmt: skip
+    curve = {r["step"]: r for r in out["eval_curve"]}
+    assert all(f"eval_greedy_{k}" in r for r in curve.values() for k in QUALITY)
+    start = curve[0]
+    assert out["start_value"] == start["eval_greedy_evaluation"] and not start["eval_greedy_refused"]
+    for step in (2, 4):
+        r = curve[step]
+        assert r["eval_greedy_refused"] == float(r["eval_greedy_qwk"] < start["eval_greedy_qwk"])
+        assert r["eval_greedy_refused"] == float(step in out["refused_steps"])
+    allowed = [
+        COLLAPSED
+        if curve[s]["eval_greedy_refused"] or curve[s]["eval_greedy_collapsed"]
+        else curve[s]["eval_greedy_evaluation"]
+        for s in (2, 4)
+    ]
+    assert out["best_value"] == max(allowed)
+    assert out["kept"] == (
+        "start" if out["start_value"] >= out["best_value"] else f"step {(2, 4)[allowed.index(max(allowed))]}"
+    )
+    if out["refused_steps"]:
+        assert "refused" in capsys.readouterr().out
+    with pytest.raises(ParamsError, match="grpo.best_metric must be one of"):
+        GrpoParams(best_metric="faithfulness")
+
+
 def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, tmp_path, monkeypatch):
     """GRPO steps whose reward includes the judge, served by an OpenAI-compatible stub on loopback."""
     import threading
