@@ -36,8 +36,8 @@ def main() -> None:
     # bare: no evaluations and no checkpoints, whatever params.yaml says (grpo_overhead.py sets both
     # to 0 for the stage too)
     g = dataclasses.replace(p.grpo, eval_steps=0, save_steps=0)
-    rubric, schema = load_compiled(Path(p.methodology.out_dir))
-    funcs = rewards.bind(rubric, schema, g)
+    methodology, schema = load_compiled(Path(p.methodology.out_dir))
+    funcs = rewards.bind(methodology, schema, g)
     if g.judge.enabled:
         funcs["judge"] = make_judge_reward(g.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")

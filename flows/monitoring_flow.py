@@ -88,10 +88,10 @@ def prediction_drift(
     """The champion's grades on samples of both frames; its drift, and its scores on the batch."""
     logger = get_run_logger()
     monitor = params.monitor
-    rubric, schema = _schema(Path(root), params)
+    methodology, schema = _schema(Path(root), params)
     estimator = champion.estimator_for(params, Path(root))
     batch_records = champion.sample(
-        champion.prompt_records(table, rubric, params.prepare, estimator=estimator),
+        champion.prompt_records(table, methodology, params.prepare, estimator=estimator),
         monitor.prediction_sample,
         monitor.seed,
     )
@@ -118,19 +118,19 @@ def prediction_drift(
         paired_ids = [r["share_class_id"] for r in batch_records if r["share_class_id"] in known]
         if len(paired_ids) >= monitor.min_rows:
             ref_records = champion.prompt_records(
-                reference, rubric, params.prepare, only=paired_ids, estimator=estimator
+                reference, methodology, params.prepare, only=paired_ids, estimator=estimator
             )
         else:
             ref_records = champion.sample(
-                champion.prompt_records(reference, rubric, params.prepare, estimator=estimator),
+                champion.prompt_records(reference, methodology, params.prepare, estimator=estimator),
                 monitor.prediction_sample,
                 monitor.seed,
             )
         ref_preds = champion.grade(
-            folder, ref_records, rubric, schema, params.generation, f"champion v{version} on reference"
+            folder, ref_records, methodology, schema, params.generation, f"champion v{version} on reference"
         )
         batch_preds = champion.grade(
-            folder, batch_records, rubric, schema, params.generation, f"champion v{version} on batch"
+            folder, batch_records, methodology, schema, params.generation, f"champion v{version} on batch"
         )
     before = {r["share_class_id"]: p["grade"] for r, p in zip(ref_records, ref_preds)}
     pairs = [
@@ -146,7 +146,7 @@ def prediction_drift(
         "drift": result,
         "records": batch_records,
         "champion_version": version,
-        "champion_on_batch": champion.scored(batch_records, batch_preds, rubric),
+        "champion_on_batch": champion.scored(batch_records, batch_preds, methodology),
     }
 
 
@@ -154,16 +154,16 @@ def prediction_drift(
 def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[str, Any]:
     """The new candidate (models/policy) and the rule scorer on the batch's rated test-split funds."""
 
-    rubric, schema = _schema(Path(root), params)
+    methodology, schema = _schema(Path(root), params)
     rows = [r for r in records if r["labelled"] and r["split"] == "test"]
     if not rows:
         return {"n": 0, "note": "no rated test-split fund in the batch sample"}
     preds = champion.grade(
-        Path(root) / params.grpo.out_dir, rows, rubric, schema, params.generation, "candidate on batch"
+        Path(root) / params.grpo.out_dir, rows, methodology, schema, params.generation, "candidate on batch"
     )
     return {
-        "candidate": champion.scored(rows, preds, rubric),
-        "rule": champion.scored(rows, rule_predictions(rows), rubric),
+        "candidate": champion.scored(rows, preds, methodology),
+        "rule": champion.scored(rows, rule_predictions(rows), methodology),
     }
 
 
@@ -171,7 +171,7 @@ def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[s
 
 
 def _schema(root: Path, params: Params) -> tuple[dict, dict]:
-    """(rubric, output schema) as the schema stage wrote them."""
+    """(methodology, output schema) as the schema stage wrote them."""
     return load_compiled(root / params.methodology.out_dir)
 
 

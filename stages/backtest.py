@@ -28,11 +28,11 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         rows = scored_funds(p.backtest, io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl"))
-        rubric, schema = load_compiled(Path(p.methodology.out_dir))
+        methodology, schema = load_compiled(Path(p.methodology.out_dir))
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
         fits = {"grpo": json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))}  # the policy's confidence
-        answered, reused = evaluate_models(models, rows, rubric, schema, p.backtest.beliefs, fits, p.generation)
-        result = backtest(p.backtest, rows, rubric, answered, fits, reused)
+        answered, reused = evaluate_models(models, rows, methodology, schema, p.backtest.beliefs, fits, p.generation)
+        result = backtest(p.backtest, rows, methodology, answered, fits, reused)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():
@@ -43,10 +43,10 @@ def main() -> None:
                 plots / f"confusion_{name}.json",
             )
         for name in ("grpo", "gbm"):  # reliability diagrams: the policy's confidence and gradient boosting's
-            io.write_json(reliability(rows, predictions[name], rubric["grades"]), plots / f"reliability_{name}.json")
+            io.write_json(reliability(rows, predictions[name], methodology.grades), plots / f"reliability_{name}.json")
         io.write_jsonl(per_fund(rows, predictions), Path(p.backtest.report_dir) / "predictions.jsonl")
         shown = {k: v for k, v in predictions.items() if k in PLOTTED}
-        plot_confusions(rows, shown, rubric["grades"], Path(p.backtest.report_dir) / "confusion.png")
+        plot_confusions(rows, shown, methodology.grades, Path(p.backtest.report_dir) / "confusion.png")
         io.write_json(result, p.backtest.metrics)
         for name, m in result["models"].items():
             print(f"backtest {name:5s}: " + ", ".join(f"{k}={v}" for k, v in m.items()))

@@ -13,7 +13,6 @@ metrics/baseline.json; the rule scorer's figures are its "rule" block.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fundgrpo import io
@@ -22,6 +21,7 @@ from fundgrpo.evaluation import statistical
 from fundgrpo.evaluation.agreement import metrics as agreement
 from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.evaluation.baselines import gbm_metrics
+from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.params import load_params
 
 
@@ -29,15 +29,15 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
-        rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
-        rule = agreement(rows, rule_predictions(rows), rubric["grades"])
+        methodology = load_methodology(p.methodology.out_dir)
+        rule = agreement(rows, rule_predictions(rows), methodology.grades)
         print(
             "baseline rule: "
             + ", ".join(f"{k}={rule[k]}" for k in ("exact", "within_one", "qwk", "spearman"))
             + f" on {len(rows)} validation share classes"
         )
         summary = statistical.read_summary(p.evidence.out_dir)
-        metrics = gbm_metrics(rows, summary, p.baseline, rubric["grades"], "validation")
+        metrics = gbm_metrics(rows, summary, p.baseline, methodology.grades, "validation")
         io.write_json({**metrics, "rule": rule}, p.baseline.metrics)
         shown = ("n_train", "n", "exact", "within_one", "qwk", "spearman")
         print("baseline gbm: " + ", ".join(f"{k}={metrics[k]}" for k in shown) + f", chosen {metrics['chosen']}")

@@ -24,10 +24,10 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
-        rubric, schema = load_compiled(Path(p.methodology.out_dir))
+        methodology, schema = load_compiled(Path(p.methodology.out_dir))
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir)}
         try:
-            fit, fits = fit_models(models, rows, rubric, schema, p.calibrate, p.generation)
+            fit, fits = fit_models(models, rows, methodology, schema, p.calibrate, p.generation)
         except ValueError as err:
             raise StageError(str(err)) from None
         io.write_json(fit, p.calibrate.out)

@@ -6,15 +6,14 @@ The stage reads params.yaml and calls `fundgrpo.evaluation.statistical`; the log
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import pandas as pd
 
 from fundgrpo.cli import run_stage
 from fundgrpo.data import analyst_labels
 from fundgrpo.evaluation import statistical
+from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.params import load_params
 
 
@@ -22,11 +21,13 @@ def main() -> None:
     def body() -> None:
         started = time.perf_counter()
         p = load_params()
-        rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
+        methodology = load_methodology(p.methodology.out_dir)
         funds = analyst_labels.apply(
-            pd.read_parquet(p.validate.out), analyst_labels.read(p.decisions.out), rubric["grades"], p.decisions.out
+            pd.read_parquet(p.validate.out), analyst_labels.read(p.decisions.out), methodology.grades, p.decisions.out
         )
-        estimates, estimator, summary = statistical.estimate(funds, p.baseline, p.evidence, p.prepare, rubric["grades"])
+        estimates, estimator, summary = statistical.estimate(
+            funds, p.baseline, p.evidence, p.prepare, methodology.grades
+        )
         statistical.write(p.evidence.out_dir, estimates, estimator, summary)
         shown = summary.get("out_of_fold")
         seconds = time.perf_counter() - started

@@ -21,11 +21,11 @@ def main() -> None:
         p = load_params()
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
         eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
-        rubric, schema = load_compiled(Path(p.methodology.out_dir))
+        m, schema = load_compiled(Path(p.methodology.out_dir))
         checkpoints = Path(p.grpo.checkpoint_dir)
         summary = train_into(
             p.grpo.out_dir,
-            lambda out: run(p.grpo, p.model, Path(p.sft.out_dir), rows, rubric, schema, out, eval_rows, checkpoints),
+            lambda out: run(p.grpo, p.model, Path(p.sft.out_dir), rows, m, schema, out, eval_rows, checkpoints),
         )
         if summary is None:  # another rank of `accelerate launch`
             return

@@ -5,15 +5,13 @@ The stage reads params.yaml and calls `fundgrpo.methodology.preparation`; the lo
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.data import analyst_labels
 from fundgrpo.evaluation import statistical
+from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.methodology.preparation import lengths, run
 from fundgrpo.params import load_params
 from fundgrpo.training.pretrained import configured_tokenizer
@@ -22,11 +20,11 @@ from fundgrpo.training.pretrained import configured_tokenizer
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rubric = json.loads((Path(p.methodology.out_dir) / "rubric.json").read_text(encoding="utf-8"))
+        methodology = load_methodology(p.methodology.out_dir)
         decided = analyst_labels.read(p.decisions.out)
-        funds = analyst_labels.apply(pd.read_parquet(p.validate.out), decided, rubric["grades"], p.decisions.out)
+        funds = analyst_labels.apply(pd.read_parquet(p.validate.out), decided, methodology.grades, p.decisions.out)
         estimates = statistical.read(p.evidence.out_dir, p.prepare)
-        datasets, summary = run(funds, rubric, p.prepare, estimates)
+        datasets, summary = run(funds, methodology, p.prepare, estimates)
         tokenizer = configured_tokenizer(p.model)
         summary["tokenizer"] = p.model.pretrained or "embedded (trained by base on these prompts)"
         summary.update(lengths(datasets["train"], tokenizer))

@@ -24,11 +24,11 @@ def main() -> None:
         curves = json.loads(Path(p.grpo.reward_curves).read_text())
         rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
         schema_dir = Path(p.methodology.out_dir)
-        rubric, schema = load_compiled(schema_dir)
+        methodology, schema = load_compiled(schema_dir)
         artifacts = [*map(Path, p.register.artifacts), schema_dir, Path(p.calibrate.out)]
         calibration = json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))
         try:
-            decision = register(p, backtest, train, curves, rows, rubric, schema, artifacts, calibration)
+            decision = register(p, backtest, train, curves, rows, methodology, schema, artifacts, calibration)
         except Exception as err:
             raise unreachable(mlflow_registry.tracking_uri(p.register)) or err
         io.write_json(decision, p.register.decision)

@@ -185,9 +185,9 @@ def answer_pairs(root: Path = REPO) -> list[str]:
         "|---|---|---|",
     ]
     for language, file in (("en", "default.yaml"), ("ko", "default_ko.yaml")):
-        rubric = compiler.rubric(compiler.load(root / "methodology" / file))
+        methodology = compiler.load(root / "methodology" / file)
         said = {
-            style: preparation.build_records(funds, rubric, replace(PrepareParams(), answer_style=style))
+            style: preparation.build_records(funds, methodology, replace(PrepareParams(), answer_style=style))
             for style in ("brief", "evaluation")
         }
         i = next(i for i, r in enumerate(said["evaluation"]) if r["expert_grade"] != r["rule_grade"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,8 @@ def grade_metrics(expert: list[int], predicted: list[int], grades: list[int]) ->
     }
 
 
-def confusion(expert: list[int], predicted: list[int], grades: list[int]) -> pd.DataFrame:
-    """Counts, rows = expert grade, columns = predicted grade."""
+def confusion(expert: list[int], predicted: list[int | None], grades: list[int]) -> pd.DataFrame:
+    """Counts, rows = expert grade, columns = predicted grade (an invalid answer, None, counts in no column)."""
     table = pd.crosstab(pd.Series(expert, name="expert"), pd.Series(predicted, name="predicted"))
     return table.reindex(index=grades, columns=grades, fill_value=0)
 
@@ -123,7 +124,7 @@ def bootstrap_diff(stat_a, stat_b, groups: list[str], n: int = 2000, seed: int =
     }
 
 
-def departures(rows: list[dict], preds: list[dict]) -> dict[str, Any]:
+def departures(rows: list[dict], preds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """How often an evaluator's grade departs from the grade its prompt suggested (`shown_grade`:
     the statistical estimate shown, else the methodology's), and how often such a departure is the
     expert's grade (`precision`; None with no departure). Invalid answers do not depart.
@@ -157,7 +158,7 @@ def filled(expert, predicted, grades: list[int]) -> np.ndarray:
     )
 
 
-def metrics(rows: list[dict], predictions: list[dict], grades: list[int]) -> dict[str, Any]:
+def metrics(rows: list[dict], predictions: Sequence[Mapping[str, Any]], grades: list[int]) -> dict[str, Any]:
     """valid_json; exact, within_one, qwk, spearman with an invalid answer as a miss (the grade
     farthest from the expert's, so it counts fully against the model); score_mae over the valid
     answers; and `neutral`: the same four figures by the earlier convention, an invalid answer
@@ -183,4 +184,14 @@ def metrics(rows: list[dict], predictions: list[dict], grades: list[int]) -> dic
 
 
 def rule_predictions(rows: list[dict]) -> list[dict]:
-    return [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": r["rule_grade"] is not None} for r in rows]
+    """The methodology's grades as predictions (`methodology.answers.Prediction`): no decision rule
+    applies to them, so the grade written is the grade."""
+    return [
+        {
+            "grade": r["rule_grade"],
+            "written_grade": r["rule_grade"],
+            "score": r["rule_score"],
+            "valid": r["rule_grade"] is not None,
+        }
+        for r in rows
+    ]

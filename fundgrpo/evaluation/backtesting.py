@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,17 +25,19 @@ from fundgrpo.evaluation.agreement import (
     rule_predictions,
 )
 from fundgrpo.methodology import claims
+from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import BacktestParams
 
 
-def gbm_predictions(rows: list[dict], rubric: dict) -> list[dict]:
+def gbm_predictions(rows: list[dict], methodology: Methodology) -> list[Prediction]:
     """The gradient-boosting baseline's grades, which `prepare` put in each record (the `evidence`
     stage's estimate from the training split's model); the score is the midpoint of the grade's
     band (the baseline predicts a grade only).
 
-    >>> r = {"bands": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]}
-    >>> gbm_predictions([{"share_class_id": "a", "gbm_grade": 2, "gbm_probs": [0.3, 0.7]}], r)
-    [{'grade': 2, 'score': 75.0, 'valid': True, 'probs': [0.3, 0.7]}]
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> gbm_predictions([{"share_class_id": "a", "gbm_grade": 2, "gbm_probs": [0.3, 0.7]}], example_methodology())
+    [{'grade': 2, 'written_grade': 2, 'score': 30.0, 'valid': True, 'probs': [0.3, 0.7]}]
     """
     missing = [r["share_class_id"] for r in rows if "gbm_grade" not in r]
     if missing:
@@ -43,14 +45,16 @@ def gbm_predictions(rows: list[dict], rubric: dict) -> list[dict]:
             f"backtest: {len(missing)} test share class(es) carry no gradient-boosting grade "
             f"(e.g. {missing[:3]}); rerun `dvc repro evidence prepare`"
         )
-    midpoint = {b["grade"]: (b["min"] + b["max"]) / 2 for b in rubric["bands"]}
+    midpoint = {b.grade: b.midpoint for b in methodology.bands}
     return [
-        {"grade": int(r["gbm_grade"]), "score": midpoint[int(r["gbm_grade"])], "valid": True, "probs": r["gbm_probs"]}
+        Prediction(
+            grade=(g := int(r["gbm_grade"])), written_grade=g, score=midpoint[g], valid=True, probs=r["gbm_probs"]
+        )
         for r in rows
     ]
 
 
-def honesty(rows: list[dict], preds: list[dict], rubric: dict) -> dict[str, Any]:
+def honesty(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, Any]:
     """`evidence`: the mean evidence reward (an invalid answer scores 0); `unsupported`: the share of
     valid answers whose reasoning misstates anything checkable (each prediction's `unsupported`,
     from `methodology.answers.annotate`); block `claims` (`claims.summary`: claims made, the share misstated, complete
@@ -59,7 +63,9 @@ def honesty(rows: list[dict], preds: list[dict], rubric: dict) -> dict[str, Any]
         return {}
     valid = [p for p in preds if p["valid"]]
     cites = [
-        claims.score(p["reasoning"], r["evidence"], rubric, p["grade"], r.get("rule_grade")) if p["valid"] else 0.0
+        claims.score(p["reasoning"] or "", r["evidence"], methodology, p["grade"], r.get("rule_grade"))
+        if p["valid"]
+        else 0.0
         for p, r in zip(preds, rows)
     ]
     return {
@@ -68,7 +74,7 @@ def honesty(rows: list[dict], preds: list[dict], rubric: dict) -> dict[str, Any]
         "claims": claims.summary(
             [p["reasoning"] if p["valid"] else None for p in preds],
             [r["evidence"] for r in rows],
-            rubric,
+            methodology,
             [p["grade"] for p in preds],
             [r.get("rule_grade") for r in rows],
         ),
@@ -93,8 +99,8 @@ def scored_funds(params: BacktestParams, rows: list[dict]) -> list[dict]:
 def backtest(
     params: BacktestParams,
     rows: list[dict],
-    rubric: dict,
-    answered: dict[str, tuple[dict, list[dict]]],
+    methodology: Methodology,
+    answered: dict[str, tuple[dict, list[Prediction]]],
     fits: dict[str, dict] | None = None,
     reused: dict[str, str] | None = None,
 ) -> dict:
@@ -106,15 +112,16 @@ def backtest(
     fits = fits or {}
     results = {name: found for name, (found, _) in answered.items()}
     predictions = {name: preds for name, (_, preds) in answered.items()}
-    grades = rubric["grades"]
-    predictions["rule"] = rule_predictions(rows)
+    grades = methodology.grades
+    predictions["rule"] = cast(list[Prediction], rule_predictions(rows))
     results["rule"] = metrics(rows, predictions["rule"], grades)
     if any("gbm_grade" in r for r in rows):
-        predictions["gbm"] = gbm_predictions(rows, rubric)
+        predictions["gbm"] = gbm_predictions(rows, methodology)
         results["gbm"] = metrics(rows, predictions["gbm"], grades)
+        gbm = predictions["gbm"]
         results["gbm"]["trust"] = calibration.summary(
-            [r["expert_grade"] for r in rows], [p["grade"] for p in predictions["gbm"]],
-            [p["probs"] for p in predictions["gbm"]], [max(p["probs"]) for p in predictions["gbm"]], grades,
+            [r["expert_grade"] for r in rows], [p["grade"] for p in gbm],
+            [p["probs"] for p in gbm], [max(p.get("probs") or [0.0]) for p in gbm], grades,
         )  # fmt: skip
     fit = fits.get("grpo")
     if fit and "grpo" in predictions and "gbm" in predictions:  # the served evaluator's parts, apart
@@ -143,7 +150,7 @@ def backtest(
     }
 
 
-def scored(rows: list[dict], preds: list[dict], grades: list[int]) -> dict[str, Any]:
+def scored(rows: list[dict], preds: list[Prediction], grades: list[int]) -> dict[str, Any]:
     """`metrics`, and (where the predictions carry probabilities) block `trust`: their calibration."""
     out = metrics(rows, preds, grades)
     if any(p.get("probs") is not None for p in preds):
@@ -154,17 +161,22 @@ def scored(rows: list[dict], preds: list[dict], grades: list[int]) -> dict[str, 
     return out
 
 
-def as_written(p: dict) -> dict:
+def as_written(p: Prediction) -> Prediction:
     """A prediction without a calibration fit's fields: the grade the model wrote, its raw beliefs.
 
     >>> as_written({"grade": 3, "written_grade": 4, "probs": [1.0], "confidence": 0.9, "valid": True})
-    {'grade': 4, 'valid': True}
+    {'grade': 4, 'written_grade': 4, 'valid': True}
     """
-    out = {k: v for k, v in p.items() if k not in ("written_grade", "probs", "expected_grade", "confidence")}
-    return {**out, "grade": p.get("written_grade", p["grade"])}
+    out = Prediction(**p)
+    for k in ("probs", "expected_grade", "confidence"):
+        out.pop(k, None)  # type: ignore[misc]
+    out["grade"] = p["written_grade"]
+    return out
 
 
-def confidence_of(preds: list[dict], grades: list[int], raw: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+def confidence_of(
+    preds: list[Prediction], grades: list[int], raw: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(confidence, full probabilities) of an evaluator's predictions: the product's when a fit was
     applied (unless `raw`), else the first belief method's raw probability of the written grade, else
     the class probabilities (gradient boosting); None when it has none (the rule scorer). An invalid
@@ -176,7 +188,7 @@ def confidence_of(preds: list[dict], grades: list[int], raw: bool = False) -> tu
     if any(p.get("probs") is not None for p in preds):
         probs = [p["probs"] if p.get("probs") is not None else uniform for p in preds]
         conf = [
-            (p["confidence"] if p.get("confidence") is not None else max(p["probs"]))
+            (p["confidence"] if p.get("confidence") is not None else max(p.get("probs") or [0.0]))
             if p.get("probs") is not None
             else 0.0
             for p in preds
@@ -210,7 +222,9 @@ PAIRS = (
 )
 
 
-def comparisons(rows: list[dict], predictions: dict[str, list[dict]], grades: list[int], n: int) -> dict[str, dict]:
+def comparisons(
+    rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], n: int
+) -> dict[str, dict]:
     """Paired bootstrap intervals (funds resampled by fund) of A - B for each pair in PAIRS present:
     exact and QWK; where both have confidence, exact on the most confident 50/70/90 % (exact_top50 ...) (each
     evaluator choosing its own funds), ECE and Brier. `n` 0: none."""
@@ -260,7 +274,7 @@ def comparisons(rows: list[dict], predictions: dict[str, list[dict]], grades: li
     return out
 
 
-def by_label_source(rows: list[dict], predictions: dict[str, list[dict]], grades: list[int]) -> dict[str, dict]:
+def by_label_source(rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int]) -> dict[str, dict]:
     """Agreement with the analysts' decisions apart from the export's grades: each evaluator on the test
     funds whose label came from each source (`label_source`, set by prepare); QWK from 10 funds up.
 

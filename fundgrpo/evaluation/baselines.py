@@ -1,7 +1,7 @@
 """A tuned non-LLM baseline: gradient boosting on the fund's metrics and their peer percentiles.
 
 The LLM is only worth its cost if it beats this. Inputs are the canonical numeric
-metrics a fund row carries (or a chosen list: e.g. a rubric's criteria), for each the
+metrics a fund row carries (or a chosen list: e.g. a methodology's criteria), for each the
 fund's percentile within its category (`fundgrpo.data.peers.percentile_within`, the peer
 context the prompts show), and the category itself as a categorical feature (ratings
 are relative to the peer group, so cut-offs differ by group: +2.5 points of exact
@@ -37,6 +37,7 @@ import pandas as pd
 from fundgrpo.data import canonical
 from fundgrpo.data.peers import percentile_within
 from fundgrpo.evaluation.agreement import grade_metrics
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import BaselineParams
 from fundgrpo.threads import small_data
 
@@ -52,26 +53,27 @@ class BaselineError(ValueError):
     """The baseline cannot be fitted on these inputs; the message says what to rerun."""
 
 
-def input_metrics(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = None) -> list[str]:
+def input_metrics(funds: pd.DataFrame, inputs: Methodology | Iterable[str] | None = None) -> list[str]:
     """The metric columns the baseline reads, in canonical order.
 
     `inputs`: None or empty for every canonical numeric input `funds` has; a compiled
-    rubric (dict) for its criteria's metrics; or a list of canonical metric names.
+    methodology for its criteria's metrics; or a list of canonical metric names.
     Labels, leaking columns and non-canonical names are refused; absent columns skipped.
 
     >>> f = pd.DataFrame({"category": ["a"], "return_3y": [1.0], "sharpe_3y": [0.5], "expert_grade": [3],
     ...                   "QuantitativeRating": [4]})
     >>> input_metrics(f)
     ['return_3y', 'sharpe_3y']
-    >>> input_metrics(f, {"criteria": [{"metric": "sharpe_3y"}, {"metric": "return_5y"}]})
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> input_metrics(f, example_methodology())
     ['sharpe_3y']
     >>> input_metrics(f, ["expert_grade"])
     Traceback (most recent call last):
     ...
     ValueError: baseline inputs may not include labels or leaking columns: ['expert_grade']
     """
-    if isinstance(inputs, dict):
-        wanted = [c["metric"] for c in inputs["criteria"]]
+    if isinstance(inputs, Methodology):
+        wanted = [c.metric for c in inputs.criteria]
     elif inputs:
         wanted = list(inputs)
     else:
@@ -86,7 +88,9 @@ def input_metrics(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = Non
     return [c.name for c in canonical.COLUMNS if c.name in wanted_set and c.name in funds.columns]
 
 
-def features(funds: pd.DataFrame, inputs: dict | Iterable[str] | None = None, category: bool = True) -> pd.DataFrame:
+def features(
+    funds: pd.DataFrame, inputs: Methodology | Iterable[str] | None = None, category: bool = True
+) -> pd.DataFrame:
     """Feature matrix: each input metric as is, its percentile within the category
     (`<metric>_pct`), and the category itself (a pandas categorical, so a tree can learn
     per-peer-group cut-offs; left out with `category=False` or beyond `MAX_CATEGORIES`).
@@ -272,7 +276,7 @@ def fit_predict_gbm(
     train_funds: pd.DataFrame,
     test_funds: pd.DataFrame,
     seed: int = 0,
-    inputs: dict | Iterable[str] | None = None,
+    inputs: Methodology | Iterable[str] | None = None,
     params: BaselineParams | None = None,
 ) -> np.ndarray:
     """Predicted grades for `test_funds` from a GBM trained on the labelled `train_funds`.

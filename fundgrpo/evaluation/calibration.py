@@ -10,7 +10,7 @@ bootstrap calls these functions thousands of times.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -263,7 +263,16 @@ def fit_pool(probs, gbm, expert_index) -> tuple[float, float]:
     return best
 
 
-def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], gbm=None) -> dict[str, Any]:
+class Decision(TypedDict):
+    """What a decision rule sets on a prediction (`methodology.answers.Prediction`'s served fields)."""
+
+    grade: int | None
+    probs: list[float] | None
+    expected_grade: float | None
+    confidence: float | None
+
+
+def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], gbm=None) -> Decision:
     """One evaluation's probabilities, grade, expected grade and confidence under a calibration
     `fit` (`fundgrpo.evaluation.calibration.fit_choice`): `probs` are the raw belief (None for an
     invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote,
@@ -284,7 +293,7 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     2
     """
     if probs is None:
-        return {"grade": written, "probs": None, "expected_grade": None, "confidence": None}
+        return Decision(grade=written, probs=None, expected_grade=None, confidence=None)
     p = np.asarray(probs, dtype=float)[None, :]
     kind = fit.get("confidence")
     if kind in ("pooled", "gbm") and gbm is None:
@@ -301,12 +310,12 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
         grade = int(cut([expected], fit["cutpoints"], grades)[0])
     elif fit.get("grade_from") == "likeliest":
         grade = int(grades[int(np.argmax(p[0]))])
-    return {
-        "grade": grade,
-        "probs": [round(float(x), 4) for x in p[0]],
-        "expected_grade": round(expected, 4),
-        "confidence": round(float(p[0, grades.index(int(grade))]), 4) if grade is not None else None,
-    }
+    return Decision(
+        grade=grade,
+        probs=[round(float(x), 4) for x in p[0]],
+        expected_grade=round(expected, 4),
+        confidence=round(float(p[0, grades.index(int(grade))]), 4) if grade is not None else None,
+    )
 
 
 # What the product can serve (`calibrate.serve`): the language model's own belief, gradient

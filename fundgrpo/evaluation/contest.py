@@ -11,6 +11,7 @@ who was right.
 from __future__ import annotations
 
 from fundgrpo.evaluation import calibration
+from fundgrpo.methodology.answers import Prediction
 
 # The fit an evaluator gets when nothing could be fitted (no valid answer on validation).
 NO_FIT = {
@@ -26,7 +27,7 @@ NO_FIT = {
 PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
 
 
-def parts(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> dict[str, list[dict]]:
+def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int]) -> dict[str, list[Prediction]]:
     """Each source's best validation-chosen option (`fit["by_source"]`) applied to a model's test
     predictions (which carry `beliefs`, as `inference.evaluate_model` reads them): "alone" (the language model's
     own belief), "stack" (pooled with gradient boosting) and "gbm_rule" (gradient boosting's
@@ -38,31 +39,34 @@ def parts(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> 
     >>> out["gbm_rule"][0]["grade"], out["gbm_rule"][0]["valid"]
     (2, True)
     """
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[Prediction]] = {}
     for source, part in fit.get("by_source", {}).items():
         if source == "gbm":  # gradient boosting alone: its probabilities, whatever the model answered
             alone = {**part, "confidence": "temperature"}
             decided = [calibration.decide(r["gbm_probs"], None, alone, grades) for r in rows]
-            out[PART_NAMES[source]] = [{**d, "valid": True, "score": None} for d in decided]
+            # no answer to write: the grade under its rule is the grade it gives
+            out[PART_NAMES[source]] = [
+                Prediction(**d, written_grade=d["grade"], valid=True, score=None) for d in decided
+            ]
         else:
             out[PART_NAMES[source]] = applied(rows, preds, part, grades)
     return out
 
 
-def applied(rows: list[dict], preds: list[dict], fit: dict, grades: list[int]) -> list[dict]:
+def applied(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int]) -> list[Prediction]:
     """A model's predictions decided under `fit` from the beliefs read with them (the grade it wrote
-    kept as `written_grade`).
+    stays its `written_grade`).
 
     >>> fit = {"method": "score", "confidence": "token", "grade_from": "likeliest"}
-    >>> applied([{}], [{"grade": 1, "beliefs": {"score": [0.3, 0.7]}}], fit, [1, 2])[0]["grade"]
-    2
+    >>> p = applied([{}], [{"grade": 1, "written_grade": 1, "beliefs": {"score": [0.3, 0.7]}}], fit, [1, 2])[0]
+    >>> p["grade"], p["written_grade"]
+    (2, 1)
     """
     out = []
     for r, p in zip(rows, preds):
         belief = (p.get("beliefs") or {}).get(fit["method"])
-        written = p.get("written_grade", p["grade"])
-        decided = calibration.decide(belief, written, fit, grades, r.get("gbm_probs"))
-        out.append({**p, "written_grade": written, **decided})
+        decided = calibration.decide(belief, p["written_grade"], fit, grades, r.get("gbm_probs"))
+        out.append(Prediction(**{**p, **decided}))
     return out
 
 
@@ -79,7 +83,7 @@ def methods_needed(fits: dict[str, dict]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for m in found if m))
 
 
-def served(rows: list[dict], preds: list[dict], gbm_rule: list[dict], fit: dict, grades: list[int]) -> dict:
+def served(rows: list[dict], preds: list[Prediction], gbm_rule: list[Prediction], fit: dict, grades: list[int]) -> dict:
     """What the served grades are: the fit's choice and weights, the share equal to gradient
     boosting's under its own rule, and the departures (funds where they differ): how many, how
     many the served grade got right and how many gradient boosting did (`precision`: the share of

@@ -11,9 +11,10 @@ from typing import Any
 from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.agreement import confusion
 from fundgrpo.evaluation.backtesting import confidence_of
+from fundgrpo.methodology.answers import Prediction
 
 
-def plot_confusions(rows: list[dict], predictions: dict[str, list[dict]], grades: list[int], path: Path) -> None:
+def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -39,10 +40,11 @@ def plot_confusions(rows: list[dict], predictions: dict[str, list[dict]], grades
     plt.close(fig)
 
 
-def per_fund(rows: list[dict], predictions: dict[str, list[dict]]) -> list[dict]:
+def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list[dict]:
     """One row per test fund: the expert's grade, each evaluator's grade, validity and (where it has
     one) confidence, and the policy's answer, probabilities, reason when invalid, and misstated criteria."""
     extra = ("confidence", "probs", "expected_grade", "written_grade", "reason", "unsupported")
+    served: list[dict[str, Any]] = [dict(p) for p in predictions["grpo"]]
     return [
         {
             "share_class_id": r["share_class_id"],
@@ -55,11 +57,11 @@ def per_fund(rows: list[dict], predictions: dict[str, list[dict]]) -> list[dict]
             **{
                 f"{name}_confidence": preds[i]["confidence"]
                 if preds[i].get("confidence") is not None
-                else max(preds[i]["probs"])
+                else max(preds[i].get("probs") or [0.0])
                 for name, preds in predictions.items()
                 if preds[i].get("probs") is not None
             },
-            **{f"grpo_{k}": predictions["grpo"][i][k] for k in extra if k in predictions["grpo"][i]},
+            **{f"grpo_{k}": served[i][k] for k in extra if k in served[i]},
             # what each language model's evaluation claims (the claims check) and the confidence it states
             **{k: v for name in ("grpo", "sft") if name in predictions for k, v in said(name, predictions[name][i])},
             "shown_grade": r.get("shown_grade"),
@@ -69,21 +71,21 @@ def per_fund(rows: list[dict], predictions: dict[str, list[dict]]) -> list[dict]
     ]
 
 
-def said(name: str, p: dict) -> list[tuple[str, Any]]:
+def said(name: str, p: Prediction) -> list[tuple[str, Any]]:
     """What one evaluation claims, for the per-fund file: claims made, misstated, complete, and the
     confidence it states (where the answer states one).
 
     >>> said("sft", {"claims": 3, "unsupported": ["verdict"], "complete": True, "stated": 0.7})
     [('sft_claims', 3), ('sft_misstated', 1), ('sft_complete', True), ('sft_stated', 0.7)]
     """
-    out = [(f"{name}_claims", p["claims"])] if "claims" in p else []
+    out: list[tuple[str, Any]] = [(f"{name}_claims", p["claims"])] if "claims" in p else []
     if "unsupported" in p:
         out.append((f"{name}_misstated", len(p["unsupported"])))
     out += [(f"{name}_{k}", p[k]) for k in ("complete", "stated") if k in p]
     return out
 
 
-def reliability(rows: list[dict], preds: list[dict], grades: list[int], bins: int = 10) -> list[dict]:
+def reliability(rows: list[dict], preds: list[Prediction], grades: list[int], bins: int = 10) -> list[dict]:
     """An evaluator's reliability diagram (`dvc plots`): per confidence bin, mean confidence and accuracy."""
     found = confidence_of(preds, grades)
     if found is None:

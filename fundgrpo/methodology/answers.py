@@ -6,11 +6,35 @@ the backtest (evaluation) and serving, so it sits with the methodology that defi
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import jsonschema
 
 from fundgrpo.methodology import claims
+from fundgrpo.methodology.compiler import Methodology
+
+
+class Prediction(TypedDict, total=False):
+    """One evaluator's answer to one fund, as every stage passes it on. A language model's starts in
+    `predictions_from_texts`; the claims check (`annotate`) and a decision rule (`calibration.decide`,
+    with a fit) add to it. The grade served and the grade written are separate fields from the start:
+    a decision rule sets `grade` and the probabilities, never `written_grade`."""
+
+    grade: int | None  # the grade served: the written one until a decision rule decides another
+    written_grade: int | None  # the grade the answer wrote (None: invalid)
+    score: float | None
+    reasoning: str | None
+    valid: bool
+    reason: str | None  # why the answer is invalid (None when valid)
+    text: str  # the completion as generated
+    stated: float  # the confidence the answer states, 0-1 (prepare.stated_confidence)
+    unsupported: list[str]  # what the reasoning misstates (`annotate`)
+    claims: int  # checkable claims it makes
+    complete: bool  # cites the weightiest criteria rightly
+    beliefs: dict[str, Any]  # belief method -> the grade probabilities read there
+    probs: list[float] | None  # with a fit: the served probabilities, one per grade
+    expected_grade: float | None  # with a fit: the probability-weighted grade
+    confidence: float | None  # with a fit: the served confidence
 
 
 def example_schema() -> dict:
@@ -95,7 +119,7 @@ def answer_problem(text: str, schema: dict) -> str | None:
     return None
 
 
-def predictions_from_texts(texts: list[str], schema: dict) -> list[dict]:
+def predictions_from_texts(texts: list[str], schema: dict) -> list[Prediction]:
     """Parse completions. An invalid one carries no grade and no score (None) but the reason it is
     invalid, so no client can read a made-up middle grade as the model's.
 
@@ -103,37 +127,40 @@ def predictions_from_texts(texts: list[str], schema: dict) -> list[dict]:
     >>> [(x["grade"], x["valid"], x["reason"]) for x in p]
     [(2, True, None), (None, False, 'not one JSON object')]
     """
-    out: list[dict[str, Any]] = []
+    out: list[Prediction] = []
     for text in texts:
         problem = answer_problem(text, schema)
         answer = parse_answer(text) if problem is None else None
         if answer is None:
             out.append(
-                {"grade": None, "score": None, "reasoning": None, "valid": False, "reason": problem, "text": text}
+                Prediction(
+                    grade=None, written_grade=None, score=None, reasoning=None, valid=False, reason=problem, text=text
+                )
             )
-        else:
-            out.append(
-                {
-                    "grade": int(answer["grade"]),
-                    "score": float(answer["score"]),
-                    "reasoning": answer["reasoning"],
-                    "valid": True,
-                    "reason": None,
-                    "text": text,
-                    **({"stated": answer["confidence"] / 100.0} if "confidence" in answer else {}),
-                }
-            )
+            continue
+        p = Prediction(
+            grade=int(answer["grade"]),
+            written_grade=int(answer["grade"]),
+            score=float(answer["score"]),
+            reasoning=answer["reasoning"],
+            valid=True,
+            reason=None,
+            text=text,
+        )
+        if "confidence" in answer:
+            p["stated"] = answer["confidence"] / 100.0
+        out.append(p)
     return out
 
 
-def annotate(preds: list[dict], rows: list[dict], rubric: dict) -> None:
+def annotate(preds: list[Prediction], rows: list[dict], methodology: Methodology) -> None:
     """Each prediction's claims, where its record carries the evidence the prompt showed: what it
     misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""
     for p, r in zip(preds, rows):
         if "evidence" in r:
             found = claims.check(
-                p["reasoning"], claims.percentiles(r["evidence"]), rubric, p["grade"], r.get("rule_grade")
+                p["reasoning"], claims.percentiles(r["evidence"]), methodology, p["grade"], r.get("rule_grade")
             )
             p["unsupported"] = [c["about"] for c in found if c["status"] in claims.MISSTATED]
             p["claims"] = len(found)
-            p["complete"] = bool(p["reasoning"]) and claims.complete(p["reasoning"], r["evidence"], rubric)
+            p["complete"] = bool(p["reasoning"]) and claims.complete(p["reasoning"], r["evidence"], methodology)

@@ -22,6 +22,10 @@ import math
 import re
 from typing import Any
 
+from fundgrpo.methodology.compiler import (
+    Methodology,
+    example_methodology,  # noqa: F401 (the doctests')
+)
 from fundgrpo.methodology.prompts import BOTTOM_WORDS, TEXT, TOP_WORDS
 
 MISSTATED = ("wrong", "absent")
@@ -30,51 +34,14 @@ _CLAUSE_END = re.compile(r"[;,\n]|\.(?!\d)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def example_rubric() -> dict:
-    """A two-criterion rubric with a context metric and five grade labels, for the doctests."""
-    labels = ["poor", "below average", "average", "above average", "excellent"]
-    return {
-        "language": "en",
-        "grades": [1, 2, 3, 4, 5],
-        "cite_top": 2,
-        "bands": [{"grade": g, "label": {"en": lab, "ko": lab}} for g, lab in zip(range(1, 6), labels)],
-        "criteria": [
-            {"id": "sharpe_3y", "label": "Sharpe ratio", "weight": 0.6},
-            {"id": "cost", "label": "ongoing cost", "weight": 0.4},
-        ],
-        "context": [{"id": "tenure", "label": "manager tenure"}],
-    }
-
-
-def verdict_labels(rubric: dict) -> dict[int, str]:
-    """Each grade's label in the methodology's language (the verdict words).
-
-    >>> verdict_labels(example_rubric())[4]
-    'above average'
-    """
-    language = rubric["language"]
-    out = {}
-    for b in rubric.get("bands", []):
-        label = b.get("label")
-        text = label.get(language) if isinstance(label, dict) else label
-        if text:
-            out[int(b["grade"])] = str(text)
-    return out
-
-
-def named(rubric: dict) -> list[dict]:
-    """The criteria a reasoning may name: the weighted ones, then the context metrics."""
-    return [*rubric["criteria"], *rubric.get("context", [])]
-
-
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def _verdict(reasoning: str, rubric: dict, grade: int | None) -> dict | None:
+def _verdict(reasoning: str, m: Methodology, grade: int | None) -> dict | None:
     """The verdict claim: the longest grade label the reasoning opens with, against `grade`."""
     opening = reasoning.lstrip().lower()
-    said = [(g, lab) for g, lab in verdict_labels(rubric).items() if opening.startswith(lab.lower())]
+    said = [(g, lab) for g, lab in m.verdicts().items() if opening.startswith(lab.lower())]
     if not said or grade is None:
         return None
     g, label = max(said, key=lambda s: len(s[1]))
@@ -130,7 +97,7 @@ def _criterion(clause: str, pct: float, language: str) -> tuple[str, str]:
 
 
 def check(
-    reasoning: str | None, pct: dict, rubric: dict, grade: int | None = None, rule_grade: int | None = None
+    reasoning: str | None, pct: dict, m: Methodology, grade: int | None = None, rule_grade: int | None = None
 ) -> list[dict]:
     """Every checkable claim in `reasoning`: {"about": criterion id, "verdict" or "methodology",
     "said", "status", "why"}. `pct`: criterion id -> the percentile the prompt showed (None or NaN:
@@ -138,7 +105,7 @@ def check(
     moved from the methodology's, are checked against it); `rule_grade`: the methodology's grade
     (what "Methodology N" must say).
 
-    >>> r = example_rubric()
+    >>> r = example_methodology()
     >>> [(c["about"], c["status"], c["why"]) for c in check(
     ...     "Above average. Sharpe ratio top 10%; ongoing cost bottom 10%.", {"sharpe_3y": 79, "cost": 58}, r, 4)]
     [('verdict', 'right', ''), ('sharpe_3y', 'wrong', 'band'), ('cost', 'wrong', 'side')]
@@ -155,39 +122,38 @@ def check(
     if not reasoning:
         return []
     out = []
-    verdict = _verdict(reasoning, rubric, grade)
+    verdict = _verdict(reasoning, m, grade)
     if verdict:
         out.append(verdict)
-    methodology = _methodology(reasoning, rubric["language"], grade, rule_grade)
+    methodology = _methodology(reasoning, m.language, grade, rule_grade)
     if methodology:
         out.append(methodology)
     lowered = reasoning.lower()
     found = []
-    for c in sorted(named(rubric), key=lambda c: -len(c["label"])):  # "3-year Sharpe ratio" before "Sharpe ratio"
-        at = lowered.find(c["label"].lower())
+    labelled = [(m.label(c), c.id) for c in m.named]
+    for label, cid in sorted(labelled, key=lambda c: -len(c[0])):  # "3-year Sharpe ratio" before "Sharpe ratio"
+        at = lowered.find(label.lower())
         if at < 0:
             continue
-        lowered = lowered[:at] + " " * len(c["label"]) + lowered[at + len(c["label"]) :]
-        found.append((at, c))
-    for at, c in sorted(found, key=lambda f: f[0]):
-        clause = _CLAUSE_END.split(reasoning[at + len(c["label"]) :], maxsplit=1)[0]
-        if _missing(pct.get(c["id"])):
+        lowered = lowered[:at] + " " * len(label) + lowered[at + len(label) :]
+        found.append((at, label, cid))
+    for at, label, cid in sorted(found, key=lambda f: f[0]):
+        clause = _CLAUSE_END.split(reasoning[at + len(label) :], maxsplit=1)[0]
+        if _missing(pct.get(cid)):
             status, why = "absent", "no data"
         else:
-            status, why = _criterion(clause, float(pct[c["id"]]), rubric["language"])
-        out.append({"about": c["id"], "said": (c["label"] + clause).strip(), "status": status, "why": why})
+            status, why = _criterion(clause, float(pct[cid]), m.language)
+        out.append({"about": cid, "said": (label + clause).strip(), "status": status, "why": why})
     return out
 
 
-def claims(reasoning: str | None, pct: dict, rubric: dict) -> dict[str, str]:
+def claims(reasoning: str | None, pct: dict, m: Methodology) -> dict[str, str]:
     """Each named criterion's status (`check`, without the verdict).
 
-    >>> claims("Sharpe ratio bottom 20%", {"sharpe_3y": 85}, example_rubric())
+    >>> claims("Sharpe ratio bottom 20%", {"sharpe_3y": 85}, example_methodology())
     {'sharpe_3y': 'wrong'}
     """
-    return {
-        c["about"]: c["status"] for c in check(reasoning, pct, rubric) if c["about"] not in ("verdict", "methodology")
-    }
+    return {c["about"]: c["status"] for c in check(reasoning, pct, m) if c["about"] not in ("verdict", "methodology")}
 
 
 def percentiles(evidence: str | dict) -> dict:
@@ -196,18 +162,18 @@ def percentiles(evidence: str | dict) -> dict:
 
 
 def misstated(
-    reasoning: str | None, evidence: str | dict, rubric: dict, grade: int | None = None, rule_grade: int | None = None
+    reasoning: str | None, evidence: str | dict, m: Methodology, grade: int | None = None, rule_grade: int | None = None
 ) -> list[str]:
     """What a reasoning misstates: criteria without data or on the wrong side, band or number,
     "verdict" when its opening label is not its grade's, "methodology" when it misquotes the
     methodology's grade or says the grade moved the wrong way from it.
 
-    >>> misstated("Excellent. Sharpe ratio top 10%", '{"sharpe_3y": 85}', example_rubric(), 4)
+    >>> misstated("Excellent. Sharpe ratio top 10%", '{"sharpe_3y": 85}', example_methodology(), 4)
     ['verdict', 'sharpe_3y']
-    >>> misstated(None, "{}", example_rubric())
+    >>> misstated(None, "{}", example_methodology())
     []
     """
-    found = check(reasoning, percentiles(evidence), rubric, grade, rule_grade)
+    found = check(reasoning, percentiles(evidence), m, grade, rule_grade)
     return [c["about"] for c in found if c["status"] in MISSTATED]
 
 
@@ -217,43 +183,43 @@ def misstated(
 CLAIM_CREDIT = {"right": 1.0, "no side": 0.25, "wrong": -2.0, "absent": -2.0}
 
 
-def score(reasoning: str, evidence: str | dict, rubric: dict, grade: int | None, rule_grade: int | None) -> float:
+def score(reasoning: str, evidence: str | dict, m: Methodology, grade: int | None, rule_grade: int | None) -> float:
     """How complete and right a reasoning is, within -1..1: every checkable claim (`check`) earns
     `CLAIM_CREDIT` times its weight, normalised by the weight of the criteria a reference cites (the
     `cite_top` weightiest for the fund). A right verdict or methodology claim earns nothing (the
     grade is paid for elsewhere); a wrong one costs.
 
-    >>> r, ev = example_rubric(), {"sharpe_3y": 85, "cost": 15}
+    >>> r, ev = example_methodology(), {"sharpe_3y": 85, "cost": 15}
     >>> score("Sharpe ratio top 20%", ev, r, 4, None), score("Sharpe ratio bottom 20%", ev, r, 4, None)
     (0.6, -1.0)
     """
-    weights = {c["id"]: c["weight"] for c in rubric["criteria"]}
+    weights = {c.id: c.weight for c in m.criteria}
     floor = min(weights.values())
     pct = percentiles(evidence)
     got = 0.0
-    for c in check(reasoning, pct, rubric, grade, rule_grade):
+    for c in check(reasoning, pct, m, grade, rule_grade):
         credit = CLAIM_CREDIT[c["status"]]
         if c["about"] in ("verdict", "methodology"):
             credit = min(credit, 0.0)
         got += credit * weights.get(c["about"], floor)
     possible = sorted((weights[c] for c in pct if c in weights and not _missing(pct[c])), reverse=True)
-    need = sum(possible[: rubric.get("cite_top", 3)]) or 1.0
+    need = sum(possible[: m.cite_top]) or 1.0
     return round(min(1.0, max(-1.0, got / need)), 6)
 
 
-def complete(reasoning: str | None, evidence: str | dict, rubric: dict) -> bool:
+def complete(reasoning: str | None, evidence: str | dict, m: Methodology) -> bool:
     """Does the reasoning cite, rightly, every criterion a reference cites for this fund (the
     `cite_top` whose percentiles pull the score furthest from the middle, by weight)?
 
-    >>> r = example_rubric()
+    >>> r = example_methodology()
     >>> ev = {"sharpe_3y": 85, "cost": 15}
     >>> complete("Sharpe ratio top 20%; ongoing cost bottom 20%", ev, r), complete("Sharpe ratio top 20%", ev, r)
     (True, False)
     """
     pct = percentiles(evidence)
-    said = claims(reasoning, pct, rubric)
-    pull = {c["id"]: abs(pct[c["id"]] - 50) * c["weight"] for c in rubric["criteria"] if not _missing(pct.get(c["id"]))}
-    need = min(rubric.get("cite_top", 3), len(pull))
+    said = claims(reasoning, pct, m)
+    pull = {c.id: abs(pct[c.id] - 50) * c.weight for c in m.criteria if not _missing(pct.get(c.id))}
+    need = min(m.cite_top, len(pull))
     if not need:
         return True
     # criteria tied with the last one a reference cites count as well (the percentiles are rounded)
@@ -264,7 +230,7 @@ def complete(reasoning: str | None, evidence: str | dict, rubric: dict) -> bool:
 def summary(
     reasonings: list[str | None],
     evidence: list,
-    rubric: dict,
+    m: Methodology,
     grades: list[int | None],
     rule_grades: list[int | None] | None = None,
 ) -> dict[str, Any]:
@@ -272,19 +238,19 @@ def summary(
     misstatement, and the share of answers that are complete (`complete`); None-reasoning answers
     (invalid) count as incomplete and make no claim.
 
-    >>> r = example_rubric()
+    >>> r = example_methodology()
     >>> summary(["Sharpe ratio top 20%; ongoing cost bottom 20%", "Sharpe ratio top 10%", None],
     ...         [{"sharpe_3y": 85, "cost": 15}] * 3, r, [4, 4, None])
     {'claims': 3, 'misstated_claims': 0.3333, 'misstated_answers': 0.3333, 'complete': 0.3333}
     """
     made = wrong = wrong_answers = whole = 0
     for text, ev, g, rule in zip(reasonings, evidence, grades, rule_grades or [None] * len(reasonings)):
-        found = check(text, percentiles(ev), rubric, g, rule)
+        found = check(text, percentiles(ev), m, g, rule)
         made += len(found)
         bad = sum(c["status"] in MISSTATED for c in found)
         wrong += bad
         wrong_answers += bad > 0
-        whole += bool(text) and complete(text, ev, rubric)
+        whole += bool(text) and complete(text, ev, m)
     n = len(reasonings)
     return {
         "claims": made,

@@ -89,6 +89,49 @@ class Methodology:
     def band(self, grade: int) -> Band:
         return next(b for b in self.bands if b.grade == grade)
 
+    @property
+    def named(self) -> tuple[Criterion, ...]:
+        """The criteria a reasoning may name: the weighted ones, then the context metrics."""
+        return self.criteria + self.context
+
+    def label(self, c: Criterion) -> str:
+        """A criterion's label in the methodology's language."""
+        return c.text(self.language)
+
+    def verdicts(self) -> dict[int, str]:
+        """Each grade's label in the methodology's language (the verdict words), where it has one."""
+        out = {}
+        for b in self.bands:
+            text = b.label.get(self.language) or b.label.get("en")
+            if text:
+                out[b.grade] = text
+        return out
+
+
+def example_methodology() -> Methodology:
+    """Two criteria, a context metric and five labelled grades, for the doctests.
+
+    >>> example_methodology().verdicts()[4]
+    'above average'
+    """
+    labels = ["poor", "below average", "average", "above average", "excellent"]
+    korean = ["저조", "평균 이하", "보통", "평균 이상", "우수"]
+    return Methodology(
+        name="example",
+        version="1",
+        language="en",
+        scoring="weighted",
+        criteria=(
+            Criterion("sharpe_3y", "sharpe_3y", 0.6, True, {"en": "Sharpe ratio"}),
+            Criterion("cost", "ongoing_cost", 0.4, False, {"en": "ongoing cost"}),
+        ),
+        bands=tuple(
+            Band(g, 20.0 * (g - 1), 20.0 * g, {"en": en, "ko": ko}) for g, en, ko in zip(range(1, 6), labels, korean)
+        ),
+        cite_top=2,
+        context=(Criterion("tenure", "manager_tenure", 0.0, True, {"en": "manager tenure"}),),
+    )
+
 
 # ----------------------------------------------------------------- load, check
 
@@ -327,13 +370,15 @@ def compile_file(path: str | Path) -> dict[str, dict]:
     return {"output_schema": output_schema(m), "rubric": rubric(m)}
 
 
-def load_compiled(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(rubric, output_schema) as the `methodology` stage wrote them into `out_dir`."""
+def load_methodology(out_dir: str | Path) -> Methodology:
+    """The methodology as the `methodology` stage compiled it into `out_dir` (its rubric.json)."""
+    return from_rubric(json.loads((Path(out_dir) / "rubric.json").read_text(encoding="utf-8")))
 
-    folder = Path(out_dir)
-    rubric_ = json.loads((folder / "rubric.json").read_text(encoding="utf-8"))
-    schema = json.loads((folder / "output_schema.json").read_text(encoding="utf-8"))
-    return rubric_, schema
+
+def load_compiled(out_dir: str | Path) -> tuple[Methodology, dict[str, Any]]:
+    """(methodology, output_schema) as the `methodology` stage wrote them into `out_dir`."""
+    schema = json.loads((Path(out_dir) / "output_schema.json").read_text(encoding="utf-8"))
+    return load_methodology(out_dir), schema
 
 
 def from_rubric(r: dict[str, Any]) -> Methodology:

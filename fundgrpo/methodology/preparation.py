@@ -19,6 +19,7 @@ import pandas as pd
 from fundgrpo.cli import StageError
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import prompts
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.estimates import for_records
 from fundgrpo.methodology.estimates import shown as shown_estimate
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
@@ -31,7 +32,7 @@ def _clean(v: float | None) -> float | None:
 
 def build_records(
     funds: pd.DataFrame,
-    rubric: dict,
+    methodology: Methodology,
     params: PrepareParams = PrepareParams(),
     only: Collection[str] | None = None,
     estimates: pd.DataFrame | None = None,
@@ -47,7 +48,7 @@ def build_records(
     `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`): monitoring
     re-scores new funds with the same params, so the champion sees prompts as it was trained.
     """
-    m = meth.from_rubric(rubric)
+    m = methodology
     shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
     pct = meth.criterion_percentiles(m, funds, with_context=True)
     pct_all = (
@@ -95,7 +96,7 @@ def build_records(
         rule_score = None if rule_grade is None else float(rules.at[i, "rule_score"])
         shown_model = estimate if params.show_model == "gbm" else None
         messages = prompts.build_messages(
-            rubric,
+            methodology,
             {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
             evidence,
             params.prompt_style,
@@ -117,9 +118,9 @@ def build_records(
                 else None
             )
             stated_rule = rule_grade if params.show_rule else None
-            reasoning = prompts.evaluation_text(rubric, evidence, grade, stated_rule, moved)
+            reasoning = prompts.evaluation_text(methodology, evidence, grade, stated_rule, moved)
         else:
-            reasoning = prompts.reasoning_text(rubric, evidence, params.answer_style)
+            reasoning = prompts.reasoning_text(methodology, evidence, params.answer_style)
         reference = prompts.answer_json(grade, score, reasoning, stated)
         records.append(
             {
@@ -154,7 +155,7 @@ def build_records(
 
 
 def run(
-    funds: pd.DataFrame, rubric: dict, params: PrepareParams, estimates: pd.DataFrame | None = None
+    funds: pd.DataFrame, methodology: Methodology, params: PrepareParams, estimates: pd.DataFrame | None = None
 ) -> tuple[dict[str, list[dict]], dict]:
     """Datasets by split, and a summary of what went where. `estimates`: the evidence stage's
     (checked: every labelled share class has one, computed with this split)."""
@@ -162,13 +163,13 @@ def run(
     labelled = funds["expert_grade"].notna()
     if labelled.sum() == 0:
         raise StageError("prepare: no row has an expert grade; nothing to train or test on")
-    if problem := meth.uncovered_grades(funds["expert_grade"], rubric["grades"]):
+    if problem := meth.uncovered_grades(funds["expert_grade"], methodology.grades):
         raise StageError(f"prepare: {problem}")
     if estimates is not None:
         ids = funds.loc[labelled, "share_class_id"].astype(str).tolist()
         splits = [split_of(str(f), params) for f in funds.loc[labelled, "fund_id"]]
         estimates = for_records(estimates, ids, splits, "prepare")
-    records = build_records(funds, rubric, params, estimates=estimates)
+    records = build_records(funds, methodology, params, estimates=estimates)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
     summary = {

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace  # noqa: F401 (the doctests')
 from typing import Any
 
+from fundgrpo.methodology.compiler import (
+    Criterion,
+    Methodology,
+    example_methodology,  # noqa: F401 (the doctests')
+)
 from fundgrpo.params import ANSWER_STYLES, PROMPT_STYLES
 
 TEXT = {
@@ -102,7 +108,7 @@ def _fmt(value: float) -> str:
 
 
 def build_messages(
-    rubric: dict[str, Any],
+    m: Methodology,
     fund: dict[str, Any],
     evidence: dict[str, dict[str, Any]],
     style: str = "full",
@@ -127,97 +133,85 @@ def build_messages(
     differently from an unsure one. `confidence`: the answer asked for also states how sure of
     its grade the evaluator is (percent).
 
-    >>> r = {"name": "R", "language": "en", "grades": [1, 2, 3],
-    ...      "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
-    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0}})
-    >>> print(m[1]["content"].splitlines()[-1])
-    - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71
-    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2}})
-    >>> print(m[1]["content"].splitlines()[-1])
-    - Sharpe ratio (weight 100%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
-    >>> r["context"] = [{"id": "c", "label": "Ongoing cost"}]
-    >>> m = build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                    {"s": {"value": 0.8, "median": 0.5, "pct": 71.0},
-    ...                     "c": {"value": 1.1, "median": 0.9, "pct": 30.0}})
-    >>> print(m[1]["content"].splitlines()[-1])
-    - Ongoing cost (context): 1.10 | peer median 0.90 | percentile 30
-    >>> print(build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                      {"s": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
-    ...                       "c": {"value": 1.1, "median": 0.9, "pct": float("nan")}}, style="compact")[1]["content"])
-    R. Category: C (9 peers).
+    >>> r, fund = example_methodology(), {"name": "F", "category": "C", "peers": 9}
+    >>> ev = {"sharpe_3y": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
+    ...       "cost": {"value": 1.1, "median": 0.9, "pct": 30.0},
+    ...       "tenure": {"value": 4, "median": 6, "pct": float("nan")}}
+    >>> print(*build_messages(r, fund, ev)[1]["content"].splitlines()[2:], sep=chr(10))
+    - Sharpe ratio (weight 60%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
+    - ongoing cost (weight 40%): 1.10 | peer median 0.90 | percentile 30
+    - manager tenure (context): no data
+    >>> print(build_messages(r, fund, ev, style="compact")[1]["content"])
+    example. Category: C (9 peers).
     Percentile among peers (100 = best), weight:
-    Sharpe ratio 71, all funds 40 (100%)
-    Ongoing cost n/a (context)
-    JSON: {"reasoning": "...", "score": 0-100, "grade": 1-3}
-    >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0},
-    ...                 "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
-    ...                rule=(71.0, 2))[1]["content"].splitlines()[2]
+    Sharpe ratio 71, all funds 40 (60%)
+    ongoing cost 30 (40%)
+    manager tenure n/a (context)
+    JSON: {"reasoning": "...", "score": 0-100, "grade": 1-5}
+    >>> build_messages(r, fund, ev, rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
-    >>> build_messages(r, {"name": "F", "category": "C", "peers": 9},
-    ...                {"s": {"value": 0.8, "median": 0.5, "pct": 71.0},
-    ...                 "c": {"value": 1.1, "median": 0.9, "pct": 30.0}},
-    ...                model={"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301})[1]["content"].splitlines()[2]
+    >>> shown = {"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301}
+    >>> build_messages(r, fund, ev, model=shown)[1]["content"].splitlines()[2]
     'Statistical model estimate: grade 2 (62%), next 3 (30%)'
     """
     if style == "compact":
-        return _compact_messages(rubric, fund, evidence, rule, model, confidence)
+        return _compact_messages(m, fund, evidence, rule, model, confidence)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
-    t = TEXT[rubric["language"]]
-    grades = "|".join(str(g) for g in rubric["grades"])
+    t = TEXT[m.language]
+    grades = "|".join(str(g) for g in m.grades)
     lines = [
-        t["task_confidence" if confidence else "task"].format(name=rubric["name"], grades=grades),
+        t["task_confidence" if confidence else "task"].format(name=m.name, grades=grades),
         t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
     ]
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     if model is not None:
         lines.append(model_line(t, model))
-    shown = [
-        (c, t["weight"].format(weight=round(c["weight"] * 100)))
-        for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])
-    ]
-    shown += [(c, t["context"]) for c in rubric.get("context", [])]  # shown, not weighted
+    shown = [(c, t["weight"].format(weight=round(c.weight * 100))) for c in by_weight(m)]
+    shown += [(c, t["context"]) for c in m.context]  # shown, not weighted
     for c, tag in shown:
-        e = evidence[c["id"]]
+        e, label = evidence[c.id], m.label(c)
         if e["pct"] is None or math.isnan(e["pct"]):
-            lines.append(t["missing"].format(label=c["label"], tag=tag))
+            lines.append(t["missing"].format(label=label, tag=tag))
         else:
             lines.append(
                 t["line"].format(
-                    label=c["label"], tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
+                    label=label, tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
                 )
                 + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
             )
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
 
 
+def by_weight(m: Methodology) -> list[Criterion]:
+    """The weighted criteria, weightiest first (as prompts list them)."""
+    return sorted(m.criteria, key=lambda c: -c.weight)
+
+
 def _compact_messages(
-    rubric: dict[str, Any],
+    m: Methodology,
     fund: dict[str, Any],
     evidence: dict[str, dict[str, Any]],
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
     confidence: bool = False,
 ) -> list[dict]:
-    t = TEXT[rubric["language"]]
-    grades = rubric["grades"]
+    t = TEXT[m.language]
+    grades = m.grades
     grade_range = (
         f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
     )
-    lines = [t["c_head"].format(name=rubric["name"], category=fund["category"], peers=fund["peers"])]
-    shown = [(c, f"{round(c['weight'] * 100)}%") for c in sorted(rubric["criteria"], key=lambda c: -c["weight"])]
-    shown += [(c, t["context"]) for c in rubric.get("context", [])]
+    lines = [t["c_head"].format(name=m.name, category=fund["category"], peers=fund["peers"])]
+    shown = [(c, f"{round(c.weight * 100)}%") for c in by_weight(m)]
+    shown += [(c, t["context"]) for c in m.context]
     for c, tag in shown:
-        e = evidence[c["id"]]
+        e, label = evidence[c.id], m.label(c)
         if e["pct"] is None or math.isnan(e["pct"]):
-            lines.append(t["c_missing"].format(label=c["label"], tag=tag))
+            lines.append(t["c_missing"].format(label=label, tag=tag))
         else:
             universe = t["c_universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else ""
-            lines.append(t["c_line"].format(label=c["label"], pct=f"{round(e['pct'])}{universe}", tag=tag))
+            lines.append(t["c_line"].format(label=label, pct=f"{round(e['pct'])}{universe}", tag=tag))
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     if model is not None:
@@ -233,33 +227,36 @@ def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
     )
 
 
-def cited_criteria(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]]) -> list[str]:
+def cited_criteria(m: Methodology, evidence: dict[str, dict[str, Any]]) -> list[str]:
     """Criteria a good reasoning cites: the `cite_top` that pull the score furthest from the middle.
 
-    >>> r = {"cite_top": 1, "criteria": [{"id": "a", "weight": 0.5}, {"id": "b", "weight": 0.5}]}
-    >>> cited_criteria(r, {"a": {"pct": 55.0}, "b": {"pct": 5.0}})
-    ['b']
+    >>> cited_criteria(example_methodology(), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})
+    ['cost', 'sharpe_3y']
+    >>> cited_criteria(replace(example_methodology(), cite_top=1), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})
+    ['cost']
     """
     pull = []
-    for c in rubric["criteria"]:
-        pct = evidence[c["id"]]["pct"]
+    for c in m.criteria:
+        pct = evidence[c.id]["pct"]
         if pct is not None and not math.isnan(pct):
-            pull.append((abs(pct - 50) * c["weight"], c["id"]))
-    return [cid for _, cid in sorted(pull, reverse=True)[: rubric.get("cite_top", 3)]]
+            pull.append((abs(pct - 50) * c.weight, c.id))
+    return [cid for _, cid in sorted(pull, reverse=True)[: m.cite_top]]
 
 
-def weighted_percentile(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]]) -> float | None:
+def weighted_percentile(m: Methodology, evidence: dict[str, dict[str, Any]]) -> float | None:
     """The criteria's weighted mean percentile, weights renormalised over the criteria with data
     (the rule scorer's composite, before any ranking), or None when no criterion has data.
 
-    >>> r = {"criteria": [{"id": "a", "weight": 0.75}, {"id": "b", "weight": 0.25}, {"id": "c", "weight": 0.5}]}
-    >>> weighted_percentile(r, {"a": {"pct": 80.0}, "b": {"pct": 40.0}, "c": {"pct": float("nan")}})
-    70.0
+    >>> r = example_methodology()
+    >>> weighted_percentile(r, {"sharpe_3y": {"pct": 80.0}, "cost": {"pct": 40.0}})
+    64.0
+    >>> weighted_percentile(r, {"sharpe_3y": {"pct": 80.0}, "cost": {"pct": float("nan")}})
+    80.0
     """
     present = [
-        (c["weight"], evidence[c["id"]]["pct"])
-        for c in rubric["criteria"]
-        if evidence[c["id"]]["pct"] is not None and not math.isnan(evidence[c["id"]]["pct"])
+        (c.weight, evidence[c.id]["pct"])
+        for c in m.criteria
+        if evidence[c.id]["pct"] is not None and not math.isnan(evidence[c.id]["pct"])
     ]
     total = sum(w for w, _ in present)
     return sum(w * p for w, p in present) / total if total else None
@@ -273,7 +270,7 @@ def _placed(t: dict[str, str], label: str, pct: float) -> str:
     return t["bottom"].format(label=label, n=max(10, math.ceil(pct / 10) * 10))
 
 
-def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]], style: str = "brief") -> str:
+def reasoning_text(m: Methodology, evidence: dict[str, dict[str, Any]], style: str = "brief") -> str:
     """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
 
     Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
@@ -281,53 +278,53 @@ def reasoning_text(rubric: dict[str, Any], evidence: dict[str, dict[str, Any]], 
     with the weighted mean percentile ("...; weighted 64"): the answer states the weighted
     evidence before the score and grade that follow from it.
 
-    >>> r = {"language": "en", "cite_top": 1, "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}]}
-    >>> reasoning_text(r, {"s": {"pct": 71.0}}), reasoning_text(r, {"s": {"pct": 71.0}}, "weighted")
-    ('Sharpe ratio top 30%', 'Sharpe ratio top 30%; weighted 71')
+    >>> r, ev = example_methodology(), {"sharpe_3y": {"pct": 71.0}, "cost": {"pct": 22.0}}
+    >>> reasoning_text(r, ev), reasoning_text(r, ev, "weighted")
+    ('Sharpe ratio top 30%; ongoing cost bottom 30%', 'Sharpe ratio top 30%; ongoing cost bottom 30%; weighted 51')
     """
     if style not in ANSWER_STYLES:
         raise ValueError(f"prepare.answer_style must be one of {ANSWER_STYLES}, got {style!r}")
-    t = TEXT[rubric["language"]]
-    labels = {c["id"]: c["label"] for c in rubric["criteria"]}
-    parts = [_placed(t, labels[cid], evidence[cid]["pct"]) for cid in cited_criteria(rubric, evidence)]
-    weighted = weighted_percentile(rubric, evidence)
+    t = TEXT[m.language]
+    labels = {c.id: m.label(c) for c in m.criteria}
+    parts = [_placed(t, labels[cid], evidence[cid]["pct"]) for cid in cited_criteria(m, evidence)]
+    weighted = weighted_percentile(m, evidence)
     if style == "weighted" and weighted is not None:
         parts.append(t["weighted"].format(pct=round(weighted)))
     return t["sep"].join(parts)
 
 
-def verdict(rubric: dict[str, Any], grade: int) -> str:
+def verdict(m: Methodology, grade: int) -> str:
     """The grade's label in the methodology's language, as an evaluation opens with it.
 
-    >>> verdict({"language": "en", "bands": [{"grade": 4, "label": {"en": "above average"}}]}, 4)
+    >>> verdict(example_methodology(), 4)
     'Above average'
     """
-    band = next(b for b in rubric["bands"] if int(b["grade"]) == int(grade))
-    label = band["label"][rubric["language"]] if isinstance(band["label"], dict) else str(band["label"])
+    label = m.verdicts()[int(grade)]
     return label[:1].upper() + label[1:]
 
 
 def departure_reason(
-    rubric: dict[str, Any], evidence: dict[str, dict[str, Any]], up: bool, model: dict[str, Any] | None = None
+    m: Methodology, evidence: dict[str, dict[str, Any]], up: bool, model: dict[str, Any] | None = None
 ) -> str:
     """What moved a grade above (`up`) or below the methodology's: the statistical estimate shown in
     the prompt when it points that way, else the context metric (outside the methodology) furthest
     from the middle on that side, else the analysts' judgement.
 
-    >>> r = {"language": "en", "criteria": [], "context": [{"id": "t", "label": "manager tenure"}]}
-    >>> departure_reason(r, {"t": {"pct": 12.0}}, up=False), departure_reason(r, {"t": {"pct": 12.0}}, up=True)
+    >>> r = example_methodology()
+    >>> low = {"tenure": {"pct": 12.0}}
+    >>> departure_reason(r, low, up=False), departure_reason(r, low, up=True)
     ('manager tenure bottom 20%', "the analysts' judgement")
-    >>> departure_reason(r, {"t": {"pct": 12.0}}, True, {"grade": 4, "p": 0.62, "moved": 1})
+    >>> departure_reason(r, low, True, {"grade": 4, "p": 0.62, "moved": 1})
     'statistical estimate 4 (62%)'
     """
-    t = TEXT[rubric["language"]]
+    t = TEXT[m.language]
     if model is not None and model.get("moved", 0) * (1 if up else -1) > 0:
         return t["why_model"].format(grade=model["grade"], pct=round(100 * model["p"]))
     side = []
-    for c in rubric.get("context", []):
-        pct = evidence.get(c["id"], {}).get("pct")
+    for c in m.context:
+        pct = evidence.get(c.id, {}).get("pct")
         if pct is not None and not math.isnan(pct) and (pct >= 60 if up else pct <= 40):
-            side.append((abs(pct - 50), c["label"], pct))
+            side.append((abs(pct - 50), m.label(c), pct))
     if side:
         _, label, pct = max(side)
         return _placed(t, label, pct)
@@ -335,7 +332,7 @@ def departure_reason(
 
 
 def evaluation_text(
-    rubric: dict[str, Any],
+    m: Methodology,
     evidence: dict[str, dict[str, Any]],
     grade: int,
     rule_grade: int | None = None,
@@ -347,25 +344,24 @@ def evaluation_text(
     the prompt does not state the methodology's grade, so neither does the answer. The methodology
     file's `output.reasoning.max_chars` bounds it (160 in the shipped files; the JSON Schema holds).
 
-    >>> r = {"language": "en", "cite_top": 1, "criteria": [{"id": "s", "label": "Sharpe ratio", "weight": 1.0}],
-    ...      "context": [{"id": "t", "label": "manager tenure"}],
-    ...      "bands": [{"grade": 3, "label": {"en": "average"}}, {"grade": 4, "label": {"en": "above average"}}]}
-    >>> ev = {"s": {"pct": 71.0}, "t": {"pct": 88.0}}
+    >>> r = replace(example_methodology(), cite_top=1)
+    >>> ev = {"sharpe_3y": {"pct": 71.0}, "cost": {"pct": 55.0}, "tenure": {"pct": 88.0}}
     >>> evaluation_text(r, ev, 4, 4)
     'Above average. Sharpe ratio top 30%. Methodology 4'
     >>> evaluation_text(r, ev, 4, 3)
     'Above average. Sharpe ratio top 30%. Methodology 3; raised by manager tenure top 20%'
-    >>> evaluation_text({**r, "language": "ko", "criteria": [{"id": "s", "label": "샤프지수", "weight": 1.0}],
-    ...                  "context": [], "bands": [{"grade": 3, "label": {"ko": "보통"}}]}, ev, 3, 4)
+    >>> ko = replace(r, language="ko", criteria=(replace(r.criteria[0], label={"ko": "샤프지수"}), r.criteria[1]),
+    ...              context=())
+    >>> evaluation_text(ko, ev, 3, 4)
     '보통. 샤프지수 상위 30%. 방법론 등급 4; 하향 근거: 분석가 판단'
     """
-    t = TEXT[rubric["language"]]
-    parts = [verdict(rubric, grade), reasoning_text(rubric, evidence)]
+    t = TEXT[m.language]
+    parts = [verdict(m, grade), reasoning_text(m, evidence)]
     if rule_grade is not None:
         said = t["methodology"].format(grade=rule_grade)
         if grade != rule_grade:
             up = grade > rule_grade
-            said += t["raised" if up else "lowered"].format(why=departure_reason(rubric, evidence, up, model))
+            said += t["raised" if up else "lowered"].format(why=departure_reason(m, evidence, up, model))
         parts.append(said)
     return t["end"].join(p for p in parts if p)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fundgrpo.cli import StageError
 from fundgrpo.evaluation import contest
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import Params, to_dict
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.training import modelling
@@ -65,7 +66,7 @@ def dvc_experiment() -> dict[str, str]:
     return {k: v for k, v in tags.items() if v}
 
 
-def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict):
+def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict):
     """(metrics, name) of the current champion on this backtest, or None when there is none.
 
     If the champion was measured on another test set, it is re-evaluated on this one.
@@ -92,13 +93,15 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
         beside = folder / mlflow_registry.CALIBRATION_FILE
         fit = json.loads(beside.read_text(encoding="utf-8")) if beside.exists() else None
         metrics, _ = evaluate_model(
-            folder, rows, rubric, schema, params.generation.max_new_tokens, params.generation.batch_size, name,
+            folder, rows, methodology, schema, params.generation.max_new_tokens, params.generation.batch_size, name,
             tuple(contest.methods_needed({"fit": fit})) if fit else (), fit,
         )  # fmt: skip
     return metrics, f"{name} (re-evaluated on this test set with its own fit)"
 
 
-def baselines(client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict) -> list[tuple]:
+def baselines(
+    client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict
+) -> list[tuple]:
     """(metrics, name) of each baseline `register.gate.against` names, in order: the champion (the
     rule scorer where there is none), the rule scorer, gradient boosting with its validation-chosen
     rule (the backtest's `gbm_rule`: the firm's best alternative without a language model)."""
@@ -106,7 +109,7 @@ def baselines(client, params: Params, backtest: dict, rows: list[dict], rubric: 
     for against in params.register.gate.against:
         if against == "champion":
             found.append(
-                champion_baseline(client, params, backtest, rows, rubric, schema)
+                champion_baseline(client, params, backtest, rows, methodology, schema)
                 or (backtest["models"]["rule"], "rule scorer")
             )
         elif against == "rule":
@@ -127,7 +130,7 @@ def register(
     train: dict,
     curves: list[dict],
     rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     artifacts: list[Path],
     calibration: dict | None = None,
@@ -163,14 +166,17 @@ def register(
             elif path.exists():
                 mlflow.log_artifact(str(path))
         mlflow.set_tags(
-            {"test_fingerprint": backtest["test_fingerprint"], "methodology": f"{rubric['name']} v{rubric['version']}"}
+            {
+                "test_fingerprint": backtest["test_fingerprint"],
+                "methodology": f"{methodology.name} v{methodology.version}",
+            }
         )
         info = log_model(Path(params.grpo.out_dir), params.generation.max_new_tokens, calibration)
         # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
         with mlflow_registry.promotion_lock(client, name):
             mlflow_registry.finish_pending(client, name)
             version, decision, gate_passed = gate_and_register(
-                client, params, backtest, rows, rubric, schema, info, active.info.run_id
+                client, params, backtest, rows, methodology, schema, info, active.info.run_id
             )
     return {
         "model_name": name,
@@ -188,7 +194,7 @@ def register(
 
 
 def gate_and_register(
-    client, params: Params, backtest: dict, rows: list[dict], rubric: dict, schema: dict, info, run_id: str
+    client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict, info, run_id: str
 ):
     """Compare with the champion (or, without one, the rule scorer), register the version last
     (everything before it succeeded, so it is complete), move its alias; (version, decision, gate passed)."""
@@ -197,7 +203,7 @@ def gate_and_register(
     name = params.register.model_name
     decisions = [
         mlflow_registry.decide(backtest["models"]["grpo"], metrics, who, params.register.gate)
-        for metrics, who in baselines(client, params, backtest, rows, rubric, schema)
+        for metrics, who in baselines(client, params, backtest, rows, methodology, schema)
     ]
     # the first baseline not beaten decides; when every one is beaten, the strongest is the one named
     failed = [d for d in decisions if not d.promote]

@@ -46,7 +46,7 @@ from fundgrpo.data.columns import to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.evaluation.statistical import load_estimator
-from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.compiler import Methodology, load_compiled
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
@@ -132,12 +132,15 @@ def read_funds(path: Path, params: Params) -> tuple[pd.DataFrame, IngestReport]:
     return ingestion.derive(table), replace(report, absent=absent)
 
 
-def absent_warning(funds: pd.DataFrame, report: IngestReport, rubric: dict) -> str | None:
+def absent_warning(funds: pd.DataFrame, report: IngestReport, methodology: Methodology) -> str | None:
     """One line naming the mapped columns the fund file lacks and the criteria scored as missing.
 
     >>> funds = pd.DataFrame({"mrar_10y": [np.nan]})
     >>> report = IngestReport(source="f.csv", absent={"return_10y": "GBRReturnM120"})
-    >>> print(absent_warning(funds, report, {"criteria": [{"id": "mrar10", "metric": "mrar_10y"}]}))
+    >>> from fundgrpo.methodology.compiler import parse
+    >>> methodology = parse({"criteria": [{"metric": "mrar_10y", "weight": 1}],
+    ...                      "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]})
+    >>> print(absent_warning(funds, report, methodology))
     ... # doctest: +NORMALIZE_WHITESPACE
     f.csv has no column 'GBRReturnM120' (ingest.column_map.return_10y): return_10y is missing for every fund,
     and criteria mrar_10y are scored as missing (see missing_criteria)
@@ -146,20 +149,21 @@ def absent_warning(funds: pd.DataFrame, report: IngestReport, rubric: dict) -> s
     if not absent:
         return None
     columns = ", ".join(f"{source!r} (ingest.column_map.{name})" for name, source in absent.items())
-    empty = [c["metric"] for c in rubric["criteria"] if c["metric"] not in funds or funds[c["metric"]].isna().all()]
+    empty = [c.metric for c in methodology.criteria if c.metric not in funds or funds[c.metric].isna().all()]
     return (
         f"{report.source or 'the fund file'} has no column {columns}: {', '.join(absent)} is missing for "
         f"every fund, and criteria {', '.join(empty) or '(none)'} are scored as missing (see missing_criteria)"
     )
 
 
-def missing_criteria(funds: pd.DataFrame, rubric: dict) -> list[str]:
+def missing_criteria(funds: pd.DataFrame, methodology: Methodology) -> list[str]:
     """Per fund, the criterion metrics it lacks (left out of the rule score, as in training), comma-separated.
 
-    >>> missing_criteria(pd.DataFrame({"a": [1.0, np.nan]}), {"criteria": [{"metric": "a"}, {"metric": "b"}]})
-    ['b', 'a, b']
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> missing_criteria(pd.DataFrame({"sharpe_3y": [1.0, np.nan]}), example_methodology())
+    ['ongoing_cost', 'sharpe_3y, ongoing_cost']
     """
-    metrics = [c["metric"] for c in rubric["criteria"]]
+    metrics = [c.metric for c in methodology.criteria]
     present = {m: funds[m].notna().to_numpy() if m in funds else np.zeros(len(funds), dtype=bool) for m in metrics}
     return [", ".join(m for m in metrics if not present[m][i]) for i in range(len(funds))]
 
@@ -245,7 +249,7 @@ def evaluate(
     funds: pd.DataFrame,
     reference: pd.DataFrame,
     folder: Path,
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     params: Params,
     model_name: str,
@@ -262,21 +266,21 @@ def evaluate(
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
     estimator = load_estimator(Path(params.evidence.out_dir))
-    records = prompt_records(universe, rubric, params.prepare, only=new_ids, estimator=estimator)
+    records = prompt_records(universe, methodology, params.prepare, only=new_ids, estimator=estimator)
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
     fit = calibration_of(folder, params)
-    predictions = grade(folder, mine, rubric, schema, params.generation, "evaluate", fit)
-    lacking = missing_criteria(funds, rubric)
+    predictions = grade(folder, mine, methodology, schema, params.generation, "evaluate", fit)
+    lacking = missing_criteria(funds, methodology)
     seen = set(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
     )
-    grades = rubric["grades"]
+    grades = methodology.grades
     known = set(reference["share_class_id"].astype(str))  # a share class outside it is new to the universe
     rows = []
     evaluated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")  # one run, one time
     for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
-        e = evaluation.build(record, p, fit, rubric, fund.get("name"), lacks, params.evaluate, known)
+        e = evaluation.build(record, p, fit, methodology, fund.get("name"), lacks, params.evaluate, known)
         expert = fund.get("expert_grade")
         rows.append(
             evaluation.as_row(
@@ -351,15 +355,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{reference_path}: no reference universe; run `dvc repro validate` (or pass --reference)"
             )
         funds, report = read_funds(args.funds, params)
-        rubric, schema = load_compiled(Path(params.methodology.out_dir))
-        warning = absent_warning(funds, report, rubric)
+        methodology, schema = load_compiled(Path(params.methodology.out_dir))
+        warning = absent_warning(funds, report, methodology)
         if warning:
             print(f"evaluate: warning: {warning}", file=sys.stderr)
         with tempfile.TemporaryDirectory() as scratch:
             folder, name = resolve_model(
                 args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch)
             )
-            evaluations = evaluate(funds, pd.read_parquet(reference_path), folder, rubric, schema, params, name, report)
+            evaluations = evaluate(
+                funds, pd.read_parquet(reference_path), folder, methodology, schema, params, name, report
+            )
         write(evaluations, args.out)
     except (EvaluateError, FileNotFoundError) as err:
         print(f"evaluate failed: {err}", file=sys.stderr)
@@ -367,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:  # IngestError and the like: the message names the problem
         print(f"evaluate failed: {err}", file=sys.stderr)
         return 1
-    metrics = agreement(evaluations, rubric["grades"])
+    metrics = agreement(evaluations, methodology.grades)
     valid = int(evaluations["valid"].sum())
     print(f"evaluate: {len(evaluations)} share classes, {valid} valid answers, model {name} -> {args.out}")
     if metrics:

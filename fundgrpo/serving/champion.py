@@ -17,6 +17,8 @@ import pandas as pd
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
+from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import GenerationParams, Params, PrepareParams
@@ -28,7 +30,7 @@ from fundgrpo.training.inference import DEFAULT_FIT, answer
 
 def prompt_records(
     funds: pd.DataFrame,
-    rubric: dict,
+    methodology: Methodology,
     prepare: PrepareParams,
     only: Collection[str] | None = None,
     estimator: Estimator | None = None,
@@ -50,8 +52,10 @@ def prompt_records(
     grades = funds["expert_grade"] if "expert_grade" in funds else pd.Series(pd.NA, index=funds.index, dtype="Int64")
     labelled = grades.notna()
     # build_records skips unrated rows; the prompt does not depend on the grade, so a placeholder will do.
-    placeholder = rubric["grades"][len(rubric["grades"]) // 2]
-    records = build_records(funds.assign(expert_grade=grades.fillna(placeholder)), rubric, prepare, only, estimates)
+    placeholder = methodology.grades[len(methodology.grades) // 2]
+    records = build_records(
+        funds.assign(expert_grade=grades.fillna(placeholder)), methodology, prepare, only, estimates
+    )
     if only is not None:
         labelled = labelled[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
     for record, is_labelled in zip(records, labelled):
@@ -93,12 +97,12 @@ def load_champion(tracking_uri: str, model_name: str, dst: Path) -> tuple[Path, 
 def grade(
     folder: str | Path,
     records: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     generation: GenerationParams,
     desc: str,
     fit: dict | None = None,
-) -> list[dict]:
+) -> list[Prediction]:
     """Greedy evaluations of the model at `folder` for the records, parsed (an invalid one has no
     grade and says why); with `fit`, each with its probabilities and confidence."""
 
@@ -106,7 +110,7 @@ def grade(
         return []
     model, tokenizer = modelling.load(folder)
     return answer(
-        model, tokenizer, records, rubric, schema, generation.max_new_tokens, generation.batch_size, desc, fit
+        model, tokenizer, records, methodology, schema, generation.max_new_tokens, generation.batch_size, desc, fit
     )
 
 
@@ -133,11 +137,11 @@ def estimator_for(params: Params, root: Path = Path(".")) -> Estimator | None:
     return load_estimator(folder)
 
 
-def scored(records: list[dict], predictions: list[dict], rubric: dict) -> dict[str, float] | None:
+def scored(records: list[dict], predictions: list[dict], methodology: Methodology) -> dict[str, float] | None:
     """Backtest metrics over the labelled test-split records (funds never trained on), or None if there are none."""
 
     pairs = [(r, p) for r, p in zip(records, predictions) if r["labelled"] and r["split"] == "test"]
     if not pairs:
         return None
     rows, preds = zip(*pairs)
-    return {**metrics(list(rows), list(preds), rubric["grades"]), "n": float(len(rows))}
+    return {**metrics(list(rows), list(preds), methodology.grades), "n": float(len(rows))}

@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import EvaluateParams
 from fundgrpo.serving import review
 from fundgrpo.serving.explain import grade_note, refusal, served_from
@@ -47,13 +49,14 @@ class Evaluation:
         return bool(self.review)
 
 
-def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[str]:
+def flags(record: dict, lacking: str, prediction: Prediction, methodology: Methodology) -> list[str]:
     """What a reader of one evaluation must know before trusting it: an invalid answer (and why), a
     category with no peers (percentiles mean nothing), criteria with no data, misstated criteria.
 
     >>> r = {"category": "X", "peers": 1}
+    >>> from fundgrpo.methodology.compiler import example_methodology
     >>> flags(r, "sharpe_3y", {"valid": False, "reason": "not one JSON object", "unsupported": []},
-    ...       {"criteria": [{"id": "s", "metric": "sharpe_3y", "label": "Sharpe ratio"}]})
+    ...       example_methodology())
     ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
     """
     out = []
@@ -61,8 +64,8 @@ def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[st
         out.append(f"invalid answer: {prediction['reason']}")
     if record.get("peers", 2) <= 1:
         out.append(f"no peers: {record['category']} has no other share class")
-    labels = {c["metric"]: c["label"] for c in rubric["criteria"]}
-    ids = {c["id"]: c["label"] for c in [*rubric["criteria"], *rubric.get("context", [])]}
+    labels = {c.metric: methodology.label(c) for c in methodology.criteria}
+    ids = {c.id: methodology.label(c) for c in methodology.named}
     for metric in [m for m in lacking.split(", ") if m]:
         out.append(f"no data: {labels.get(metric, metric)} ({metric})")
     for cid in prediction.get("unsupported") or []:
@@ -75,9 +78,9 @@ def flags(record: dict, lacking: str, prediction: dict, rubric: dict) -> list[st
 
 def build(
     record: dict,
-    prediction: dict,
+    prediction: Prediction,
     fit: dict,
-    rubric: dict,
+    methodology: Methodology,
     name: str | None,
     lacking: str,
     rule: EvaluateParams,
@@ -86,7 +89,7 @@ def build(
     """One fund's served evaluation from its prompt record and the model's prediction (with the fit
     applied), with its flags and the reasons it needs an analyst (`review.why`)."""
     p = prediction
-    language = rubric.get("language", "en")
+    language = methodology.language
     said = served_from(fit, p)
     e = Evaluation(
         share_class_id=record["share_class_id"],
@@ -95,13 +98,13 @@ def build(
         category=record["category"],
         grade=p["grade"],
         written_grade=said["written_grade"],
-        grade_note=grade_note(p["grade"], p.get("probs"), rubric["grades"], p.get("expected_grade"), fit, language),
+        grade_note=grade_note(p["grade"], p.get("probs"), methodology.grades, p.get("expected_grade"), fit, language),
         score=p["score"],
         reasoning=p["reasoning"],
         valid=p["valid"],
         reason=p["reason"]
         if p["valid"]
-        else refusal(p["reason"], lacking, rubric, record["rule_grade"], record.get("gbm_grade")),
+        else refusal(p["reason"], lacking, methodology, record["rule_grade"], record.get("gbm_grade")),
         probabilities=p.get("probs"),
         expected_grade=p.get("expected_grade"),
         confidence=p.get("confidence"),
@@ -113,7 +116,7 @@ def build(
         peers=record["peers"],
         missing_criteria=lacking,
         unsupported=list(p.get("unsupported") or []),
-        flags=flags(record, lacking, p, rubric),
+        flags=flags(record, lacking, p, methodology),
     )
     return dataclasses.replace(e, review=review.why(dataclasses.asdict(e), rule, known))
 

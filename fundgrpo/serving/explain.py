@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fundgrpo.evaluation import calibration
+from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.compiler import Methodology
 
 
 def _ko(n: int, batchim: str, plain: str) -> str:
@@ -94,23 +96,23 @@ def grade_note(
     )
 
 
-def refusal(reason: str | None, lacking: str, rubric: dict, rule_grade, gbm_grade) -> str | None:
+def refusal(reason: str | None, lacking: str, methodology: Methodology, rule_grade, gbm_grade) -> str | None:
     """The reason an invalid answer gives a reader: for a fund that lacks criterion data, a refusal
     that names what is missing and what the other evaluators say; else the parser's reason as it is.
 
-    >>> rubric = {"language": "en", "criteria": [{"metric": "sharpe_3y", "label": "3-year Sharpe ratio"},
-    ...                                          {"metric": "ongoing_cost", "label": "Ongoing cost"}]}
-    >>> print(refusal("not one JSON object", "sharpe_3y", rubric, 3, 4))  # doctest: +NORMALIZE_WHITESPACE
-    not graded: the fund lacks 3-year Sharpe ratio (sharpe_3y), which the model weighs; the methodology
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> methodology = example_methodology()
+    >>> print(refusal("not one JSON object", "sharpe_3y", methodology, 3, 4))  # doctest: +NORMALIZE_WHITESPACE
+    not graded: the fund lacks Sharpe ratio (sharpe_3y), which the model weighs; the methodology
     grades it 3 on the criteria it has, gradient boosting 4 (the model's own answer: not one JSON object)
-    >>> refusal("not one JSON object", "", rubric, 3, 4)
+    >>> refusal("not one JSON object", "", methodology, 3, 4)
     'not one JSON object'
     """
     if not lacking:
         return reason
-    labels = {c["metric"]: c.get("label", c["metric"]) for c in rubric.get("criteria", [])}
+    labels = {c.metric: methodology.label(c) for c in methodology.criteria}
     missing = ", ".join(f"{labels.get(m, m)} ({m})" for m in lacking.split(", ") if m)
-    if rubric.get("language") == "ko":
+    if methodology.language == "ko":
         rule = (
             f"있는 기준으로 방법론 등급은 {rule_grade}"
             if rule_grade is not None
@@ -130,7 +132,7 @@ def refusal(reason: str | None, lacking: str, rubric: dict, rule_grade, gbm_grad
     )
 
 
-def served_from(fit: dict, prediction: dict) -> dict:
+def served_from(fit: dict, prediction: Prediction) -> dict:
     """What an answer's grade is (the calibration fit's choice and weights) and the grade the model wrote.
 
     >>> served_from({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6], "chosen": "stack/score/expected"},
@@ -140,6 +142,6 @@ def served_from(fit: dict, prediction: dict) -> dict:
     return {
         "serves": fit.get("serves") or ("stack" if fit.get("confidence") == "pooled" else "lm"),
         "weights": fit.get("weights") or calibration.weights(fit),
-        "written_grade": prediction.get("written_grade", prediction.get("grade")),
+        "written_grade": prediction["written_grade"],
         "rule": fit.get("chosen"),
     }

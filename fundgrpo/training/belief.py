@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import BELIEF_METHODS
 
 MIN_MASS = 1e-6  # below this the model does not mean any of the candidates: no belief is read
@@ -55,19 +56,6 @@ def decision_point(text: str, key: str) -> tuple[int, str] | None:
         return None
     after = text[value.end() : value.end() + 1] or "}"
     return m.end(), after
-
-
-def band_of(score: float, bands: list[dict]) -> int:
-    """The grade whose band [min, max) holds `score` (the top band includes its max).
-
-    >>> bands = [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]
-    >>> band_of(49.9, bands), band_of(50, bands), band_of(100, bands)
-    (1, 2, 2)
-    """
-    for b in bands:
-        if b["min"] <= score < b["max"]:
-            return int(b["grade"])
-    return int(max(bands, key=lambda b: b["max"])["grade"])
 
 
 def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> np.ndarray:
@@ -121,15 +109,21 @@ def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> 
 
 
 def read(
-    model, tokenizer, prompt_text: str, answer: str, rubric: dict, method: str = "score", min_mass: float = MIN_MASS
+    model,
+    tokenizer,
+    prompt_text: str,
+    answer: str,
+    methodology: Methodology,
+    method: str = "score",
+    min_mass: float = MIN_MASS,
 ) -> dict[str, Any] | None:
     """The model's grade probabilities for one answer it gave, read at `method`'s decision point:
-    {"probs": one per rubric grade, summing to 1, "mass": probability on the candidates}; None when
+    {"probs": one per methodology grade, summing to 1, "mass": probability on the candidates}; None when
     the answer has no such point (an invalid answer has no belief). "probs" is None when the model
     puts (almost) no probability on any candidate (mass below `min_mass`): there is nothing to read."""
     if method not in METHODS:
         raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
-    grades = list(rubric["grades"])
+    grades = list(methodology.grades)
     point = decision_point(answer, method)
     if point is None:
         return None
@@ -138,7 +132,7 @@ def read(
     if method == "score":
         values = list(range(0, 101))
         logp = candidate_logprobs(model, tokenizer, prefix, [f"{v}{after}" for v in values])
-        owner = [grades.index(band_of(v, rubric["bands"])) for v in values]
+        owner = [grades.index(methodology.grade_for(v)) for v in values]
     else:
         logp = candidate_logprobs(model, tokenizer, prefix, [f"{g}{after}" for g in grades])
         owner = list(range(len(grades)))
@@ -154,11 +148,17 @@ def read(
 
 
 def beliefs(
-    model, tokenizer, prompts: list[list[dict]], answers: list[str], rubric: dict, method: str = "score", desc: str = ""
+    model,
+    tokenizer,
+    prompts: list[list[dict]],
+    answers: list[str],
+    methodology: Methodology,
+    method: str = "score",
+    desc: str = "",
 ) -> list[dict[str, Any] | None]:
     """`read` for each (chat prompt, the model's answer), with a progress bar."""
     out = []
     for prompt, answer in tqdm(list(zip(prompts, answers)), desc=f"{desc} beliefs ({method})", unit="fund"):
         text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-        out.append(read(model, tokenizer, text, answer, rubric, method))
+        out.append(read(model, tokenizer, text, answer, methodology, method))
     return out

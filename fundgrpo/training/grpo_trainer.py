@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams, to_dict
 from fundgrpo.training import modelling
 from fundgrpo.training import rewards as rule_rewards
@@ -95,7 +96,7 @@ def run(
     model_params: ModelParams,
     start_dir: Path,
     train_rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     out_dir: Path,
     eval_rows: list[dict] | None = None,
@@ -115,7 +116,7 @@ def run(
     source = modelling.resolve(start_dir)
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
-    rewards = rule_rewards.bind(rubric, schema, params, train_rows)
+    rewards = rule_rewards.bind(methodology, schema, params, train_rows)
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
     # what the rewards read; shown_grade may be absent (nothing suggested in the prompt)
@@ -137,7 +138,7 @@ def run(
         callbacks.append(
             greedy_validation_callback(
                 eval_rows,
-                rubric,
+                methodology,
                 schema,
                 params.max_completion_length,
                 selection_key=key,

@@ -16,6 +16,8 @@ from fundgrpo.evaluation import calibration, contest
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.backtesting import as_written, honesty
 from fundgrpo.methodology import answers
+from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import GRADE_FROM, CalibrateParams, GenerationParams
 from fundgrpo.training import belief, modelling
 from fundgrpo.training.modelling import answer_fingerprint
@@ -24,14 +26,14 @@ from fundgrpo.training.modelling import answer_fingerprint
 def evaluate_model(
     path: str | Path,
     rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     max_new_tokens: int = 96,
     batch_size: int = 32,
     desc: str = "model",
     methods: tuple[str, ...] = (),
     fit: dict | None = None,
-) -> tuple[dict[str, Any], list[dict]]:
+) -> tuple[dict[str, Any], list[Prediction]]:
     """Generate greedy answers for `rows` with the model at `path` and score them (`metrics`),
     with `evidence` (the mean evidence reward) and `unsupported` (the share of valid answers whose
     reasoning misstates a criterion: cited with no data in the prompt, or on the wrong side).
@@ -42,11 +44,11 @@ def evaluate_model(
     `probs`, `expected_grade` and `confidence` (and, with `grade_from: expected`, its grade), and
     block `trust` its calibration (`greedy` keeps the written grades' figures when they differ).
     """
-    grades = rubric["grades"]
+    grades = methodology.grades
     model, tokenizer = modelling.load(path)
-    preds = answer(model, tokenizer, rows, rubric, schema, max_new_tokens, batch_size, desc)
+    preds = answer(model, tokenizer, rows, methodology, schema, max_new_tokens, batch_size, desc)
     result = metrics(rows, preds, grades)
-    result.update(honesty(rows, preds, rubric))
+    result.update(honesty(rows, preds, methodology))
     expert = [r["expert_grade"] for r in rows]
     written = [p["grade"] for p in preds]
     read: dict[str, list] = {}
@@ -54,7 +56,7 @@ def evaluate_model(
     for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
         if method == "stated" and not any("stated" in p for p in preds):
             continue  # the answers state no confidence (prepare.stated_confidence is off)
-        read[method], mass = read_beliefs(model, tokenizer, rows, preds, rubric, method, desc)
+        read[method], mass = read_beliefs(model, tokenizer, rows, preds, methodology, method, desc)
         confidence = [
             b[grades.index(w)] if b is not None and w is not None else 0.0 for b, w in zip(read[method], written)
         ]
@@ -70,7 +72,7 @@ def evaluate_model(
         beliefs = read.get(fit["method"], [None] * len(preds))  # none where no answer is valid
         decided = [calibration.decide(b, w, fit, grades, q) for b, w, q in zip(beliefs, written, gbm)]
         for p, d in zip(preds, decided):
-            p.update(written_grade=p["grade"], **d)
+            p.update(d)
         result["trust"] = calibration.summary(
             expert, [d["grade"] for d in decided], [d["probs"] for d in decided],
             [d["confidence"] or 0.0 for d in decided], grades,
@@ -91,8 +93,13 @@ def evaluate_model(
 
 
 def fit_model(
-    path: Path, rows: list[dict], rubric: dict, schema: dict, c: CalibrateParams, generation: GenerationParams
-) -> tuple[dict[str, Any], list[dict]]:
+    path: Path,
+    rows: list[dict],
+    methodology: Methodology,
+    schema: dict,
+    c: CalibrateParams,
+    generation: GenerationParams,
+) -> tuple[dict[str, Any], list[Prediction]]:
     """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
     with its validation figures; and its predictions there. A model with no valid answer gets
     `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
@@ -100,7 +107,7 @@ def fit_model(
     found, preds = evaluate_model(
         path,
         rows,
-        rubric,
+        methodology,
         schema,
         generation.max_new_tokens,
         generation.batch_size,
@@ -117,7 +124,7 @@ def fit_model(
         fit = {**contest.NO_FIT, "chosen": "none: no valid answer on validation", "options": {}, "by_source": {}}
         if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
             alone = calibration.fit_choice(
-                expert, [None] * len(rows), {}, rubric["grades"], "gbm", c.grade_from, c.bins, gbm, groups,
+                expert, [None] * len(rows), {}, methodology.grades, "gbm", c.grade_from, c.bins, gbm, groups,
                 c.folds, c.contradiction_cost,
             )  # fmt: skip
             fit["by_source"] = alone["by_source"]
@@ -129,7 +136,7 @@ def fit_model(
         )
     else:
         fit = calibration.fit_choice(
-            expert, [q["grade"] for q in preds], readable, rubric["grades"], c.serve, c.grade_from, c.bins, gbm,
+            expert, [q["grade"] for q in preds], readable, methodology.grades, c.serve, c.grade_from, c.bins, gbm,
             groups, c.folds, c.contradiction_cost,
         )  # fmt: skip
     return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
@@ -144,44 +151,52 @@ def answer(
     model,
     tokenizer,
     rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     max_new_tokens: int,
     batch_size: int,
     desc: str,
     fit: dict | None = None,
     deadline: float | None = None,
-) -> list[dict]:
+) -> list[Prediction]:
     """The model's greedy evaluations of `rows`, parsed; each valid one's misstated criteria
     (`unsupported`, where the rows carry their evidence) and, with `fit`, its probabilities,
     expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`."""
     prompts = [r["prompt"] for r in rows]
     texts = modelling.generate(model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline)
     preds = answers.predictions_from_texts(texts, schema)
-    answers.annotate(preds, rows, rubric)
+    answers.annotate(preds, rows, methodology)
     if fit is not None and any(p["valid"] for p in preds):
-        read, _ = read_beliefs(model, tokenizer, rows, preds, rubric, fit["method"], desc)
+        read, _ = read_beliefs(model, tokenizer, rows, preds, methodology, fit["method"], desc)
         for p, b, r in zip(preds, read, rows):
-            decided = calibration.decide(b, p["grade"], fit, rubric["grades"], r.get("gbm_probs"))
-            p.update(written_grade=p["grade"], **decided)
+            decided = calibration.decide(b, p["grade"], fit, methodology.grades, r.get("gbm_probs"))
+            p.update(decided)
     return preds
 
 
 def read_beliefs(
-    model, tokenizer, rows: list[dict], preds: list[dict], rubric: dict, method: str, desc: str
+    model, tokenizer, rows: list[dict], preds: list[Prediction], methodology: Methodology, method: str, desc: str
 ) -> tuple[list, float | None]:
     """The model's raw grade probabilities for each of its valid answers (None for the others), and
     the mean probability it puts on the candidates at all (`belief.read`'s mass). Method "stated":
     the confidence the answer states, as probabilities (`calibration.stated_probs`), no model call."""
     if method == "stated":
-        grades = rubric["grades"]
+        grades = methodology.grades
         return [
-            calibration.stated_probs(p["stated"], p["grade"], grades) if p.get("stated") is not None else None
+            calibration.stated_probs(p["stated"], p["written_grade"], grades)
+            if "stated" in p and p["written_grade"] is not None
+            else None
             for p in preds
         ], None
     valid = [i for i, p in enumerate(preds) if p["valid"]]
     found = belief.beliefs(
-        model, tokenizer, [rows[i]["prompt"] for i in valid], [preds[i]["text"] for i in valid], rubric, method, desc
+        model,
+        tokenizer,
+        [rows[i]["prompt"] for i in valid],
+        [preds[i]["text"] for i in valid],
+        methodology,
+        method,
+        desc,
     )
     out: list = [None] * len(preds)
     for i, b in zip(valid, found):
@@ -193,7 +208,7 @@ def read_beliefs(
 def fit_models(
     models: dict[str, Path],
     rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     c: CalibrateParams,
     generation: GenerationParams,
@@ -210,7 +225,7 @@ def fit_models(
         if name == "sft" and key == answer_fingerprint(models["grpo"]):
             fits["sft"] = {**fits["grpo"], "model": str(models[name])}  # GRPO kept its SFT start
             continue
-        fits[name], _ = fit_model(models[name], rows, rubric, schema, c, generation)
+        fits[name], _ = fit_model(models[name], rows, methodology, schema, c, generation)
     written = {
         **fits["grpo"],
         **({"sft": {k: v for k, v in fits["sft"].items() if k != "options"}} if "sft" in fits else {}),
@@ -221,17 +236,17 @@ def fit_models(
 def evaluate_models(
     models: dict[str, Path],
     rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     beliefs: tuple[str, ...] | list[str],
     fits: dict[str, dict] | None = None,
     generation: GenerationParams = GenerationParams(),
-) -> tuple[dict[str, tuple[dict, list[dict]]], dict[str, str]]:
+) -> tuple[dict[str, tuple[dict, list[Prediction]]], dict[str, str]]:
     """Each model's figures and predictions on `rows` (`evaluate_model`, its grade probabilities read
     at each of `beliefs` and `fits[name]` applied), and which models share another's answers (the
     same weights and configs answer alike: GRPO kept its SFT start)."""
     fits = fits or {}
-    answered: dict[str, tuple[dict, list[dict]]] = {}
+    answered: dict[str, tuple[dict, list[Prediction]]] = {}
     by_key: dict[str, str] = {}  # answer fingerprint -> the model that answered
     reused: dict[str, str] = {}  # model -> the model whose answers it shares
     for name, path in models.items():
@@ -241,7 +256,7 @@ def evaluate_models(
             preds = [as_written(p) for p in preds]
             found = {
                 **{k: v for k, v in found.items() if k not in ("trust", "greedy")},
-                **metrics(rows, preds, rubric["grades"]),
+                **metrics(rows, preds, methodology.grades),
                 "seconds": 0.0,
             }
             answered[name], reused[name] = (found, preds), same
@@ -250,7 +265,15 @@ def evaluate_models(
         started = time.perf_counter()
         methods = tuple(dict.fromkeys([*beliefs, *contest.methods_needed(fits)]))
         found, preds = evaluate_model(
-            path, rows, rubric, schema, generation.max_new_tokens, generation.batch_size, name, methods, fits.get(name)
+            path,
+            rows,
+            methodology,
+            schema,
+            generation.max_new_tokens,
+            generation.batch_size,
+            name,
+            methods,
+            fits.get(name),
         )
         for extra in set(methods) - set(beliefs):  # read for a fit's parts, not reported as the model's own
             found.get("calibration", {}).pop(extra, None)

@@ -2,7 +2,7 @@
 
 Each is a pure module-level function: it reads the completion and the dataset columns TRL
 passes in (`expert_grade`, `expert_score`, `evidence`, `shown_grade`, `rule_grade`) and nothing
-else. What a reward needs from the methodology or the settings (the output schema, the rubric,
+else. What a reward needs from the methodology or the settings (the output schema, the methodology,
 `grpo.score_tolerance` ...) comes as keyword arguments, which `bind` fills from `params.yaml`; the rewards, in the order
 of `fundgrpo.params.RULE_REWARDS`, are `REWARDS`. A malformed completion gets 0, never an
 exception; a sample with no label gets None, which TRL leaves out of the mean.
@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from fundgrpo.methodology import claims, compiler
 from fundgrpo.methodology.answers import completion_text, valid_answer
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import RULE_REWARDS, GrpoParams
 
 RewardFn = Callable[..., list]
@@ -67,15 +68,15 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def example_methodology() -> tuple[dict, dict]:
-    """(rubric, output schema) of a one-criterion methodology with two grades, for the examples below."""
+def example_methodology() -> tuple[Methodology, dict]:
+    """(methodology, output schema) of a one-criterion methodology with two grades, for the examples below."""
     m = compiler.parse(
         {
             "criteria": [{"metric": "sharpe_3y", "weight": 1, "label": "Sharpe ratio"}],
             "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
         }
     )
-    return compiler.rubric(m), compiler.output_schema(m)
+    return m, compiler.output_schema(m)
 
 
 def answers(completions: list, schema: dict) -> list[dict | None]:
@@ -145,7 +146,7 @@ def score_reward(
     expert_score: list | None = None,
     *,
     schema: dict,
-    rubric: dict,
+    methodology: Methodology,
     score_tolerance: float,
     **columns: Any,
 ) -> list[float | None]:
@@ -153,14 +154,14 @@ def score_reward(
 
     Without an expert score the target is the midpoint of the expert grade's band.
 
-    >>> rubric, schema = example_methodology()
+    >>> methodology, schema = example_methodology()
     >>> good = '{"grade": 2, "score": 80, "reasoning": "ok"}'
-    >>> score_reward([good, good], [2, 1], [80.0, 20.0], schema=schema, rubric=rubric, score_tolerance=25)
+    >>> score_reward([good, good], [2, 1], [80.0, 20.0], schema=schema, methodology=methodology, score_tolerance=25)
     [1.0, 0.0]
-    >>> score_reward([good], [2], schema=schema, rubric=rubric, score_tolerance=25)  # band midpoint 75
+    >>> score_reward([good], [2], schema=schema, methodology=methodology, score_tolerance=25)  # band midpoint 75
     [0.8]
     """
-    midpoint = {b["grade"]: (b["min"] + b["max"]) / 2 for b in rubric["bands"]}
+    midpoint = {b.grade: b.midpoint for b in methodology.bands}
     scores = expert_score if expert_score is not None else [None] * len(completions)
     out: list[float | None] = []
     for a, g, s in zip(answers(completions, schema), expert_grade, scores):
@@ -173,23 +174,29 @@ def score_reward(
 
 
 def evidence_reward(
-    completions: list, evidence: list, rule_grade: list | None = None, *, schema: dict, rubric: dict, **columns: Any
+    completions: list,
+    evidence: list,
+    rule_grade: list | None = None,
+    *,
+    schema: dict,
+    methodology: Methodology,
+    **columns: Any,
 ) -> list[float]:
     """Is the evaluation complete and right? `methodology.claims.score`: every checkable claim (the
     verdict against the grade, the methodology's grade against `rule_grade` and the direction the
     grade moved from it, each named criterion's side, band and numbers) earns `claims.CLAIM_CREDIT`
     times its weight, a misstatement costing twice what a right claim earns, within -1..1.
 
-    >>> rubric, schema = example_methodology()
+    >>> methodology, schema = example_methodology()
     >>> says = lambda side: f'{{"grade": 2, "score": 80, "reasoning": "Sharpe ratio {side} 20%"}}'
     >>> pct = ['{"sharpe_3y": 85}'] * 4
     >>> evidence_reward([says("top"), says("bottom"), says(""), says("top 10%; Sharpe ratio")], pct,
-    ...                 schema=schema, rubric=rubric)
+    ...                 schema=schema, methodology=methodology)
     [1.0, -1.0, 0.25, -1.0]
     """
     rules = rule_grade if rule_grade is not None else [None] * len(completions)
     return [
-        0.0 if a is None else claims.score(a["reasoning"], ev, rubric, a["grade"], None if _missing(r) else int(r))
+        0.0 if a is None else claims.score(a["reasoning"], ev, methodology, a["grade"], None if _missing(r) else int(r))
         for a, ev, r in zip(answers(completions, schema), evidence, rules)
     ]
 
@@ -283,12 +290,14 @@ def length_reward(completions: list, *, schema: dict, reasoning_chars: tuple[int
 REWARDS: dict[str, RewardFn] = {name: globals()[f"{name}_reward"] for name in RULE_REWARDS}
 
 
-def settings(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None) -> dict[str, Any]:
+def settings(
+    methodology: Methodology, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None
+) -> dict[str, Any]:
     """Every keyword a rule reward may take; `bind` hands each reward the ones it declares."""
     balance = params.balance_grades and train_rows
     return {
         "schema": schema,
-        "rubric": rubric,
+        "methodology": methodology,
         "score_tolerance": params.score_tolerance,
         "grade_step_penalty": params.grade_step_penalty,
         "grade_weights": balanced_weights([r["expert_grade"] for r in train_rows or []]) if balance else None,
@@ -297,18 +306,20 @@ def settings(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[di
     }
 
 
-def bind(rubric: dict, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None) -> dict[str, RewardFn]:
+def bind(
+    methodology: Methodology, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None
+) -> dict[str, RewardFn]:
     """The rule rewards with their settings filled in, ready for TRL (`__name__` kept; never raising).
     `train_rows` give the grade reward its weights when `grpo.balance_grades` is on.
 
-    >>> rubric, schema = example_methodology()
-    >>> rewards = bind(rubric, schema, GrpoParams())
+    >>> methodology, schema = example_methodology()
+    >>> rewards = bind(methodology, schema, GrpoParams())
     >>> list(rewards), rewards["grade"].__name__
     (['json', 'grade', 'score', 'evidence', 'length', 'calibration', 'departure'], 'grade_reward')
     >>> rewards["grade"](['{"grade": 2, "score": 80, "reasoning": "ok"}', "{"], expert_grade=[1, 1])
     [0.0, 0.0]
     """
-    given = settings(rubric, schema, params, train_rows)
+    given = settings(methodology, schema, params, train_rows)
     out = {}
     for name, fn in REWARDS.items():
         takes = inspect.signature(fn).parameters

@@ -11,6 +11,8 @@ from typing import Any, Callable
 from fundgrpo import io
 from fundgrpo.evaluation import agreement
 from fundgrpo.methodology import answers, claims
+from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import LoraParams, ModelParams
 from fundgrpo.training import modelling
 
@@ -130,7 +132,7 @@ def collapsed(predicted: list, expert: list, share: float) -> tuple[bool, int | 
 QUALITY = ("complete", "misstated", "stated_brier", "departure_gain", "evaluation")  # evaluation_quality's keys
 
 
-def evaluation_quality(rows: list[dict], preds: list[dict], rubric: dict) -> dict[str, float]:
+def evaluation_quality(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, float]:
     """What the `evaluation` selection metric reads from greedy answers to validation prompts: the
     share of answers complete, minus twice the share of claims misstated (a wrong claim costs more
     than a right one earns), minus the stated confidence's top-label Brier score (where answers
@@ -138,8 +140,8 @@ def evaluation_quality(rows: list[dict], preds: list[dict], rubric: dict) -> dic
     suggested grade gained in exact agreement over keeping it (departures right − suggestions right,
     per fund). Each part is returned beside the `evaluation` total.
 
-    >>> from fundgrpo.methodology.claims import example_rubric
-    >>> r = example_rubric()
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> r = example_methodology()
     >>> rows = [{"expert_grade": e, "shown_grade": 4, "rule_grade": 4, "evidence": {"sharpe_3y": 85, "cost": 15}}
     ...         for e in (4, 5)]
     >>> preds = [{"grade": 4, "reasoning": "Sharpe ratio top 20%; ongoing cost bottom 20%", "stated": 0.8},
@@ -150,7 +152,7 @@ def evaluation_quality(rows: list[dict], preds: list[dict], rubric: dict) -> dic
     found = claims.summary(
         [p.get("reasoning") for p in preds],
         [r.get("evidence") or {} for r in rows],
-        rubric,
+        methodology,
         [p.get("grade") for p in preds],
         [r.get("rule_grade") for r in rows],
     )
@@ -176,7 +178,7 @@ COLLAPSED = -2.0  # what a collapsed checkpoint scores on the selection metric: 
 
 def greedy_validation_callback(
     rows: list[dict],
-    rubric: dict,
+    methodology: Methodology,
     schema: dict,
     max_new_tokens: int,
     batch_size: int = 64,
@@ -222,7 +224,7 @@ def greedy_validation_callback(
             )
             model.train(was_training)
             preds = answers.predictions_from_texts(texts, schema)
-            found = agreement.metrics(rows, preds, rubric["grades"])
+            found = agreement.metrics(rows, preds, methodology.grades)
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
             gone, top, top_share = collapsed(
                 [p["grade"] for p in preds], [r["expert_grade"] for r in rows], collapse_share
@@ -231,7 +233,7 @@ def greedy_validation_callback(
             greedy["eval_greedy_top_share"] = top_share
             greedy["eval_greedy_collapsed"] = float(gone)
             if all("evidence" in r for r in rows):
-                quality = evaluation_quality(rows, preds, rubric)
+                quality = evaluation_quality(rows, preds, methodology)
                 greedy.update({f"eval_greedy_{k}": v for k, v in quality.items()})
             if state.global_step == 0:
                 self.start_qwk = greedy["eval_greedy_qwk"]

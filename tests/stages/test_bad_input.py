@@ -532,7 +532,7 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
 
                 m = meth.load("methodology/default.yaml")
                 completion = list(HOSTILE.values())[int(arg)]
-                for name, fn in bind(meth.rubric(m), meth.output_schema(m), GrpoParams()).items():
+                for name, fn in bind(m, meth.output_schema(m), GrpoParams()).items():
                     got = fn(
                         [completion],
                         expert_grade=[3],

@@ -16,17 +16,20 @@ from fundgrpo import io
 from fundgrpo.evaluation import statistical
 from fundgrpo.evaluation.backtesting import backtest
 from fundgrpo.evaluation.baselines import BaselineError, gbm_metrics
+from fundgrpo.methodology import compiler as meth
 from fundgrpo.params import BacktestParams, BaselineParams, EvidenceParams, PrepareParams
 from tests.support import REPO
 
 FAST = BaselineParams(max_iter=40, learning_rate=(0.1,), max_leaf_nodes=(7,), min_samples_leaf=5)
-RUBRIC = {
-    "grades": [1, 2, 3, 4, 5],
-    "bands": [
-        {"grade": g, "min": lo, "max": hi}
-        for g, lo, hi in [(1, 0, 10), (2, 10, 32.5), (3, 32.5, 67.5), (4, 67.5, 90), (5, 90, 100)]
-    ],
-}
+METHODOLOGY = meth.parse(
+    {
+        "criteria": [{"metric": "sharpe_3y", "weight": 1}],
+        "grades": [
+            {"grade": g, "min": lo, "max": hi}
+            for g, lo, hi in [(1, 0, 10), (2, 10, 32.5), (3, 32.5, 67.5), (4, 67.5, 90), (5, 90, 100)]
+        ],
+    }
+)
 
 
 def universe(n_funds: int) -> pd.DataFrame:
@@ -92,14 +95,14 @@ def test_backtest_reports_a_gbm_block_and_refuses_stale_records():
         }
         for i, (g, p) in enumerate([(1, 1), (3, 3), (5, 4), (3, 3)])
     ]
-    result = backtest(BacktestParams(bootstrap=0), rows, RUBRIC, {}, {})
+    result = backtest(BacktestParams(bootstrap=0), rows, METHODOLOGY, {}, {})
     assert set(result["models"]) == {"rule", "gbm"}
     assert result["models"]["gbm"]["exact"] == 0.75 and result["models"]["gbm"]["within_one"] == 1.0
     assert result["models"]["gbm"]["trust"]["confidence_mean"] == 0.2
     plain = [{k: v for k, v in r.items() if not k.startswith("gbm")} for r in rows]
-    assert set(backtest(BacktestParams(bootstrap=0), plain, RUBRIC, {}, {})["models"]) == {"rule"}  # no estimates
+    assert set(backtest(BacktestParams(bootstrap=0), plain, METHODOLOGY, {}, {})["models"]) == {"rule"}  # no estimates
     with pytest.raises(ValueError, match="1 test share class.*carry no gradient-boosting grade"):
-        backtest(BacktestParams(bootstrap=0), rows[:3] + plain[3:], RUBRIC, {}, {})
+        backtest(BacktestParams(bootstrap=0), rows[:3] + plain[3:], METHODOLOGY, {}, {})
 
 
 def test_main_writes_the_rule_and_gbm_figures(tmp_path):
@@ -122,7 +125,7 @@ def test_main_writes_the_rule_and_gbm_figures(tmp_path):
         for n, (i, g) in enumerate(zip(held["share_class_id"], held["gbm_grade"]))
     ]
     io.write_jsonl(rows, tmp_path / "prepared/validation.jsonl")
-    io.write_json(RUBRIC, tmp_path / "schema/rubric.json")
+    io.write_json(meth.rubric(METHODOLOGY), tmp_path / "schema/rubric.json")
     (tmp_path / "params.yaml").write_text(
         "prepare: {out_dir: prepared}\nmethodology: {out_dir: schema}\nevidence: {out_dir: ev}\n"
         "baseline: {max_iter: 30, learning_rate: [0.1], max_leaf_nodes: [7], min_samples_leaf: 5, "

@@ -17,7 +17,7 @@ from fundgrpo.evaluation import statistical
 from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import preparation as prepare
-from fundgrpo.methodology.compiler import compile_file
+from fundgrpo.methodology.compiler import load
 from fundgrpo.params import Params, from_dict
 from fundgrpo.profiles import merged
 from tests.support import REPO
@@ -29,12 +29,12 @@ def _load(csv: str) -> tuple[Params, object, dict]:
     # batches_dir off: the repo's synthetic monitoring batches must not be laid over real funds
     table = ingest.run(dataclasses.replace(params.ingest, path=csv, batches_dir=""), REPO)[0]
     methodology = dataclasses.replace(params.methodology, path=str(REPO / params.methodology.path))
-    return params, table, compile_file(methodology.path)["rubric"]
+    return params, table, load(methodology.path)
 
 
 @pytest.fixture
 def real(morningstar_csv: Path) -> tuple[Params, object, dict]:
-    """(params after `profiles apply morningstar`, the canonical table, the compiled rubric); read once."""
+    """(params after `profiles apply morningstar`, the canonical table, the compiled methodology); read once."""
     return _load(str(morningstar_csv))
 
 
@@ -51,18 +51,18 @@ def test_mrar_is_derived_exactly_where_its_inputs_exist(real):
 
 
 def test_profile_uses_the_star_methodology(real):
-    params, _, rubric = real
+    params, _, methodology = real
     assert params.methodology.path == "methodology/morningstar.yaml"
-    assert {c["metric"]: c["weight"] for c in rubric["criteria"]} == {"mrar_10y": 0.5, "mrar_5y": 0.3, "mrar_3y": 0.2}
-    assert rubric["scoring"] == "ranked" and rubric["grades"] == [1, 2, 3, 4, 5]
-    assert [b["max"] - b["min"] for b in rubric["bands"]] == [10, 22.5, 35, 22.5, 10]
+    assert {c.metric: c.weight for c in methodology.criteria} == {"mrar_10y": 0.5, "mrar_5y": 0.3, "mrar_3y": 0.2}
+    assert methodology.scoring == "ranked" and methodology.grades == [1, 2, 3, 4, 5]
+    assert [b.high - b.low for b in methodology.bands] == [10, 22.5, 35, 22.5, 10]
     ko = meth.load(REPO / params.methodology.path).criteria[0].label["ko"]
     assert ko == "10년 위험조정수익률"
 
 
 def test_rule_scorer_agrees_with_the_stars_on_the_whole_file(real):
-    _, table, rubric = real
-    rules = meth.rule_score(meth.from_rubric(rubric), table)
+    _, table, methodology = real
+    rules = meth.rule_score(methodology, table)
     labelled = table["expert_grade"].notna()
     expert = table.loc[labelled, "expert_grade"].astype(int).tolist()
     rule = [None if pd.isna(g) else int(g) for g in rules.loc[labelled, "rule_grade"]]
@@ -74,11 +74,11 @@ def test_rule_scorer_agrees_with_the_stars_on_the_whole_file(real):
 
 
 def test_prepare_and_the_gbm_evidence_on_the_real_split(real):
-    params, table, rubric = real
+    params, table, methodology = real
     fast = dataclasses.replace(params.baseline, max_iter=120, learning_rate=(0.1,), max_leaf_nodes=(15,))
-    estimates, _, summary = statistical.estimate(table, fast, params.evidence, params.prepare, rubric["grades"])
+    estimates, _, summary = statistical.estimate(table, fast, params.evidence, params.prepare, methodology.grades)
     shown = dataclasses.replace(params.prepare, show_model="gbm")
-    datasets, counts = prepare.run(table, rubric, shown, estimates.set_index("share_class_id"))
+    datasets, counts = prepare.run(table, methodology, shown, estimates.set_index("share_class_id"))
     assert (
         counts["rows"]
         == len(table)
@@ -91,8 +91,8 @@ def test_prepare_and_the_gbm_evidence_on_the_real_split(real):
     assert "Statistical model estimate: grade" in prompt
 
     test = datasets["test"]
-    rule = grade_metrics([r["expert_grade"] for r in test], [r["rule_grade"] for r in test], rubric["grades"])
-    gbm = grade_metrics([r["expert_grade"] for r in test], [r["gbm_grade"] for r in test], rubric["grades"])
+    rule = grade_metrics([r["expert_grade"] for r in test], [r["rule_grade"] for r in test], methodology.grades)
+    gbm = grade_metrics([r["expert_grade"] for r in test], [r["gbm_grade"] for r in test], methodology.grades)
     # measured 2026 (stage defaults): GBM exact 0.749, rule 0.669 on these 526 test share classes
     assert gbm["exact"] > rule["exact"] and gbm["exact"] > 0.65, (gbm, rule)
     assert summary["out_of_fold"]["exact"] > 0.65  # out of fold on train + validation: no better than honest

@@ -25,12 +25,14 @@ def setup():
     from fundgrpo.methodology import preparation as prepare
 
     m = meth.load(REPO / "methodology/default.yaml")
-    rubric, schema = meth.rubric(m), meth.output_schema(m)
+    methodology, schema = m, meth.output_schema(m)
     funds = tiny_funds(n_funds=20)
-    rule = meth.rule_score(meth.from_rubric(rubric), funds)
+    rule = meth.rule_score(methodology, funds)
     funds["expert_grade"], funds["expert_score"] = rule["rule_grade"].astype("Int64"), rule["rule_score"]
-    data, _ = prepare.run(funds, rubric, PrepareParams(train_share=0.6, validation_share=0.1, prompt_style="compact"))
-    return rubric, schema, data
+    data, _ = prepare.run(
+        funds, methodology, PrepareParams(train_share=0.6, validation_share=0.1, prompt_style="compact")
+    )
+    return methodology, schema, data
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def trained(smollm2_dir, setup, tmp_path_factory):
     from fundgrpo.training import grpo_trainer as train
     from fundgrpo.training import sft_trainer
 
-    rubric, schema, data = setup
+    methodology, schema, data = setup
     root = tmp_path_factory.mktemp("pretrained")
     torch.manual_seed(0)
     sft_info = sft_trainer.run(
@@ -59,7 +61,7 @@ def trained(smollm2_dir, setup, tmp_path_factory):
         warmup_steps=0,
         lora=LORA,
     )
-    summary = train.run(grpo, MODEL, root / "sft", data["train"], rubric, schema, root / "policy")
+    summary = train.run(grpo, MODEL, root / "sft", data["train"], methodology, schema, root / "policy")
     return root, sft_info, summary
 
 
@@ -85,10 +87,10 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
     from fundgrpo.training import modelling
     from fundgrpo.training.inference import evaluate_model
 
-    rubric, schema, data = setup
+    methodology, schema, data = setup
     root, _, _ = trained
     rows = data["test"][:2]
-    metrics, predictions = evaluate_model(root / "policy", rows, rubric, schema, max_new_tokens=40, batch_size=2)
+    metrics, predictions = evaluate_model(root / "policy", rows, methodology, schema, max_new_tokens=40, batch_size=2)
     assert set(metrics) >= {"valid_json", "exact", "qwk", "evidence"} and len(predictions) == 2
 
     # the MLflow model (transformers flavour), downloaded as monitoring and the gate load it
@@ -114,13 +116,15 @@ def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     from fundgrpo.methodology import preparation as prepare
     from fundgrpo.training import pretrained
 
-    rubric, _, data = setup
+    methodology, _, data = setup
     tokenizer = pretrained.configured_tokenizer(MODEL)
     compact = prepare.lengths(data["train"], tokenizer)
     funds = tiny_funds(n_funds=20)
-    rule = meth.rule_score(meth.from_rubric(rubric), funds)
+    rule = meth.rule_score(methodology, funds)
     funds["expert_grade"], funds["expert_score"] = rule["rule_grade"].astype("Int64"), rule["rule_score"]
-    full_rows, _ = prepare.run(funds, rubric, PrepareParams(train_share=0.6, validation_share=0.1, prompt_style="full"))
+    full_rows, _ = prepare.run(
+        funds, methodology, PrepareParams(train_share=0.6, validation_share=0.1, prompt_style="full")
+    )
     full = prepare.lengths(full_rows["train"], tokenizer)
     assert compact["answer_tokens_mean"] == full["answer_tokens_mean"] > 10  # same answers
     assert compact["prompt_tokens_mean"] < 0.65 * full["prompt_tokens_mean"]

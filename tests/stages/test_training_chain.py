@@ -58,8 +58,8 @@ def tiny_funds(n_funds: int = 40, seed: int = 0) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def rubric(repo_root_module):
-    return meth.rubric(meth.load(repo_root_module / "methodology/default.yaml"))
+def methodology(repo_root_module):
+    return meth.load(repo_root_module / "methodology/default.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -73,16 +73,16 @@ def repo_root_module():
 
 
 @pytest.fixture(scope="module")
-def datasets(rubric):
+def datasets(methodology):
     from fundgrpo.methodology import preparation as prepare
 
     funds = tiny_funds()
-    m = meth.from_rubric(rubric)
+    m = methodology
     rule = meth.rule_score(m, funds)
     funds["expert_grade"] = rule["rule_grade"].astype("Int64")
     funds["expert_score"] = rule["rule_score"]
     funds.loc[0, "expert_grade"] = pd.NA  # an unrated share class
-    data, summary = prepare.run(funds, rubric, PrepareParams(train_share=0.6, validation_share=0.1))
+    data, summary = prepare.run(funds, methodology, PrepareParams(train_share=0.6, validation_share=0.1))
     assert summary["unlabelled_rows_excluded"] == 1
     return data
 
@@ -182,7 +182,7 @@ def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def policy(chain, datasets, rubric, schema):
+def policy(chain, datasets, methodology, schema):
     from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
@@ -197,7 +197,7 @@ def policy(chain, datasets, rubric, schema):
         warmup_steps=0,
     )
     summary = train.run(
-        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, root / "policy"
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema, root / "policy"
     )
     return root / "policy", summary
 
@@ -211,7 +211,7 @@ def test_grpo_trains_and_logs_reward_curves(policy):
 
 
 @pytest.fixture(scope="module")
-def backtest_result(policy, chain, datasets, rubric, schema):
+def backtest_result(policy, chain, datasets, methodology, schema):
     from fundgrpo.evaluation.backtesting import backtest, scored_funds
     from fundgrpo.training.inference import DEFAULT_FIT, evaluate_models
 
@@ -220,9 +220,9 @@ def backtest_result(policy, chain, datasets, rubric, schema):
     params, fits = BacktestParams(max_funds=6), {"grpo": DEFAULT_FIT}
     rows = scored_funds(params, datasets["test"])  # as the stage: inference, then scoring
     answered, reused = evaluate_models(
-        models, rows, rubric, schema, params.beliefs, fits, GenerationParams(max_new_tokens=24)
+        models, rows, methodology, schema, params.beliefs, fits, GenerationParams(max_new_tokens=24)
     )
-    return backtest(params, rows, rubric, answered, fits, reused)
+    return backtest(params, rows, methodology, answered, fits, reused)
 
 
 def test_backtest_reports_every_evaluator(backtest_result):
@@ -248,7 +248,7 @@ def test_backtest_reports_every_evaluator(backtest_result):
     assert backtest_result["answers_reused"] == {}  # the base answers for itself
 
 
-def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets, rubric, schema, tmp_path):
+def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets, methodology, schema, tmp_path):
     """GRPO that keeps its SFT start re-saves the SFT weights: the backtest reuses those answers."""
     import shutil
 
@@ -261,9 +261,9 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     rows = scored_funds(params, datasets["test"])
     models = {"grpo": policy[0], "sft": kept}
     answered, reused = evaluate_models(
-        models, rows, rubric, schema, params.beliefs, generation=GenerationParams(max_new_tokens=24)
+        models, rows, methodology, schema, params.beliefs, generation=GenerationParams(max_new_tokens=24)
     )
-    result = backtest(params, rows, rubric, answered, reused=reused)
+    result = backtest(params, rows, methodology, answered, reused=reused)
     assert result["answers_reused"] == {"sft": "grpo"}
     assert result["predictions"]["sft"] == result["predictions"]["grpo"] and result["models"]["sft"]["seconds"] == 0.0
     assert {k: v for k, v in result["models"]["sft"].items() if k != "seconds"} == {
@@ -271,7 +271,7 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     }
 
 
-def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, rubric, schema):
+def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodology, schema):
     """The SFT model's grade probabilities on the reference answers (valid by construction): a
     distribution over the grades for each, read at the score and at the grade; a calibration fit
     on them; and every evaluation decided under that fit carries a confidence in 0-1."""
@@ -282,17 +282,17 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, rubric, sc
     rows = datasets["validation"]
     model, tokenizer = modelling.load(root / "sft")
     read = {
-        m: belief.beliefs(model, tokenizer, [r["prompt"] for r in rows], [r["reference"] for r in rows], rubric, m)
+        m: belief.beliefs(model, tokenizer, [r["prompt"] for r in rows], [r["reference"] for r in rows], methodology, m)
         for m in ("score", "grade")
     }
     for found in read.values():
         assert all(abs(sum(b["probs"]) - 1) < 1e-4 and 0 < b["mass"] <= 1 for b in found)
     written = [r["expert_grade"] for r in rows]  # the references state the experts' grades
     fit = calibration.fit_choice(
-        written, written, {m: [b["probs"] for b in found] for m, found in read.items()}, rubric["grades"]
+        written, written, {m: [b["probs"] for b in found] for m, found in read.items()}, methodology.grades
     )
     assert fit["chosen"] in fit["options"] and fit["confidence"] in ("token", "temperature")
-    decided = [calibration.decide(b["probs"], w, fit, rubric["grades"]) for b, w in zip(read[fit["method"]], written)]
+    decided = [calibration.decide(b["probs"], w, fit, methodology.grades) for b, w in zip(read[fit["method"]], written)]
     assert all(0 <= d["confidence"] <= 1 and 1 <= d["expected_grade"] <= 5 for d in decided)
 
 
@@ -325,7 +325,9 @@ def test_calibrate_on_a_model_with_no_valid_answer_writes_no_confidence(chain, d
     assert fit["confidence"] == "token" and fit["options"] == {} and fit["validation"]["valid_json"] == 0.0
 
 
-def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, datasets, rubric, schema, monkeypatch):
+def test_register_gate_in_both_directions(
+    tmp_path, policy, backtest_result, datasets, methodology, schema, monkeypatch
+):
     from mlflow import MlflowClient
 
     from fundgrpo.registry.registration import register
@@ -352,7 +354,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
         return bt
 
     # 1. first model, worse than the rule scorer: challenger, no champion
-    d1 = register(params, candidate(0.2), train, [], rows, rubric, schema, [])
+    d1 = register(params, candidate(0.2), train, [], rows, methodology, schema, [])
     assert (d1["alias"], d1["promoted"], d1["baseline_name"]) == ("challenger", False, "rule scorer")
     client = MlflowClient(tracking_uri=reg.tracking_uri)
     assert "champion" not in client.get_registered_model(reg.model_name).aliases
@@ -366,7 +368,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
         "cutpoints": [1.5, 2.5, 3.5, 4.5],
         "options": {},
     }
-    d2 = register(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, rubric, schema, [], fit)
+    d2 = register(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, methodology, schema, [], fit)
     assert (
         d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     )
@@ -382,7 +384,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     }
 
     # 3. worse than the champion on the same test set: the champion stays
-    d3 = register(params, candidate(0.7), train, [], rows, rubric, schema, [])
+    d3 = register(params, candidate(0.7), train, [], rows, methodology, schema, [])
     assert not d3["promoted"] and d3["baseline_name"] == f"champion v{d2['version']}"
     assert int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     assert int(client.get_model_version_by_alias(reg.model_name, "challenger").version) == d3["version"]
@@ -393,16 +395,16 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     from fundgrpo.training.inference import evaluate_model
 
     elsewhere = dict(candidate(0.8), test_fingerprint="elsewhere")
-    found, name = champion_baseline(client, params, elsewhere, rows, rubric, schema)
+    found, name = champion_baseline(client, params, elsewhere, rows, methodology, schema)
     assert name == f"champion v{d2['version']} (re-evaluated on this test set with its own fit)"
     assert found["trust"]["chosen"] == "score/temperature"  # the registered fit was applied
-    same, _ = evaluate_model(policy[0], rows, rubric, schema, 24, 32, "candidate", ("score",), fit)
+    same, _ = evaluate_model(policy[0], rows, methodology, schema, 24, 32, "candidate", ("score",), fit)
     assert {k: found[k] for k in ("exact", "qwk", "valid_json")} == {k: same[k] for k in ("exact", "qwk", "valid_json")}
 
     # 4. another test set: the champion is re-evaluated on this one, from the registry
     other = candidate(0.9)
     other["test_fingerprint"] = "different"
-    d4 = register(params, other, train, [], rows, rubric, schema, [])
+    d4 = register(params, other, train, [], rows, methodology, schema, [])
     assert "re-evaluated" in d4["baseline_name"]
 
     # 5. a sweep member (register.promote false, inside `dvc exp run`): the gate passes, the
@@ -411,7 +413,7 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     monkeypatch.setenv("DVC_EXP_BASELINE_REV", "abc123")
     champion = client.get_model_version_by_alias(reg.model_name, "champion").version
     best = dict(candidate(0.99), test_fingerprint="different")  # d4's test set: no re-evaluation if d4 is champion
-    d5 = register(replace(params, register=replace(reg, promote=False)), best, train, [], rows, rubric, schema, [])
+    d5 = register(replace(params, register=replace(reg, promote=False)), best, train, [], rows, methodology, schema, [])
     assert (
         d5["gate_passed"]
         and not d5["promoted"]
@@ -425,10 +427,10 @@ def test_register_gate_in_both_directions(tmp_path, policy, backtest_result, dat
     firm = replace(params, register=replace(reg, gate=replace(reg.gate, against=("champion", "gbm_rule"))))
     strong = dict(candidate(0.99), test_fingerprint="different")
     strong["models"]["gbm_rule"] = {"qwk": 0.995, "valid_json": 1.0}
-    d6 = register(firm, strong, train, [], rows, rubric, schema, [])
+    d6 = register(firm, strong, train, [], rows, methodology, schema, [])
     assert not d6["promoted"] and d6["baseline_name"] == "gradient boosting with its validation-chosen rule"
     strong["models"]["gbm_rule"]["qwk"] = 0.9
-    d7 = register(firm, strong, train, [], rows, rubric, schema, [])
+    d7 = register(firm, strong, train, [], rows, methodology, schema, [])
     assert d7["promoted"] and "gradient boosting" in d7["reason"] and "champion" in d7["reason"]
     run = client.get_run(d5["run_id"])
     assert (
@@ -443,7 +445,7 @@ class Crash(Exception):
 
 
 @pytest.mark.fault("GRPO training killed mid-run, then resumed")
-def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, schema, tmp_path):
+def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, methodology, schema, tmp_path):
     """Kill a run after its step-2 checkpoint, resume it, and compare with an uninterrupted run."""
     import torch
     from safetensors.torch import load_file
@@ -464,7 +466,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
         lr_scheduler_type="constant",
         temperature=1.0,
     )
-    args = (params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema)
+    args = (params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema)
 
     full = train.run(*args, tmp_path / "full", checkpoint_dir=tmp_path / "ckpt-full")
 
@@ -488,7 +490,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, rubric, sch
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
-def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, tmp_path):
+def test_best_checkpoint_by_validation_reward(chain, datasets, methodology, schema, tmp_path):
     from fundgrpo.training import grpo_trainer as train
 
     root, _ = chain
@@ -510,7 +512,7 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
         ModelParams(arch=TINY_ARCH),
         root / "sft",
         datasets["train"],
-        rubric,
+        methodology,
         schema,
         tmp_path / "p",
         datasets["validation"],
@@ -526,7 +528,9 @@ def test_best_checkpoint_by_validation_reward(chain, datasets, rubric, schema, t
     )
 
 
-def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain, datasets, rubric, schema, tmp_path):
+def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(
+    chain, datasets, methodology, schema, tmp_path
+):
     """best_metric=qwk: greedy answers to all validation prompts pick the kept model, the start included."""
     import torch
     from safetensors.torch import load_file
@@ -553,7 +557,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
         ModelParams(arch=TINY_ARCH),
         root / "sft",
         datasets["train"],
-        rubric,
+        methodology,
         schema,
         tmp_path / "p",
         datasets["validation"],
@@ -565,7 +569,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
     # the callback's figures are the backtest's, for the start model on the same prompts
     from fundgrpo.training.inference import evaluate_model
 
-    start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], rubric, schema, max_new_tokens=48)
+    start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], methodology, schema, max_new_tokens=48)
     assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {
         k: start_metrics[k] for k in ("valid_json", "exact", "within_one", "qwk")
     }
@@ -585,7 +589,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(chain
         train.best_metric_key(replace(params, best_metric="accuracy"))
 
 
-def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, rubric, schema, tmp_path, capsys):
+def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, methodology, schema, tmp_path, capsys):
     """An evaluation whose greedy answers give one grade to more than grpo.collapse_share of the funds
     (while the experts give it to fewer) is flagged collapsed; such a checkpoint is never the kept one,
     and the stage says so. (A low share and a high learning rate make it likely on this tiny chain.)"""
@@ -606,7 +610,7 @@ def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, rubric, schema, t
         collapse_share=0.3,
     )
     out = train.run(
-        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema, tmp_path / "p",
         datasets["validation"], tmp_path / "ckpt",
     )  # fmt: skip
     curve = {r["step"]: r for r in out["eval_curve"]}
@@ -621,7 +625,9 @@ def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, rubric, schema, t
         assert "collapsed onto one grade" in capsys.readouterr().out
 
 
-def test_best_checkpoint_by_evaluation_quality_refuses_a_lost_grade(chain, datasets, rubric, schema, tmp_path, capsys):
+def test_best_checkpoint_by_evaluation_quality_refuses_a_lost_grade(
+    chain, datasets, methodology, schema, tmp_path, capsys
+):
     """best_metric=evaluation: each greedy validation evaluation carries the evaluation figure and its
     parts, a checkpoint whose QWK fell below the start's (tolerance 0) is refused like a collapsed
     one, and the kept model is the best evaluation among the rest, the start included."""
@@ -636,7 +642,7 @@ def test_best_checkpoint_by_evaluation_quality_refuses_a_lost_grade(chain, datas
         qwk_tolerance=0.0,
     )  # fmt: skip
     out = train.run(
-        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p",
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema, tmp_path / "p",
         datasets["validation"], tmp_path / "ckpt",
     )  # fmt: skip
     curve = {r["step"]: r for r in out["eval_curve"]}
@@ -663,7 +669,7 @@ def test_best_checkpoint_by_evaluation_quality_refuses_a_lost_grade(chain, datas
         GrpoParams(best_metric="faithfulness")
 
 
-def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, tmp_path, monkeypatch):
+def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, methodology, schema, tmp_path, monkeypatch):
     """GRPO steps whose reward includes the judge, served by an OpenAI-compatible stub on loopback."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -714,7 +720,7 @@ def test_grpo_with_the_judge_reward_end_to_end(chain, datasets, rubric, schema, 
     )
     try:
         out = train.run(
-            params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], rubric, schema, tmp_path / "p"
+            params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema, tmp_path / "p"
         )
     finally:
         server.shutdown()

@@ -16,6 +16,7 @@ import pandas as pd
 from fundgrpo.data import analyst_labels
 from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.evaluation.statistical import load_estimator
+from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
@@ -41,14 +42,14 @@ class Loaded:
 
 
 class Evaluator:
-    """The serving model (swapped when the alias moves), the rubric and the reference universe,
+    """The serving model (swapped when the alias moves), the methodology and the reference universe,
     and a micro-batcher that generates for concurrent requests together."""
 
     def __init__(self, root: Path, settings: ApiSettings) -> None:
 
         self.root, self.settings = root, settings
         self.params = load_params(root / "params.yaml")
-        self.rubric, self.schema = load_compiled(root / self.params.methodology.out_dir)
+        self.methodology, self.schema = load_compiled(root / self.params.methodology.out_dir)
         self.reference = pd.read_parquet(root / self.params.validate.out)
         self.known = frozenset(self.reference["share_class_id"].astype(str))  # outside it: new to the universe
         rated = self.reference.dropna(subset=["expert_grade"])
@@ -155,21 +156,21 @@ class Evaluator:
             r["share_class_id"]: r
             for r in prompt_records(
                 with_reference(frame, self.reference),
-                self.rubric,
+                self.methodology,
                 self.params.prepare,
                 only=[str(f["share_class_id"]) for f in funds],
                 estimator=self.estimator,
             )
         }
-        lacking = missing_criteria(frame, self.rubric)
+        lacking = missing_criteria(frame, self.methodology)
         return [{**by_id[str(f["share_class_id"])], "lacking": lacks} for f, lacks in zip(funds, lacking)]
 
-    def generate(self, loaded: Loaded, records: list[dict], deadline: float | None = None) -> list[dict]:
+    def generate(self, loaded: Loaded, records: list[dict], deadline: float | None = None) -> list[Prediction]:
 
         b = self.params.generation
         return answer(
-            loaded.model, loaded.tokenizer, records, self.rubric, self.schema, b.max_new_tokens, b.batch_size, "api",
-            loaded.fit, deadline,
+            loaded.model, loaded.tokenizer, records, self.methodology, self.schema, b.max_new_tokens, b.batch_size,
+            "api", loaded.fit, deadline,
         )  # fmt: skip
 
     def stuck_for(self) -> float:
@@ -236,7 +237,7 @@ class Evaluator:
             raise RuntimeError("the server is stopping")
         await self.queue.put((loaded, records, fut, time.monotonic()))
         answers = await asyncio.wait_for(fut, self.settings.timeout_s)
-        grades = self.rubric["grades"]
+        grades = self.methodology.grades
         in_prompt = {"rule": self.params.prepare.show_rule, "gbm": self.params.prepare.show_model == "gbm"}
         out = []
         for fund, record, p in zip(funds, records, answers):
@@ -244,7 +245,7 @@ class Evaluator:
                 record,
                 p,
                 loaded.fit,
-                self.rubric,
+                self.methodology,
                 fund.get("name"),
                 record["lacking"],
                 self.params.evaluate,

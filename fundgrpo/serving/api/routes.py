@@ -121,7 +121,7 @@ def get_evaluation(request: Request, share_class_id: str, _: str = Depends(need(
 def post_decision(request: Request, body: DecisionRequest, analyst: str = Depends(need("review"))) -> dict:
     api = request.app.state
     store: Store = api.store
-    grades = api.evaluator.rubric["grades"]
+    grades = api.evaluator.methodology.grades
     if body.grade not in grades:
         raise HTTPException(422, f"grade: {body.grade} is not a grade of the methodology ({grades})")
     if body.evaluation_id is None:
@@ -173,7 +173,7 @@ def get_review_queue(request: Request, limit: int = Query(100, ge=1, le=1000), _
     rule = evaluator.params.evaluate
     items = review.queue(api.store.undecided(), rule, evaluator.known)
     return {
-        "grades": evaluator.rubric["grades"],
+        "grades": evaluator.methodology.grades,
         "rule": {"review_below": rule.review_below, "disagree_by": rule.disagree_by},
         "order": "invalid answers first, then confidence from the lowest, then the largest disagreement",
         "total": len(items),
@@ -193,7 +193,7 @@ PAGE_HEADERS = {
 @router.get("/review", include_in_schema=False)
 def review_page_html(request: Request):
     api = request.app.state
-    language = api.evaluator.rubric.get("language", "en")
+    language = api.evaluator.methodology.language
     return HTMLResponse(review_page.page(language), headers=PAGE_HEADERS)
 
 

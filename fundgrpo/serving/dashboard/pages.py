@@ -286,7 +286,8 @@ def tested_grades(row: dict) -> None:
     if row.get("grpo_probs"):
         st.markdown(f"**{T['probabilities']}**")
         st.altair_chart(charts.probabilities(row["grpo_probs"], T), width="stretch")
-        grades_of = (WS.rubric() or {}).get("grades", [1, 2, 3, 4, 5])
+        m = WS.methodology()
+        grades_of = m.grades if m else [1, 2, 3, 4, 5]
         note = grade_note(row.get("grpo_grade"), row["grpo_probs"], grades_of, row.get("grpo_expected_grade"),
                           FIG.fit, WS.language())  # fmt: skip
         if note:  # the grade its own chart does not put first: said in words, beside the chart
@@ -301,8 +302,8 @@ def tested_grades(row: dict) -> None:
     if row.get("grpo_reason"):
         flags.append(str(row["grpo_reason"]))
     if row.get("grpo_unsupported"):  # the claims check's finding, in the methodology's words
-        rubric = WS.rubric() or {}
-        named = {c["id"]: c.get("label", c["id"]) for c in [*rubric.get("criteria", []), *rubric.get("context", [])]}
+        m = WS.methodology()
+        named = {c.id: m.label(c) for c in m.named} if m else {}
         said = [T["misstated_verdict"] if cid == "verdict" else named.get(cid, cid) for cid in row["grpo_unsupported"]]
         flags.append(f"{T['misstated']}: {', '.join(said)}")
     if flags:
@@ -335,15 +336,15 @@ def latest_evaluation(entry: dict) -> None:
 
 def verdict_and_peers(sid: str, record: dict, category) -> pd.DataFrame:
     st.subheader(T["verdict"])
-    rubric = WS.rubric() or {}
+    methodology = WS.methodology()
     rule_grade = record.get("rule_grade")
-    band: dict = next((b for b in rubric.get("bands", []) if b.get("grade") == rule_grade), {})
-    label = (band.get("label") or {}).get(WS.language(), "")
+    band = next((b for b in methodology.bands if b.grade == rule_grade), None) if methodology else None
+    label = band.label.get(WS.language(), "") if band else ""
     score = record.get("rule_score")
     st.write(f"{T['grade']} **{rule_grade if rule_grade is not None else '—'}** {label} · {T['score']} "
              f"{'—' if score is None else round(score, 1)}")  # fmt: skip
-    if record:
-        verdict = wsm.verdict_table(record, rubric).round({"percentile": 0})
+    if record and methodology:
+        verdict = wsm.verdict_table(record, methodology).round({"percentile": 0})
         st.dataframe(
             verdict.rename(columns={"criterion": T["criterion"], "weight": T["weight"], "percentile": T["percentile"]}),
             hide_index=True,

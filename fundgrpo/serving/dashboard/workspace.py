@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.data import analyst_labels, peers
+from fundgrpo.methodology.compiler import Methodology, load_methodology
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
@@ -53,12 +54,14 @@ class Workspace:
 
     # -- language and methodology
 
-    def rubric(self) -> dict | None:
-        path = self.root / self.params.methodology.out_dir / "rubric.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    def methodology(self) -> Methodology | None:
+        """The compiled methodology, None before the `methodology` stage has run."""
+        folder = self.root / self.params.methodology.out_dir
+        return load_methodology(folder) if (folder / "rubric.json").exists() else None
 
     def language(self) -> str:
-        lang = (self.rubric() or {}).get("language", "en")
+        m = self.methodology()
+        lang = m.language if m else "en"
         return lang if lang in LABELS else "en"
 
     # -- registry
@@ -363,18 +366,18 @@ def peer_table(funds: pd.DataFrame, share_class_id: str) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["metric", "value", "peer_median", "percentile"])
 
 
-def verdict_table(record: dict, rubric: dict) -> pd.DataFrame:
+def verdict_table(record: dict, methodology: Methodology) -> pd.DataFrame:
     """The methodology's criteria for one fund: label, weight, the fund's percentile among peers.
 
-    >>> rubric = {"criteria": [{"id": "cost", "label": "Ongoing cost", "weight": 0.5}]}
-    >>> verdict_table({"evidence": {"cost": 80.0}}, rubric).to_dict("records")
-    [{'criterion': 'Ongoing cost', 'weight': 0.5, 'percentile': 80.0}]
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> verdict_table({"evidence": {"cost": 80.0}}, example_methodology()).to_dict("records")[1]
+    {'criterion': 'ongoing cost', 'weight': 0.4, 'percentile': 80.0}
     """
     evidence = record.get("evidence") or {}
     evidence = json.loads(evidence) if isinstance(evidence, str) else evidence  # prepared records keep it as text
     rows = [
-        {"criterion": c.get("label", c["id"]), "weight": c.get("weight"), "percentile": evidence.get(c["id"])}
-        for c in rubric.get("criteria", [])
+        {"criterion": methodology.label(c), "weight": c.weight, "percentile": evidence.get(c.id)}
+        for c in methodology.criteria
     ]
     return pd.DataFrame(rows, columns=["criterion", "weight", "percentile"])
 

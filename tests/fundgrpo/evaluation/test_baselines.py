@@ -66,9 +66,18 @@ def test_features_never_hold_leaking_columns_or_labels():
         baselines.features(df, ["Name"])
 
 
-def test_features_from_a_rubric_use_its_metrics_and_peer_percentiles():
+def test_features_from_a_methodology_use_its_metrics_and_peer_percentiles():
+    from fundgrpo.methodology.compiler import parse
+
     df = universe(30)
-    X = baselines.features(df, {"criteria": [{"metric": "return_3y"}, {"metric": "return_10y"}]}, category=False)
+    grades = [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}]
+    m = parse(
+        {
+            "criteria": [{"metric": "return_3y", "weight": 0.5}, {"metric": "return_10y", "weight": 0.5}],
+            "grades": grades,
+        }
+    )
+    X = baselines.features(df, m, category=False)
     assert list(X.columns) == ["return_3y", "return_3y_pct"]  # return_10y absent: skipped
     assert X.groupby(df["category"])["return_3y_pct"].max().eq(100).all()
 

@@ -66,8 +66,10 @@ def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
     lm, gbm = beliefs(expert, 0.6, rng), beliefs(expert, 0.6, rng)
     fit = choose(expert, lm, gbm, groups, serve="stack")
     rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
-    preds = [{"grade": int(np.argmax(p)) + 1, "valid": True, "beliefs": {"score": p}} for p in lm]
-    preds[0] = {"grade": None, "valid": False, "beliefs": None}  # an invalid answer
+    preds = [
+        {"grade": (g := int(np.argmax(p)) + 1), "written_grade": g, "valid": True, "beliefs": {"score": p}} for p in lm
+    ]
+    preds[0] = {"grade": None, "written_grade": None, "valid": False, "beliefs": None}  # an invalid answer
     parts = contest.parts(rows, preds, fit, GRADES)
     assert set(parts) == {"alone", "stack", "gbm_rule"}
     assert parts["alone"][0]["grade"] is None and parts["gbm_rule"][0]["grade"] is not None  # GBM needs no answer

@@ -17,55 +17,57 @@ from tests.support import REPO
 
 
 @pytest.fixture(params=["default.yaml", "default_ko.yaml"])
-def rubric(request):
-    return meth.rubric(meth.load(REPO / "methodology" / request.param))
+def methodology(request):
+    return meth.load(REPO / "methodology" / request.param)
 
 
-def words(rubric):
-    return ("top", "bottom") if rubric["language"] == "en" else ("상위", "하위")
+def words(methodology):
+    return ("top", "bottom") if methodology.language == "en" else ("상위", "하위")
 
 
-def test_the_dashboard_misstatement_is_caught_on_both_counts(rubric):
+def test_the_dashboard_misstatement_is_caught_on_both_counts(methodology):
     """Found by an analyst on the dashboard: Sharpe ratio percentile 79 and ongoing cost percentile 58
     read "Sharpe ratio top 10%; ongoing cost bottom 10%": the band of one and the side of the other."""
-    top, bottom = words(rubric)
-    label = {c["id"]: c["label"] for c in rubric["criteria"]}
+    top, bottom = words(methodology)
+    label = {c.id: methodology.label(c) for c in methodology.criteria}
     text = f"{label['sharpe']} {top} 10%; {label['cost']} {bottom} 10%"
-    found = {c["about"]: (c["status"], c["why"]) for c in claims.check(text, {"sharpe": 79, "cost": 58}, rubric)}
+    found = {c["about"]: (c["status"], c["why"]) for c in claims.check(text, {"sharpe": 79, "cost": 58}, methodology)}
     assert found == {"sharpe": ("wrong", "band"), "cost": ("wrong", "side")}
     right = f"{label['sharpe']} {top} 30%; {label['cost']} {top} 50%"
-    assert claims.misstated(right, {"sharpe": 79, "cost": 58}, rubric) == []
+    assert claims.misstated(right, {"sharpe": 79, "cost": 58}, methodology) == []
 
 
-def test_numbers_verdicts_and_context_are_checked(rubric):
-    top, bottom = words(rubric)
-    label = {c["id"]: c["label"] for c in [*rubric["criteria"], *rubric["context"]]}
-    verdict = {b["grade"]: b["label"][rubric["language"]] for b in rubric["bands"]}
+def test_numbers_verdicts_and_context_are_checked(methodology):
+    top, bottom = words(methodology)
+    label = {c.id: methodology.label(c) for c in methodology.named}
+    verdict = {b.grade: b.label[methodology.language] for b in methodology.bands}
     pct = {"sharpe": 72.4, "cost": 35.0, "tenure": 12.0}
     text = f"{verdict[4]}. {label['sharpe']} {top} 30% (72); {label['tenure']} {bottom} 20%"
-    assert claims.misstated(text, pct, rubric, grade=4) == []
-    assert claims.misstated(text, pct, rubric, grade=5) == ["verdict"]  # its words are grade 4's label
-    assert claims.misstated(text.replace("(72)", "(75)"), pct, rubric, grade=4) == ["sharpe"]  # not the percentile
-    assert claims.misstated(text.replace(f"{bottom} 20%", f"{bottom} 10%"), pct, rubric, 4) == ["tenure"]
+    assert claims.misstated(text, pct, methodology, grade=4) == []
+    assert claims.misstated(text, pct, methodology, grade=5) == ["verdict"]  # its words are grade 4's label
+    assert claims.misstated(text.replace("(72)", "(75)"), pct, methodology, grade=4) == ["sharpe"]  # not the percentile
+    assert claims.misstated(text.replace(f"{bottom} 20%", f"{bottom} 10%"), pct, methodology, 4) == ["tenure"]
     # a criterion the prompt had no data on
-    assert claims.misstated(f"{label['cost']} {bottom} 40%", {"cost": None}, rubric) == ["cost"]
+    assert claims.misstated(f"{label['cost']} {bottom} 40%", {"cost": None}, methodology) == ["cost"]
 
 
-def test_reference_evaluations_are_right_complete_and_within_budget(rubric):
+def test_reference_evaluations_are_right_complete_and_within_budget(methodology):
     """Every SFT target states the verdict of its grade, cites the weightiest criteria with true
     bands, says what moved the grade off the methodology's, and fits the JSON Schema's length."""
     funds = synthetic.later_batch(SyntheticParams(n_funds=120, n_months=48), 3)
-    records = prepare.build_records(funds, rubric, replace(PrepareParams(), answer_style="evaluation"))
+    records = prepare.build_records(funds, methodology, replace(PrepareParams(), answer_style="evaluation"))
     assert len(records) > 50
-    budget = rubric["reasoning"]["max_chars"]
+    budget = methodology.reasoning_max_chars
     moved = 0
     for r in records:
         answer = json.loads(r["reference"])
-        assert claims.misstated(answer["reasoning"], r["evidence"], rubric, answer["grade"], r["rule_grade"]) == []
-        assert claims.complete(answer["reasoning"], r["evidence"], rubric), answer
+        assert claims.misstated(answer["reasoning"], r["evidence"], methodology, answer["grade"], r["rule_grade"]) == []
+        assert claims.complete(answer["reasoning"], r["evidence"], methodology), answer
         assert len(answer["reasoning"]) <= budget
         assert r["shown_grade"] == r["rule_grade"]  # the methodology's grade is what the prompt suggests
-        said = claims.check(answer["reasoning"], json.loads(r["evidence"]), rubric, r["expert_grade"], r["rule_grade"])
+        said = claims.check(
+            answer["reasoning"], json.loads(r["evidence"]), methodology, r["expert_grade"], r["rule_grade"]
+        )
         assert [c["about"] for c in said[:2]] == ["verdict", "methodology"]
         assert said[1]["status"] == "right"  # the methodology's grade, and which way the grade moved from it
         moved += r["expert_grade"] != r["rule_grade"]
@@ -73,10 +75,12 @@ def test_reference_evaluations_are_right_complete_and_within_budget(rubric):
     # the same evaluation said of a grade that moved the other way, or of another methodology grade: misstated
     r = next(r for r in records if r["expert_grade"] > r["rule_grade"])
     text = json.loads(r["reference"])["reasoning"]
-    assert "methodology" in claims.misstated(text, r["evidence"], rubric, r["expert_grade"], r["rule_grade"] + 1)
-    assert "methodology" in claims.misstated(text, r["evidence"], rubric, r["rule_grade"] - 1 or 1, r["rule_grade"])
+    assert "methodology" in claims.misstated(text, r["evidence"], methodology, r["expert_grade"], r["rule_grade"] + 1)
+    assert "methodology" in claims.misstated(
+        text, r["evidence"], methodology, r["rule_grade"] - 1 or 1, r["rule_grade"]
+    )
     summary = claims.summary(
-        [json.loads(r["reference"])["reasoning"] for r in records], [r["evidence"] for r in records], rubric,
+        [json.loads(r["reference"])["reasoning"] for r in records], [r["evidence"] for r in records], methodology,
         [r["expert_grade"] for r in records], [r["rule_grade"] for r in records],
     )  # fmt: skip
     assert summary["misstated_claims"] == 0.0 and summary["complete"] == 1.0
@@ -85,9 +89,9 @@ def test_reference_evaluations_are_right_complete_and_within_budget(rubric):
 def test_morningstar_evaluations_fit_the_budget_and_read_their_labels():
     """The Morningstar file's labels are long ("4 stars (above average)", "10-year risk-adjusted
     return"): an evaluation still fits its 160 characters, and the 5- and 10-year claims are told apart."""
-    rubric = meth.rubric(meth.load(REPO / "methodology/morningstar.yaml"))
-    labels = [b["label"]["en"] for b in rubric["bands"]]
+    methodology = meth.load(REPO / "methodology/morningstar.yaml")
+    labels = [b.label["en"] for b in methodology.bands]
     text = f"{labels[3]}. 10-year risk-adjusted return top 30%; 5-year risk-adjusted return top 20%. Methodology 3"
-    assert len(text) <= rubric["reasoning"]["max_chars"]
-    assert claims.misstated(text, {"mrar_10y": 75, "mrar_5y": 85, "mrar_3y": 50}, rubric, 4) == []
-    assert claims.misstated(text, {"mrar_10y": 75, "mrar_5y": 75, "mrar_3y": 50}, rubric, 4) == ["mrar_5y"]
+    assert len(text) <= methodology.reasoning_max_chars
+    assert claims.misstated(text, {"mrar_10y": 75, "mrar_5y": 85, "mrar_3y": 50}, methodology, 4) == []
+    assert claims.misstated(text, {"mrar_10y": 75, "mrar_5y": 75, "mrar_3y": 50}, methodology, 4) == ["mrar_5y"]

@@ -20,7 +20,7 @@ from tests.support import REPO
 @pytest.mark.parametrize("methodology", ["default.yaml", "default_ko.yaml"])
 def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
     m = meth.load(REPO / "methodology" / methodology)
-    rubric = meth.rubric(m)
+    methodology = m
     funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
     blank = funds.index[0]
     funds.loc[blank, [c.metric for c in m.criteria]] = float("nan")
@@ -28,16 +28,16 @@ def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
     assert rules.loc[blank].isna().all() and rules.drop(index=blank).notna().all().all()
 
     params = replace(PrepareParams(), answer_style="evaluation")
-    records = prepare.build_records(funds, rubric, params)
+    records = prepare.build_records(funds, methodology, params)
     first = next(r for r in records if r["share_class_id"] == str(funds.at[blank, "share_class_id"]))
     others = [r for r in records if r is not first]
     assert first["rule_grade"] is None and first["rule_score"] is None and "shown_grade" not in first
     assert all(isinstance(r["rule_grade"], int) for r in others)
-    rule_line = {"en": "Methodology score", "ko": "방법론 점수"}[rubric["language"]]
+    rule_line = {"en": "Methodology score", "ko": "방법론 점수"}[methodology.language]
     prompt = "\n".join(msg["content"] for msg in first["prompt"])
     assert rule_line not in prompt  # the prompt states no methodology verdict it does not have
     assert all(rule_line in "\n".join(msg["content"] for msg in r["prompt"]) for r in others)
     answer = json.loads(first["reference"])
-    assert claims.misstated(answer["reasoning"], first["evidence"], rubric, answer["grade"], None) == []
+    assert claims.misstated(answer["reasoning"], first["evidence"], methodology, answer["grade"], None) == []
     # the rule scorer gives no grade for it: a miss in the backtest, not a made-up middle grade
-    assert rule_predictions([first])[0] == {"grade": None, "score": None, "valid": False}
+    assert rule_predictions([first])[0] == {"grade": None, "written_grade": None, "score": None, "valid": False}

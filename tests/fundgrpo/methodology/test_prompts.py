@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from fundgrpo.methodology import prompts
+from fundgrpo.methodology.compiler import parse
 
-RUBRIC = {
-    "name": "펀드 품질 등급",
-    "language": "ko",
-    "grades": [1, 2, 3, 4, 5],
-    "criteria": [{"id": "s", "label": "샤프지수", "weight": 0.6}, {"id": "c", "label": "총보수", "weight": 0.4}],
-}
+METHODOLOGY = parse(
+    {
+        "name": "펀드 품질 등급",
+        "language": "ko",
+        "criteria": [
+            {"id": "s", "metric": "sharpe_3y", "label": "샤프지수", "weight": 0.6},
+            {"id": "c", "metric": "ongoing_cost", "label": "총보수", "weight": 0.4, "higher_is_better": False},
+        ],
+        "grades": [{"grade": g, "min": 20 * (g - 1), "max": 20 * g} for g in range(1, 6)],
+    }
+)
 EVIDENCE = {"s": {"value": 0.8, "median": 0.5, "pct": 81.4}, "c": {"value": 1.2, "median": 0.9, "pct": float("nan")}}
 
 
 def test_compact_korean_prompt_states_every_percentile_and_weight():
     system, user = prompts.build_messages(
-        RUBRIC, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE, "compact"
+        METHODOLOGY, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE, "compact"
     )
     assert system["content"] == "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요."
     assert user["content"].splitlines() == [
@@ -26,6 +32,6 @@ def test_compact_korean_prompt_states_every_percentile_and_weight():
         'JSON: {"reasoning": "...", "score": 0-100, "grade": 1-5}',
     ]
     full = prompts.build_messages(
-        RUBRIC, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE
+        METHODOLOGY, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE
     )[1]["content"]
     assert "백분위 81" in full and len(user["content"]) < len(full)

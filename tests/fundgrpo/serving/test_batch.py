@@ -127,8 +127,8 @@ def test_a_single_fund_is_placed_among_the_reference_peers(trained, tmp_path):
     from fundgrpo.serving.batch import with_reference
     from fundgrpo.serving.champion import prompt_records
 
-    rubric, _ = load_compiled(root / "data/schema")
-    records = prompt_records(with_reference(one, reference), rubric, load_params(root / "params.yaml").prepare)
+    methodology, _ = load_compiled(root / "data/schema")
+    records = prompt_records(with_reference(one, reference), methodology, load_params(root / "params.yaml").prepare)
     assert row["share_class_id"] == "NEW-1" and row["rule_grade"] == next(
         r["rule_grade"] for r in records if r["share_class_id"] == "NEW-1"
     )
@@ -190,11 +190,10 @@ def test_a_mapped_metric_the_file_lacks_is_scored_as_missing(tmp_path):
     assert report.absent == {"return_10y": "GBRReturnM120"}
 
     methodology = compiler.load(REPO / "methodology/morningstar.yaml")
-    rubric = compiler.rubric(methodology)
-    warning = absent_warning(funds, report, rubric)
+    warning = absent_warning(funds, report, methodology)
     assert "new.csv has no column 'GBRReturnM120' (ingest.column_map.return_10y)" in warning
     assert "criteria mrar_10y are scored as missing" in warning
-    assert missing_criteria(funds, rubric) == ["mrar_10y"] * 3
+    assert missing_criteria(funds, methodology) == ["mrar_10y"] * 3
     # scored as missing: the same scores as without the criterion's column (weights renormalised)
     scored = compiler.rule_score(methodology, funds)
     assert scored.equals(compiler.rule_score(methodology, funds.drop(columns=["mrar_10y"])))

@@ -6,17 +6,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fundgrpo.methodology.compiler import parse
 from fundgrpo.params import ModelArchParams
 from fundgrpo.training import belief, modelling
 
-RUBRIC = {
-    "grades": [1, 2, 3],
-    "bands": [
-        {"grade": 1, "min": 0, "max": 32.5},
-        {"grade": 2, "min": 32.5, "max": 67.5},
-        {"grade": 3, "min": 67.5, "max": 100},
-    ],
-}
+METHODOLOGY = parse(
+    {
+        "criteria": [{"metric": "sharpe_3y", "weight": 1}],
+        "grades": [
+            {"grade": 1, "min": 0, "max": 32.5},
+            {"grade": 2, "min": 32.5, "max": 67.5},
+            {"grade": 3, "min": 67.5, "max": 100},
+        ],
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,7 @@ def test_the_trie_equals_scoring_each_candidate_alone(small):
 def test_read_maps_scores_through_the_bands(small):
     model, tokenizer = small
     answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
-    found = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "score")
+    found = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "score")
     assert len(found["probs"]) == 3 and sum(found["probs"]) == pytest.approx(1.0, abs=1e-5)
     assert 0 < found["mass"] <= 1
     # the band sums: grade 1 holds scores 0-32, so its share is what those 33 candidates get
@@ -71,7 +74,7 @@ def test_read_maps_scores_through_the_bands(small):
     logp = belief.candidate_logprobs(model, tokenizer, prefix, [f"{v}," for v in range(101)])
     p = np.exp(logp - logp.max())
     assert found["probs"][0] == pytest.approx(p[:33].sum() / p.sum(), abs=1e-5)
-    grade = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "grade")
+    grade = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "grade")
     assert sum(grade["probs"]) == pytest.approx(1.0, abs=1e-5)
 
 
@@ -80,12 +83,12 @@ def test_a_model_that_means_none_of_the_grades_gives_no_probabilities(small):
     the evaluation then carries no confidence rather than a made-up one."""
     model, tokenizer = small
     answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
-    found = belief.read(model, tokenizer, "Rate this fund.", answer, RUBRIC, "score", min_mass=1.01)
+    found = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "score", min_mass=1.01)
     assert found["probs"] is None and 0 < found["mass"] <= 1
 
 
 def test_an_answer_without_a_decision_point_has_no_belief(small):
     model, tokenizer = small
-    assert belief.read(model, tokenizer, "x", '{"reasoning": "no score here"}', RUBRIC, "score") is None
+    assert belief.read(model, tokenizer, "x", '{"reasoning": "no score here"}', METHODOLOGY, "score") is None
     with pytest.raises(belief.BeliefError, match="belief method must be one of"):
-        belief.read(model, tokenizer, "x", '{"score": 5}', RUBRIC, "stated")
+        belief.read(model, tokenizer, "x", '{"score": 5}', METHODOLOGY, "stated")

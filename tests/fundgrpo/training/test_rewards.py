@@ -14,8 +14,7 @@ from tests.support import REPO
 @pytest.fixture(params=["default.yaml", "default_ko.yaml"])
 def setup(request, repo_root):
     m = meth.load(repo_root / "methodology" / request.param)
-    r = meth.rubric(m)
-    return r, bind(r, meth.output_schema(m), replace(GrpoParams(), reasoning_chars=(10, 80), grade_step_penalty=0.5))
+    return m, bind(m, meth.output_schema(m), replace(GrpoParams(), reasoning_chars=(10, 80), grade_step_penalty=0.5))
 
 
 def answer(grade, score, reasoning):
@@ -68,8 +67,8 @@ def test_score_reward_falls_back_to_band_midpoint(setup):
 
 def test_evidence_reward_in_the_methodology_language(setup):
     r, rewards = setup
-    label = {c["id"]: c["label"] for c in r["criteria"]}
-    top, bottom = ("top", "bottom") if r["language"] == "en" else ("상위", "하위")
+    label = {c.id: r.label(c) for c in r.criteria}
+    top, bottom = ("top", "bottom") if r.language == "en" else ("상위", "하위")
     ev = [json.dumps({"sharpe": 90, "return": 20, "cost": 50, "drawdown": 50, "information_ratio": 50})] * 4
     right = f"{label['sharpe']} {top} 10%; {label['return']} {bottom} 20%"
     wrong = f"{label['sharpe']} {bottom} 10%; {label['return']} {top} 20%"
@@ -87,12 +86,12 @@ def test_citing_less_is_never_worse_than_citing_wrongly(setup):
     """A policy that cites every criterion, each wrongly (side or band), earns less than one that cites
     nothing, and adding a wrong claim to right ones always lowers the reward."""
     r, rewards = setup
-    top, bottom = ("top", "bottom") if r["language"] == "en" else ("상위", "하위")
+    top, bottom = ("top", "bottom") if r.language == "en" else ("상위", "하위")
     pct = {"sharpe": 95, "return": 72, "cost": 8, "drawdown": 40, "information_ratio": 61}
     ev = [json.dumps(pct)]
 
     def says(ids, band):  # band(pct) -> the words after the label
-        return answer(4, 70, "; ".join(f"{c['label']} {band(pct[c['id']])}" for c in r["criteria"] if c["id"] in ids))
+        return answer(4, 70, "; ".join(f"{r.label(c)} {band(pct[c.id])}" for c in r.criteria if c.id in ids))
 
     def right(p):
         return f"{top} {max(10, -(-(100 - p) // 10) * 10)}%" if p >= 50 else f"{bottom} {max(10, -(-p // 10) * 10)}%"
@@ -111,8 +110,8 @@ def test_citing_less_is_never_worse_than_citing_wrongly(setup):
     assert all_right == pytest.approx(1.0)
     two_right = rewards["evidence"]([says({"sharpe", "cost"}, right)], evidence=ev)[0]
     text = "; ".join(
-        [f"{c['label']} {right(pct[c['id']])}" for c in r["criteria"] if c["id"] in ("sharpe", "cost")]
-        + [f"{c['label']} {wrong_side(pct[c['id']])}" for c in r["criteria"] if c["id"] == "return"]
+        [f"{r.label(c)} {right(pct[c.id])}" for c in r.criteria if c.id in ("sharpe", "cost")]
+        + [f"{r.label(c)} {wrong_side(pct[c.id])}" for c in r.criteria if c.id == "return"]
     )
     mixed = answer(4, 70, text)
     assert rewards["evidence"]([mixed], evidence=ev)[0] < two_right
@@ -202,7 +201,7 @@ def test_a_collapsed_policy_earns_less_grade_reward_than_a_useful_start():
     commonest grade. Weighted by the grade's rarity, answering one grade to every fund earns
     1 / number of grades, less than a start that is right on most funds; unweighted it earns more."""
     m = meth.load(REPO / "methodology/default.yaml")
-    rubric, schema = meth.rubric(m), meth.output_schema(m)
+    methodology, schema = m, meth.output_schema(m)
     experts = [3] * 60 + [2] * 15 + [4] * 15 + [1] * 5 + [5] * 5  # an imbalanced export
     # the start: right on 65 % of funds (its misses one grade off, spread over the grades)
     start = [g if i % 20 < 13 else (g + 1 if g < 5 else g - 1) for i, g in enumerate(experts)]
@@ -210,7 +209,7 @@ def test_a_collapsed_policy_earns_less_grade_reward_than_a_useful_start():
     rows = [{"expert_grade": g} for g in experts]
 
     def mean_grade_reward(grades, params):
-        fn = bind(rubric, schema, params, rows)["grade"]
+        fn = bind(methodology, schema, params, rows)["grade"]
         got = fn([answer(g, 50, "Sharpe ratio top 10%") for g in grades], expert_grade=experts)
         return sum(got) / len(got)
 
