@@ -91,6 +91,8 @@ TITLES = {
     "bands, the methodology's grade and what moved it) stating a confidence; rewards for claims and departures",
     "morningstar-select-reward": "The same, GRPO pushed harder and kept on its sampled validation reward "
     "(learning rate 1e-4, 100 steps, `grpo.best_metric: reward`)",
+    "morningstar-grpo-evaluations": "The same, GRPO anchored to its start (KL β 0.04, learning rate 1e-4, 60 steps) "
+    "and kept for its greedy validation evaluations (`grpo.best_metric: evaluation`, profile `grpo-evaluations`)",
 }
 
 
