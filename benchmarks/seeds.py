@@ -93,6 +93,8 @@ TITLES = {
     "(learning rate 1e-4, 100 steps, `grpo.best_metric: reward`)",
     "morningstar-grpo-evaluations": "The same, GRPO anchored to its start (KL β 0.04, learning rate 1e-4, 60 steps) "
     "and kept for its greedy validation evaluations (`grpo.best_metric: evaluation`, profile `grpo-evaluations`)",
+    "morningstar-grpo-claims": "The same, GRPO's reward weighted towards the evaluation (claims reward 2.0, as the "
+    "grade's; departure 1.0 at cost 1.5; profile `grpo-claims`); percentiles as the prompt shows them (whole numbers)",
 }
 
 

@@ -70,7 +70,9 @@ def build_records(
             c.id: {
                 "value": _clean(row.get(c.metric, np.nan)),
                 "median": _clean(medians.at[i, c.metric]) if c.metric in medians else None,
-                "pct": float(pct.at[i, c.id]) if not math.isnan(pct.at[i, c.id]) else float("nan"),
+                # as the prompt shows it (whole numbers): the reference's bands and the claims
+                # check then read what the model reads, never a 89.94 shown as "90"
+                "pct": float(round(pct.at[i, c.id])) if not math.isnan(pct.at[i, c.id]) else float("nan"),
                 **({"pct_all": _clean(pct_all.at[i, c.id])} if pct_all is not None else {}),
             }
             for c in shown

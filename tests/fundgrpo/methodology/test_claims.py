@@ -86,6 +86,25 @@ def test_reference_evaluations_are_right_complete_and_within_budget(methodology)
     assert summary["misstated_claims"] == 0.0 and summary["complete"] == 1.0
 
 
+def test_references_and_the_check_read_the_percentile_the_prompt_shows(methodology):
+    """A percentile of 89.6 is shown as "percentile 90": its band is "top 10%" in the reference, and
+    the claims check reads 90 too, so a model that reads its prompt right is never called wrong."""
+    funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
+    records = prepare.build_records(funds, methodology, replace(PrepareParams(), answer_style="evaluation"))
+    shown = [v for r in records for v in json.loads(r["evidence"]).values() if v is not None]
+    assert shown and all(float(v).is_integer() for v in shown)
+    r = records[0]
+    content = r["prompt"][-1]["content"]
+    for cid, v in json.loads(r["evidence"]).items():
+        if v is not None and cid in {c.id for c in methodology.criteria}:
+            label = methodology.label(next(c for c in methodology.criteria if c.id == cid))
+            line = next(line for line in content.splitlines() if label in line)
+            assert str(int(v)) in line  # the prompt's number is the evidence column's
+    top, _ = words(methodology)
+    text = f"{methodology.label(methodology.criteria[0])} {top} 10%"
+    assert claims.misstated(text, {methodology.criteria[0].id: 90.0}, methodology) == []
+
+
 def test_morningstar_evaluations_fit_the_budget_and_read_their_labels():
     """The Morningstar file's labels are long ("4 stars (above average)", "10-year risk-adjusted
     return"): an evaluation still fits its 160 characters, and the 5- and 10-year claims are told apart."""
