@@ -35,7 +35,7 @@ import yaml
 
 from fundgrpo import profiles
 from fundgrpo.evaluation import calibration
-from fundgrpo.evaluation.agreement import one_metric
+from fundgrpo.evaluation.agreement import one_metric, weighted_metric
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -174,10 +174,36 @@ def grades_of(run: dict, name: str) -> np.ndarray | None:
     return np.array([r[column] if r[column] is not None else -1 for r in run["funds"]])
 
 
-def figure(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str) -> float:
-    """Exact or QWK with an invalid answer (-1) as the grade farthest from the expert's (a full miss)."""
+def filled_array(y: np.ndarray, p: np.ndarray, grades: list[int]) -> np.ndarray:
+    """`agreement.filled` on arrays, an invalid answer written -1: the grade farthest from the
+    expert's (a full miss)."""
     far = np.where(np.abs(y - grades[0]) >= np.abs(y - grades[-1]), grades[0], grades[-1])
-    return one_metric(y, np.where(p < 0, far, p), grades, metric)
+    return np.where(p < 0, far, p)
+
+
+def figure(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str) -> float:
+    """Exact or QWK, an invalid answer a full miss."""
+    return one_metric(y, filled_array(y, p, grades), grades, metric)
+
+
+def weighted(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str, weights: np.ndarray) -> np.ndarray:
+    """`figure` on every draw of `resamples` at once."""
+    return weighted_metric(y, filled_array(y, p, grades), grades, metric, weights)
+
+
+def resamples(runs: list[dict], n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`n` bootstrap draws: (how often each fund row is drawn, funds resampled by fund: n x rows;
+    the seeds drawn: n x seeds), drawn in the order the row-list bootstrap drew them, so the
+    intervals are the same figures as when each draw was a list of rows."""
+    groups = np.unique([r["fund_id"] for r in runs[0]["funds"]], return_inverse=True)[1]
+    k = int(groups.max()) + 1
+    rng = np.random.default_rng(seed)
+    counts = np.empty((n, k))
+    seed_draws = np.empty((n, len(runs)), dtype=int)
+    for i in range(n):
+        counts[i] = np.bincount(rng.integers(0, k, k), minlength=k)
+        seed_draws[i] = rng.integers(0, len(runs), len(runs))
+    return counts[:, groups], seed_draws
 
 
 def over_seeds(runs, a: str, b: str | None, metric: str, grades, n: int = 2000, seed: int = 0) -> dict | None:
@@ -198,15 +224,13 @@ def over_seeds(runs, a: str, b: str | None, metric: str, grades, n: int = 2000, 
     per_seed = [value(s, every) for s in range(len(runs))]
     if n == 0:
         return {"mean": float(np.mean(per_seed)), "min": min(per_seed), "max": max(per_seed)}
-    groups = np.unique([r["fund_id"] for r in runs[0]["funds"]], return_inverse=True)[1]
-    members = [np.flatnonzero(groups == g) for g in range(groups.max() + 1)]
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(n):
-        rows = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
-        seeds = rng.integers(0, len(runs), len(runs))
-        once = {s: value(s, rows) for s in set(seeds.tolist())}  # a seed drawn twice: the same figure
-        draws.append(float(np.mean([once[s] for s in seeds.tolist()])))
+    weights, seed_draws = resamples(runs, n, seed)
+    # every seed's figure on every draw at once (weighted by how often each fund was drawn), then
+    # each draw's mean over the seeds it drew
+    by_seed = np.array([weighted(ys[s], pa[s], grades, metric, weights) for s in range(len(runs))])
+    if b:
+        by_seed -= np.array([weighted(ys[s], pb[s], grades, metric, weights) for s in range(len(runs))])
+    draws = by_seed[seed_draws, np.arange(n)[:, None]].mean(axis=1)
     lo, hi = np.percentile(draws, [2.5, 97.5])
     return {"mean": float(np.mean(per_seed)), "min": min(per_seed), "max": max(per_seed), "lo": lo, "hi": hi}
 

@@ -88,6 +88,13 @@ def paired_bootstrap(
     (0.8, True, True)
     """
     y, pa, pb = (np.asarray(v, dtype=int) for v in (expert, a, b))
+    if metric in WEIGHTED:  # every draw at once: the same draws and figures as `bootstrap_diff`'s
+        w = group_weights(groups, n, seed)
+        draws = weighted_metric(y, pa, grades, metric, w) - weighted_metric(y, pb, grades, metric, w)
+        lo, hi = np.percentile(draws, [2.5, 97.5])
+        whole = one_metric(y, pa, grades, metric) - one_metric(y, pb, grades, metric)
+        return {"diff": round(float(whole), 4), "lo": round(float(lo), 4), "hi": round(float(hi), 4),
+                "n_groups": len(np.unique(np.asarray(groups))), "n": n}  # fmt: skip
     return bootstrap_diff(
         lambda rows: one_metric(y[rows], pa[rows], grades, metric),
         lambda rows: one_metric(y[rows], pb[rows], grades, metric),
@@ -95,6 +102,75 @@ def paired_bootstrap(
         n,
         seed,
     )
+
+
+WEIGHTED = ("exact", "within_one", "qwk", "spearman")
+
+
+def group_weights(groups: list[str], n: int, seed: int = 0) -> np.ndarray:
+    """`n` resamples of whole groups with replacement, as `bootstrap_diff` draws them: how often
+    each row is drawn (n x rows)."""
+    index = np.unique(np.asarray(groups), return_inverse=True)[1]
+    k = int(index.max()) + 1 if len(index) else 0
+    rng = np.random.default_rng(seed)
+    return np.array([np.bincount(rng.integers(0, k, k), minlength=k) for _ in range(n)], dtype=float)[:, index]
+
+
+def weighted_metric(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str, weights: np.ndarray) -> np.ndarray:
+    """`one_metric` on every resample at once: row i of `weights` counts each fund row that many
+    times (`group_weights`). The same figures as `one_metric` on the rows listed out, in a
+    thousandth of the time.
+
+    >>> y, p = np.array([1, 2, 3, 4, 5, 3]), np.array([1, 2, 4, 4, 3, 3])
+    >>> w = np.array([[1, 1, 1, 1, 1, 1], [2, 0, 1, 3, 0, 1]], dtype=float)
+    >>> rows = [np.arange(6), np.array([0, 0, 2, 3, 3, 3, 5])]
+    >>> all(np.allclose(weighted_metric(y, p, [1, 2, 3, 4, 5], m, w), [one_metric(y[r], p[r], [1, 2, 3, 4, 5], m)
+    ...     for r in rows], rtol=0, atol=1e-12) for m in WEIGHTED)
+    True
+    """
+    if metric == "exact":
+        return (weights @ (y == p).astype(float)) / weights.sum(axis=1)
+    if metric == "within_one":
+        return (weights @ (np.abs(y - p) <= 1).astype(float)) / weights.sum(axis=1)
+    if metric == "spearman":
+        return _weighted_spearman(y, p, weights)
+    if metric != "qwk":
+        raise ValueError(f"unknown metric {metric!r}: one of {WEIGHTED}")
+    k, n = len(grades), len(weights)
+    iy, ip = np.searchsorted(grades, y), np.searchsorted(grades, p)
+    if not (np.isin(y, grades).all() and np.isin(p, grades).all()):
+        raise ValueError(f"grades outside {grades}")
+    observed = (weights @ np.eye(k * k)[iy * k + ip]).reshape(n, k, k)  # per resample, as one_metric's
+    rows, cols, total = observed.sum(axis=2), observed.sum(axis=1), observed.sum(axis=(1, 2))
+    expected = rows[:, :, None] * cols[:, None, :] / total[:, None, None]
+    cost = ((np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2).reshape(-1)
+    denominator = (cost * expected.reshape(n, -1)).sum(axis=1)
+    numerator = (cost * observed.reshape(n, -1)).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator == 0, 0.0, 1.0 - numerator / denominator)
+
+
+def _weighted_spearman(y: np.ndarray, p: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Spearman's rho per resample: grades take few values, so each value's mid-rank follows from
+    the weighted counts below it, and rho is the weighted Pearson correlation of the mid-ranks
+    (0 where either side drew a single value, as `one_metric`)."""
+    values = np.unique(np.concatenate([y, p]))
+    iy, ip = np.searchsorted(values, y), np.searchsorted(values, p)
+    eye = np.eye(len(values))
+
+    def ranks(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        counts = weights @ eye[index]  # per resample, rows drawn with each value
+        mid = np.cumsum(counts, axis=1) - counts + (counts + 1) / 2
+        return np.take_along_axis(mid, np.broadcast_to(index, weights.shape), axis=1), (counts > 0).sum(axis=1)
+
+    (ry, ny), (rp, npred) = ranks(iy), ranks(ip)
+    total = weights.sum(axis=1, keepdims=True)
+    dy = ry - (weights * ry).sum(axis=1, keepdims=True) / total
+    dp = rp - (weights * rp).sum(axis=1, keepdims=True) / total
+    cov = (weights * dy * dp).sum(axis=1)
+    spread = np.sqrt((weights * dy**2).sum(axis=1) * (weights * dp**2).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((ny < 2) | (npred < 2) | (spread == 0), 0.0, cov / spread)
 
 
 def bootstrap_diff(stat_a, stat_b, groups: list[str], n: int = 2000, seed: int = 0) -> dict[str, float]:
