@@ -37,9 +37,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt pretrained-models.txt
 run: setup ## the whole pipeline on the embedded default (dvc repro)
 	dvc repro
 
-# lint first: it takes seconds, the tests minutes. Two workers, one thread each (tests/conftest.py).
+# lint first: it takes seconds, the tests minutes. One thread per worker (tests/conftest.py); more
+# workers than cores keep both cores busy while a test waits on a server, a browser or a subprocess.
+TEST_WORKERS ?= 2
 test: setup lint ## lint, then every test (what CI runs: .ci/run)
-	pytest -q -n 2 --dist loadfile
+	pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The edit loop: the library's tests, params, layout and doctests (tools/ too); nothing that needs
 # the trained workspace, a pretrained model, a server or a browser (tests/conftest.py marks those slow).
