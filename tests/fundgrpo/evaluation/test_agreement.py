@@ -50,7 +50,8 @@ def test_every_resample_at_once_gives_the_figures_of_the_rows_listed_out():
         rows = np.concatenate([np.flatnonzero(index == g) for g in picked])
         assert np.array_equal(np.bincount(rows, minlength=90), w[i])
         for metric in WEIGHTED:
-            assert abs(weighted_metric(y, a, grades, metric, w)[i] - one_metric(y[rows], a[rows], grades, metric)) < 1e-12
+            at_once = weighted_metric(y, a, grades, metric, w)[i]
+            assert abs(at_once - one_metric(y[rows], a[rows], grades, metric)) < 1e-12
     for metric in WEIGHTED:
         listed = bootstrap_diff(
             lambda r: one_metric(y[r], a[r], grades, metric),
