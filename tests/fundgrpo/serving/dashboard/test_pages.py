@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -344,16 +344,29 @@ def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(
                 page.wait_text(t["queue_n"].format(n=len(queue)))
                 page.choose(t["new_grade"], "5")  # the reason typed before is still there (a refusal keeps it)
                 page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
-                text = page.wait_text(recorded.format(sid=target, grade=5).strip())
-                assert t["queue_n"].format(n=len(queue) - 1) in text  # the decided one has left
+                page.wait_text(recorded.format(sid=target, grade=5).strip())
+                # the decided one has left (the page reruns once more to show the next fund's form)
+                text = page.wait_text(t["queue_n"].format(n=len(queue) - 1))
+                assert recorded.format(sid=target, grade=5).strip() in text
                 # the next fund's form starts afresh: no reason carried over, the grade from the model's
                 # (its methodology's when the answer is invalid), never silently grade 1
                 following = queue[1]
                 start = following["grade"] or following["rule_grade"] or following["evidence"]["gbm_grade"]
-                area = page.wait_css('[data-testid="stTextArea"] textarea')[0]
-                WebDriverWait(page.driver, 30).until(lambda d: area.get_attribute("value") == "")
-                box = next(b for b in page.wait_css('[data-testid="stSelectbox"]') if b.text == t["new_grade"])
-                assert box.find_element(By.CSS_SELECTOR, "input").get_attribute("value") == str(start)
+
+                # read afresh on every poll: a rerun replaces the elements (stale references under load)
+                def form(d) -> tuple[str, str]:
+                    area = d.find_element(By.CSS_SELECTOR, '[data-testid="stTextArea"] textarea')
+                    box = next(b for b in d.find_elements(By.CSS_SELECTOR, '[data-testid="stSelectbox"]')
+                               if b.text == t["new_grade"])  # fmt: skip
+                    grade = box.find_element(By.CSS_SELECTOR, "input").get_attribute("value")
+                    return area.get_attribute("value"), grade
+
+                settled = (StaleElementReferenceException, StopIteration, NoSuchElementException)
+                try:
+                    wait = WebDriverWait(page.driver, 30, ignored_exceptions=settled)
+                    wait.until(lambda d: form(d) == ("", str(start)))
+                except TimeoutException:
+                    raise AssertionError(f"the next form shows {form(page.driver)}, not ('', {str(start)!r})") from None
                 # the queue shows what the API's page shows: gradient boosting's grade, the label now
                 page.wait_grid_text(t["gbm"])
                 page.wait_grid_text(t["label_now"])
