@@ -192,6 +192,10 @@ class PrepareParams:
     # State the methodology's own score and grade (the rule scorer's) in the prompt: the model
     # starts from the published rule and learns where the analysts' judgement departs from it.
     show_rule: bool = True
+    # Follow each peer percentile with its band in the methodology's wording ("percentile 90 (top
+    # 10%)"), the words a reasoning cites: the claim is copied, not computed (issue 32: the embedded
+    # model's misstated claims were bands read wrongly near an edge).
+    show_bands: bool = False
     # Show a statistical model's estimate beside the methodology's verdict: `gbm` states gradient
     # boosting's grade, its probability and the runner-up (stage `evidence`: out of fold for the
     # training and validation funds, so no prompt shows an estimate fitted on its own grade).

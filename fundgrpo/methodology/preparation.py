@@ -45,8 +45,9 @@ def build_records(
     evidence: each record carries the estimate (`gbm_grade`, `gbm_probs`), and with
     `params.show_model` "gbm" its prompt states it.
 
-    `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`): monitoring
-    re-scores new funds with the same params, so the champion sees prompts as it was trained.
+    `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`,
+    `show_bands`): monitoring re-scores new funds with the same params, so the champion sees prompts
+    as it was trained.
     """
     m = methodology
     shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
@@ -107,6 +108,7 @@ def build_records(
             else None,
             shown_model,
             params.stated_confidence,
+            params.show_bands,
         )
         stated = None
         if params.stated_confidence:

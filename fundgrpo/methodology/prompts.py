@@ -33,8 +33,8 @@ TEXT = {
         "context": "context",
         "universe": " | all funds {pct}",
         "missing": "- {label} ({tag}): no data",
-        "top": "{label} top {n}%",
-        "bottom": "{label} bottom {n}%",
+        "top": "top {n}%",
+        "bottom": "bottom {n}%",
         "sep": "; ",
         "weighted": "weighted {pct}",
         # compact style: one short line per criterion, percentiles only
@@ -71,8 +71,8 @@ TEXT = {
         "context": "참고",
         "universe": " | 전체 백분위 {pct}",
         "missing": "- {label} ({tag}): 자료 없음",
-        "top": "{label} 상위 {n}%",
-        "bottom": "{label} 하위 {n}%",
+        "top": "상위 {n}%",
+        "bottom": "하위 {n}%",
         "sep": "; ",
         "weighted": "가중 백분위 {pct}",
         "c_system": "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요.",
@@ -115,6 +115,7 @@ def build_messages(
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
     confidence: bool = False,
+    bands: bool = False,
 ) -> list[dict]:
     """Chat messages for one fund.
 
@@ -131,7 +132,8 @@ def build_messages(
     a statistical model's estimate (`fundgrpo.methodology.estimates.shown`: grade, p, next, p_next),
     stated after the methodology's verdict with its probability, so a sure estimate reads
     differently from an unsure one. `confidence`: the answer asked for also states how sure of
-    its grade the evaluator is (percent).
+    its grade the evaluator is (percent). `bands`: each peer percentile is followed by its band in
+    the methodology's wording (`band`), the words a reasoning cites, so a claim is copied, not computed.
 
     >>> r, fund = example_methodology(), {"name": "F", "category": "C", "peers": 9}
     >>> ev = {"sharpe_3y": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
@@ -148,6 +150,10 @@ def build_messages(
     ongoing cost 30 (40%)
     manager tenure n/a (context)
     JSON: {"reasoning": "...", "score": 0-100, "grade": 1-5}
+    >>> build_messages(r, fund, ev, bands=True)[1]["content"].splitlines()[3]
+    '- ongoing cost (weight 40%): 1.10 | peer median 0.90 | percentile 30 (bottom 30%)'
+    >>> build_messages(r, fund, ev, style="compact", bands=True)[1]["content"].splitlines()[2]
+    'Sharpe ratio 71 (top 30%), all funds 40 (60%)'
     >>> build_messages(r, fund, ev, rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
     >>> shown = {"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301}
@@ -155,7 +161,7 @@ def build_messages(
     'Statistical model estimate: grade 2 (62%), next 3 (30%)'
     """
     if style == "compact":
-        return _compact_messages(m, fund, evidence, rule, model, confidence)
+        return _compact_messages(m, fund, evidence, rule, model, confidence, bands)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
     t = TEXT[m.language]
@@ -177,7 +183,7 @@ def build_messages(
         else:
             lines.append(
                 t["line"].format(
-                    label=label, tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=round(e["pct"])
+                    label=label, tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=_pct(t, e["pct"], bands)
                 )
                 + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
             )
@@ -196,6 +202,7 @@ def _compact_messages(
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
     confidence: bool = False,
+    bands: bool = False,
 ) -> list[dict]:
     t = TEXT[m.language]
     grades = m.grades
@@ -211,13 +218,19 @@ def _compact_messages(
             lines.append(t["c_missing"].format(label=label, tag=tag))
         else:
             universe = t["c_universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else ""
-            lines.append(t["c_line"].format(label=label, pct=f"{round(e['pct'])}{universe}", tag=tag))
+            lines.append(t["c_line"].format(label=label, pct=_pct(t, e["pct"], bands) + universe, tag=tag))
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     if model is not None:
         lines.append(model_line(t, model))
     lines.append(t["c_answer_confidence" if confidence else "c_answer"].format(grades=grade_range))
     return [{"role": "system", "content": t["c_system"]}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def _pct(t: dict[str, str], pct: float, bands: bool) -> str:
+    """A peer percentile as the prompt shows it: rounded, then (`bands`) the band of the number shown."""
+    shown = round(pct)
+    return f"{shown} ({band(t, shown)})" if bands else str(shown)
 
 
 def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
@@ -262,12 +275,21 @@ def weighted_percentile(m: Methodology, evidence: dict[str, dict[str, Any]]) -> 
     return sum(w * p for w, p in present) / total if total else None
 
 
-def _placed(t: dict[str, str], label: str, pct: float) -> str:
-    """ "Sharpe ratio top 30%": percentile p is better than p % of peers, so "top (100-p)%" when
-    p >= 50, else "bottom p%", rounded up to a multiple of 10 (true, and short)."""
+def band(t: dict[str, str], pct: float) -> str:
+    """The methodology's band wording for a percentile: p is better than p % of peers, so "top (100-p)%"
+    when p >= 50, else "bottom p%", rounded up to a multiple of 10 (true, and short).
+
+    >>> band(TEXT["en"], 71.0), band(TEXT["en"], 50.0), band(TEXT["en"], 49.0), band(TEXT["ko"], 95.0)
+    ('top 30%', 'top 50%', 'bottom 50%', '상위 10%')
+    """
     if pct >= 50:
-        return t["top"].format(label=label, n=max(10, math.ceil((100 - pct) / 10) * 10))
-    return t["bottom"].format(label=label, n=max(10, math.ceil(pct / 10) * 10))
+        return t["top"].format(n=max(10, math.ceil((100 - pct) / 10) * 10))
+    return t["bottom"].format(n=max(10, math.ceil(pct / 10) * 10))
+
+
+def _placed(t: dict[str, str], label: str, pct: float) -> str:
+    """ "Sharpe ratio top 30%": the criterion's label, then its band."""
+    return f"{label} {band(t, pct)}"
 
 
 def reasoning_text(m: Methodology, evidence: dict[str, dict[str, Any]], style: str = "brief") -> str:

@@ -105,6 +105,33 @@ def test_references_and_the_check_read_the_percentile_the_prompt_shows(methodolo
     assert claims.misstated(text, {methodology.criteria[0].id: 90.0}, methodology) == []
 
 
+def test_with_bands_shown_every_claim_of_a_reference_is_on_its_prompt_line(methodology):
+    """`prepare.show_bands`: each percentile is followed by its band, and each band the reference
+    answer claims is the one its criterion's prompt line shows (so a model can copy it)."""
+    funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
+    params = replace(PrepareParams(), answer_style="evaluation", show_bands=True)
+    records = prepare.build_records(funds, methodology, params)
+    plain = prepare.build_records(funds, methodology, replace(params, show_bands=False))
+    assert [r["reference"] for r in records] == [r["reference"] for r in plain]  # the answers do not change
+    top, bottom = words(methodology)
+    checked = 0
+    for r in records:
+        lines = r["prompt"][-1]["content"].splitlines()
+        reasoning = json.loads(r["reference"])["reasoning"]
+        for c in methodology.criteria:
+            claim = next(
+                (part for part in reasoning.split(". ")[1].split("; ") if part.startswith(methodology.label(c))), None
+            )
+            if claim is None:
+                continue
+            placed = claim[len(methodology.label(c)) :].strip()
+            assert placed.split()[0] in (top, bottom)
+            line = next(line for line in lines if line.lstrip("- ").startswith(methodology.label(c)))
+            assert f"({placed})" in line, (claim, line)
+            checked += 1
+    assert checked >= len(records)
+
+
 def test_morningstar_evaluations_fit_the_budget_and_read_their_labels():
     """The Morningstar file's labels are long ("4 stars (above average)", "10-year risk-adjusted
     return"): an evaluation still fits its 160 characters, and the 5- and 10-year claims are told apart."""
