@@ -37,12 +37,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt pretrained-models.txt
 run: setup ## the whole pipeline on the embedded default (dvc repro)
 	dvc repro
 
-# lint first: it takes seconds, the tests minutes. One worker per core, one thread each
-# (tests/conftest.py). Measured: 3 workers on 2 cores took longer (16.1 against 15.1 min; 24.6 min of
+# lint first: it takes seconds, the tests minutes. One worker per core, one thread each, files in the
+# order tests/conftest.py gives (longest first; xdist would reorder them by test count). Measured: 3 workers on 2 cores took longer (16.1 against 15.1 min; 24.6 min of
 # user CPU against 21.4) and raced the browser tests.
 TEST_WORKERS ?= 2
 test: setup lint ## lint, then every test (what CI runs: .ci/run)
-	pytest -q -n $(TEST_WORKERS) --dist loadfile
+	pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The edit loop: the library's tests, params, layout and doctests (tools/ too); nothing that needs
 # the trained workspace, a pretrained model, a server or a browser (tests/conftest.py marks those slow).

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from benchmarks.suite import file_seconds
 from fundgrpo.cli import OFFLINE  # noqa: E402  (light: yaml and the thread settings, no stack)
 
 for key, value in OFFLINE.items():
@@ -23,6 +26,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(key, "1")
 
 REPO = Path(__file__).resolve().parents[1]
+SUITE_RESULTS = REPO / "benchmarks" / "results" / "suite"
 MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.csv"
 
 
@@ -30,6 +34,35 @@ MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.c
 # with its outcome into the JSON file this variable names.
 FAULTS_OUT = os.environ.get("FUNDGRPO_FAULTS_OUT")
 ROBUSTNESS_OUT = os.environ.get("FUNDGRPO_ROBUSTNESS_OUT")
+# Where the suite's time goes (`python benchmarks/suite.py run`): each test's start and end on its
+# worker, and the CPU its process and the children it waited for used meanwhile, one JSON line each.
+TIMELINE_OUT = os.environ.get("FUNDGRPO_TIMELINE_OUT")
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With FUNDGRPO_TIMELINE_OUT: the test's setup, call and teardown timed (fixtures it builds included)."""
+    if not TIMELINE_OUT:
+        yield
+        return
+    start, (own, children) = time.time(), _cpu_seconds()
+    yield
+    end, (own_after, children_after) = time.time(), _cpu_seconds()
+    row = {
+        "test": item.nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "start": round(start, 3),
+        "end": round(end, 3),
+        "cpu_self": round(own_after - own, 2),
+        "cpu_children": round(children_after - children, 2),
+    }
+    with open(TIMELINE_OUT, "a", encoding="utf-8") as out:  # one short line per write: appends do not interleave
+        out.write(json.dumps(row) + "\n")
 
 
 def pytest_sessionfinish(session):
@@ -73,12 +106,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    # Under `--dist loadfile` workers take files in this order. The first file that needs the trained
-    # repo goes first, so one worker builds it (~1.5 min) while the others run files that do not
-    # need it; the files that need it come last, when it is there. Otherwise the order is kept.
+    # Under `--dist loadfile --no-loadscope-reorder` (`make test`) workers take files in this order,
+    # the longest first, so that short files fill the end (measured: the newest run recorded by
+    # benchmarks/suite.py; a file it did not see counts as a minute if slow, else a second). The costliest
+    # file that needs the trained repo goes first, so one worker builds it (~1.5 min) while the other
+    # runs the long files that do not need it; then the rest, longest first.
+    seconds = file_seconds(SUITE_RESULTS)
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def cost(path: Path) -> float:
+        return seconds.get(path.relative_to(REPO).as_posix(), 60.0 if path in slow else 1.0)
+
     needs = {item.path for item in items if "trained" in getattr(item, "fixturenames", ())}
-    first = next((item.path for item in items if item.path in needs), None)
-    items.sort(key=lambda item: 0 if item.path == first else 2 if item.path in needs else 1)
+    first = max(sorted(needs), key=cost, default=None)  # sorted: every worker must find the same order
+    items.sort(
+        key=lambda item: (0 if item.path == first else 1 if item.path not in needs and cost(item.path) >= 60 else 2,
+                          -cost(item.path))
+    )  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

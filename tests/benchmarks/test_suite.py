@@ -1,0 +1,46 @@
+"""benchmarks/suite.py: the suite's timeline (tests/conftest.py writes it), the page made from the recorded
+runs, and the file order `make test` takes from them."""
+
+import doctest
+import json
+import os
+import subprocess
+import sys
+
+from benchmarks import suite
+from tests.support import REPO
+
+
+def test_the_summaries_read_a_timeline_right():
+    assert doctest.testmod(suite).failed == 0
+
+
+def test_the_committed_page_is_what_the_recorded_runs_generate():
+    if suite.load():
+        assert suite.report() == suite.PAGE.read_text(encoding="utf-8"), "run `python benchmarks/suite.py report`"
+
+
+def test_each_test_is_timed_on_its_worker(tmp_path):
+    out = tmp_path / "timeline.jsonl"
+    env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(out)}
+    target = "tests/fundgrpo/methodology/test_prompts.py"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", target], cwd=REPO, env=env, check=True)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and {r["test"].split("::")[0] for r in rows} == {target}
+    assert all(r["worker"] == "main" and r["end"] >= r["start"] and r["cpu_self"] >= 0 for r in rows)
+    [file] = suite.by_file(rows)
+    assert file["tests"] == len(rows) and file["wall"] == max(r["end"] for r in rows) - min(r["start"] for r in rows)
+
+
+def test_the_order_reads_each_files_seconds_from_the_newest_recorded_run(tmp_path):
+    """`make test` runs the longest files first (tests/conftest.py), as the newest recorded run measured them."""
+    rows = [
+        {"test": "tests/a.py::t", "worker": "gw0", "start": 0, "end": 5, "cpu_self": 1, "cpu_children": 0},
+        {"test": "tests/b.py::t", "worker": "gw1", "start": 0, "end": 50, "cpu_self": 1, "cpu_children": 0},
+    ]
+    old = {"label": "old", "date": "2026-01-01 00:00 UTC", "tests": rows[:1]}
+    new = {"label": "new", "date": "2026-02-01 00:00 UTC", "tests": rows}
+    for run in (old, new):
+        (tmp_path / f"{run['label']}.json").write_text(json.dumps(run))
+    assert suite.file_seconds(tmp_path) == {"tests/a.py": 5, "tests/b.py": 50}
+    assert suite.file_seconds(tmp_path / "none") == {}
