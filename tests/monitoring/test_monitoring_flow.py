@@ -144,8 +144,12 @@ def test_a_drifted_batch_with_retraining_off_is_kept_for_the_next_training_run(t
     finally:
         params_path.write_text(original, encoding="utf-8")
     assert kept["verdict"] == "drift" and kept["retrain"]["status"] == "skipped"
-    assert (root / kept["retrain"]["accepted"]).exists()  # in the training data: the next training run learns from it
+    accepted = root / kept["retrain"]["accepted"]
+    assert accepted.exists()  # in the training data: the next training run learns from it
     assert support.versions(root) == versions  # but nothing trained now
+    # taken back out, so that the next test's relearn retrains on the decisions it makes, not on this
+    # batch as well (a whole tiny pipeline: about a minute of CPU)
+    accepted.unlink()
 
 
 def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):

@@ -61,7 +61,7 @@ def swept(trained, tmp_path_factory):
                 "--max-steps",
                 "2",
                 "--poll",
-                "2",
+                "5",  # each `dvc queue status` costs ~0.65 s of CPU, taken from the members running beside it
                 "--timeout",
                 "1500",
             ],
