@@ -96,7 +96,8 @@ TITLES = {
     "morningstar-grpo-claims": "The same, GRPO's reward weighted towards the evaluation (claims reward 2.0, as the "
     "grade's; departure 1.0 at cost 1.5; profile `grpo-claims`); percentiles as the prompt shows them (whole numbers)",
     "morningstar-bands": "The same, each percentile in the prompt followed by its band in the methodology's wording "
-    '("percentile 90 (top 10%)", profile `bands`): the claim is copied, not computed',
+    '("percentile 90 (top 10%)", `prepare.show_bands`, run as profile `bands` and the default since): the claim is '
+    "copied, not computed",
 }
 
 
