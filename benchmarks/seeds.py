@@ -95,8 +95,8 @@ TITLES = {
     "and kept for its greedy validation evaluations (`grpo.best_metric: evaluation`, profile `grpo-evaluations`)",
     "morningstar-grpo-claims": "The same, GRPO's reward weighted towards the evaluation (claims reward 2.0, as the "
     "grade's; departure 1.0 at cost 1.5; profile `grpo-claims`); percentiles as the prompt shows them (whole numbers)",
-    "morningstar-bands": "Morningstar as in the `grpo-claims` section, and each percentile in the prompt followed by its "
-    "band in the methodology's wording "
+    "morningstar-bands": "Morningstar as in the `grpo-claims` section, and each percentile in the prompt followed by "
+    "its band in the methodology's wording "
     '("percentile 90 (top 10%)", `prepare.show_bands`, run as profile `bands` and the default since): the claim is '
     "copied, not computed",
 }
