@@ -53,6 +53,7 @@ def run(workers: int, label: str, extra: list[str]) -> Path:
         "command": " ".join(["pytest", *command[3:]]),
         "returncode": done.returncode,
         "outcome": (done.stdout.strip().splitlines() or [""])[-1].strip("= "),
+        "failed": [line.split()[1] for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))],
         "wall_s": round(wall, 1),
         "user_s": round(after.ru_utime - before.ru_utime, 1),
         "sys_s": round(after.ru_stime - before.ru_stime, 1),
@@ -123,6 +124,10 @@ def render(result: dict, top: int = 15) -> list[str]:
         f"{result['user_s'] / 60:.1f} min user + {result['sys_s'] / 60:.1f} min system CPU "
         f"({cpu / wall:.2f} cores busy on average); {result['outcome']}. The first test started "
         f"{_startup(result):.0f} s after pytest did (collection, starting the workers).",
+    ]
+    if result.get("failed"):
+        lines += ["", "Failed: " + ", ".join(f"`{t}`" for t in result["failed"]) + "."]
+    lines += [
         "",
         "| worker | tests | seconds in tests | idle at the end (s) |",
         "|---|---|---|---|",

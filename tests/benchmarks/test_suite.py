@@ -22,7 +22,9 @@ def test_the_committed_page_is_what_the_recorded_runs_generate():
 
 def test_each_test_is_timed_on_its_worker(tmp_path):
     out = tmp_path / "timeline.jsonl"
-    env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(out)}
+    # a pytest of its own: not an xdist worker of the run around it (whose variables it would inherit)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["FUNDGRPO_TIMELINE_OUT"] = str(out)
     target = "tests/fundgrpo/methodology/test_prompts.py"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", target], cwd=REPO, env=env, check=True)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
