@@ -38,8 +38,8 @@ run: setup ## the whole pipeline on the embedded default (dvc repro)
 	dvc repro
 
 # lint first: it takes seconds, the tests minutes. One worker per core, one thread each, files in the
-# order tests/conftest.py gives (longest first; xdist would reorder them by test count). Measured: 3 workers on 2 cores took longer (16.1 against 15.1 min; 24.6 min of
-# user CPU against 21.4) and raced the browser tests.
+# order tests/conftest.py gives (longest first; xdist would reorder them by test count). Measured
+# (benchmarks/suite.md): 3 workers on 2 cores 14.3 min against 14.4, with 1.5 min more CPU.
 TEST_WORKERS ?= 2
 test: setup lint ## lint, then every test (what CI runs: .ci/run)
 	pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
