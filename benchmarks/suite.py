@@ -187,6 +187,9 @@ def report() -> str:
         )
     for r in runs:
         lines += render(r)
+    notes = HERE / "suite_notes.md"  # written by hand: what the runs say
+    if notes.exists():
+        lines += ["", notes.read_text(encoding="utf-8").rstrip()]
     return "\n".join(lines) + "\n"
 
 
