@@ -33,6 +33,7 @@ def _choice(where: str, value: str, choices: tuple[str, ...]) -> None:
 # The enumerated choices that other modules implement (prompts.py, pretrained.py): named here so
 # that loading params needs no other module.
 PROMPT_STYLES = ("full", "compact")
+CRITERIA_ORDERS = ("weight", "pull")
 ANSWER_STYLES = ("brief", "weighted", "evaluation")
 CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
 SHOWN_MODELS = ("none", "gbm")
@@ -197,6 +198,10 @@ class PrepareParams:
     # (Morningstar, embedded model, 3 seeds, SFT's greedy answers): complete 0.833 -> 0.907, claims
     # misstated 0.029 -> 0.014, QWK level (benchmarks/seeds.md, section morningstar-bands).
     show_bands: bool = True
+    # The order of the criteria in the prompt: weight (weightiest first) or pull (as a reasoning
+    # cites them: weight x distance of the percentile from 50, furthest first), so which criteria an
+    # answer cites is read off the first lines, not computed.
+    criteria_order: str = "weight"
     # Show a statistical model's estimate beside the methodology's verdict: `gbm` states gradient
     # boosting's grade, its probability and the runner-up (stage `evidence`: out of fold for the
     # training and validation funds, so no prompt shows an estimate fitted on its own grade).
@@ -210,6 +215,7 @@ class PrepareParams:
 
     def __post_init__(self) -> None:
         _choice("prepare.prompt_style", self.prompt_style, PROMPT_STYLES)
+        _choice("prepare.criteria_order", self.criteria_order, CRITERIA_ORDERS)
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
         _choice("prepare.show_model", self.show_model, SHOWN_MODELS)
         if not (

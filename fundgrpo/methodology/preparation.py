@@ -46,7 +46,7 @@ def build_records(
     `params.show_model` "gbm" its prompt states it.
 
     `params` decides what the prompt shows (`universe_percentile`, `prompt_style`, `show_rule`,
-    `show_bands`): monitoring re-scores new funds with the same params, so the champion sees prompts
+    `show_bands`, `criteria_order`): monitoring re-scores new funds with the same params, so the champion sees prompts
     as it was trained.
     """
     m = methodology
@@ -109,6 +109,7 @@ def build_records(
             shown_model,
             params.stated_confidence,
             params.show_bands,
+            params.criteria_order,
         )
         stated = None
         if params.stated_confidence:

@@ -19,7 +19,7 @@ from fundgrpo.methodology.compiler import (
     Methodology,
     example_methodology,  # noqa: F401 (the doctests')
 )
-from fundgrpo.params import ANSWER_STYLES, PROMPT_STYLES
+from fundgrpo.params import ANSWER_STYLES, CRITERIA_ORDERS, PROMPT_STYLES
 
 TEXT = {
     "en": {
@@ -116,6 +116,7 @@ def build_messages(
     model: dict[str, Any] | None = None,
     confidence: bool = False,
     bands: bool = False,
+    order: str = "weight",
 ) -> list[dict]:
     """Chat messages for one fund.
 
@@ -134,6 +135,7 @@ def build_messages(
     differently from an unsure one. `confidence`: the answer asked for also states how sure of
     its grade the evaluator is (percent). `bands`: each peer percentile is followed by its band in
     the methodology's wording (`band`), the words a reasoning cites, so a claim is copied, not computed.
+    `order` "pull" lists the criteria as a reasoning cites them (`by_pull`), not weightiest first.
 
     >>> r, fund = example_methodology(), {"name": "F", "category": "C", "peers": 9}
     >>> ev = {"sharpe_3y": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
@@ -156,12 +158,15 @@ def build_messages(
     'Sharpe ratio 71 (top 30%), all funds 40 (60%)'
     >>> build_messages(r, fund, ev, rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
+    >>> cheap = {**ev, "cost": {"value": 0.2, "median": 0.9, "pct": 95.0}}  # pulls 18 against Sharpe's 12.6
+    >>> build_messages(r, fund, cheap, style="compact", order="pull")[1]["content"].splitlines()[1:3]
+    ['Percentile among peers (100 = best), weight:', 'ongoing cost 95 (40%)']
     >>> shown = {"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301}
     >>> build_messages(r, fund, ev, model=shown)[1]["content"].splitlines()[2]
     'Statistical model estimate: grade 2 (62%), next 3 (30%)'
     """
     if style == "compact":
-        return _compact_messages(m, fund, evidence, rule, model, confidence, bands)
+        return _compact_messages(m, fund, evidence, rule, model, confidence, bands, order)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
     t = TEXT[m.language]
@@ -174,7 +179,7 @@ def build_messages(
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     if model is not None:
         lines.append(model_line(t, model))
-    shown = [(c, t["weight"].format(weight=round(c.weight * 100))) for c in by_weight(m)]
+    shown = [(c, t["weight"].format(weight=round(c.weight * 100))) for c in ordered(m, evidence, order)]
     shown += [(c, t["context"]) for c in m.context]  # shown, not weighted
     for c, tag in shown:
         e, label = evidence[c.id], m.label(c)
@@ -191,8 +196,33 @@ def build_messages(
 
 
 def by_weight(m: Methodology) -> list[Criterion]:
-    """The weighted criteria, weightiest first (as prompts list them)."""
+    """The weighted criteria, weightiest first (as prompts list them by default)."""
     return sorted(m.criteria, key=lambda c: -c.weight)
+
+
+def _pull(c: Criterion, evidence: dict[str, dict[str, Any]]) -> float | None:
+    """How far a criterion pulls the score from the middle: weight x distance of its percentile from 50."""
+    pct = evidence[c.id]["pct"]
+    return None if pct is None or math.isnan(pct) else abs(pct - 50) * c.weight
+
+
+def by_pull(m: Methodology, evidence: dict[str, dict[str, Any]]) -> list[Criterion]:
+    """The weighted criteria in the order a reasoning cites them (`cited_criteria`), those without
+    data last, weightiest first.
+
+    >>> [c.id for c in by_pull(example_methodology(), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})]
+    ['cost', 'sharpe_3y']
+    """
+    pulls = {c.id: _pull(c, evidence) for c in m.criteria}
+    present = sorted((p, c.id, c) for c in m.criteria if (p := pulls[c.id]) is not None)
+    return [c for *_, c in reversed(present)] + [c for c in by_weight(m) if pulls[c.id] is None]
+
+
+def ordered(m: Methodology, evidence: dict[str, dict[str, Any]], order: str) -> list[Criterion]:
+    """The criteria in the prompt's order (`prepare.criteria_order`)."""
+    if order not in CRITERIA_ORDERS:
+        raise ValueError(f"prepare.criteria_order must be one of {CRITERIA_ORDERS}, got {order!r}")
+    return by_pull(m, evidence) if order == "pull" else by_weight(m)
 
 
 def _compact_messages(
@@ -203,6 +233,7 @@ def _compact_messages(
     model: dict[str, Any] | None = None,
     confidence: bool = False,
     bands: bool = False,
+    order: str = "weight",
 ) -> list[dict]:
     t = TEXT[m.language]
     grades = m.grades
@@ -210,7 +241,7 @@ def _compact_messages(
         f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
     )
     lines = [t["c_head"].format(name=m.name, category=fund["category"], peers=fund["peers"])]
-    shown = [(c, f"{round(c.weight * 100)}%") for c in by_weight(m)]
+    shown = [(c, f"{round(c.weight * 100)}%") for c in ordered(m, evidence, order)]
     shown += [(c, t["context"]) for c in m.context]
     for c, tag in shown:
         e, label = evidence[c.id], m.label(c)
@@ -248,12 +279,7 @@ def cited_criteria(m: Methodology, evidence: dict[str, dict[str, Any]]) -> list[
     >>> cited_criteria(replace(example_methodology(), cite_top=1), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})
     ['cost']
     """
-    pull = []
-    for c in m.criteria:
-        pct = evidence[c.id]["pct"]
-        if pct is not None and not math.isnan(pct):
-            pull.append((abs(pct - 50) * c.weight, c.id))
-    return [cid for _, cid in sorted(pull, reverse=True)[: m.cite_top]]
+    return [c.id for c in by_pull(m, evidence) if _pull(c, evidence) is not None][: m.cite_top]
 
 
 def weighted_percentile(m: Methodology, evidence: dict[str, dict[str, Any]]) -> float | None:

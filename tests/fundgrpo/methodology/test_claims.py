@@ -132,6 +132,29 @@ def test_with_bands_shown_every_claim_of_a_reference_is_on_its_prompt_line(metho
     assert checked >= len(records)
 
 
+def test_with_criteria_by_pull_the_cited_criteria_are_the_first_lines(methodology):
+    """`prepare.criteria_order: pull`: the criteria a reference cites are its prompt's first criterion
+    lines, in the order it cites them (so which to cite is copied); the answers do not change."""
+    funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
+    params = replace(PrepareParams(), answer_style="evaluation", criteria_order="pull")
+    records = prepare.build_records(funds, methodology, params)
+    by_weight = prepare.build_records(funds, methodology, replace(params, criteria_order="weight"))
+    assert [r["reference"] for r in records] == [r["reference"] for r in by_weight]
+    labels = [methodology.label(c) for c in methodology.criteria]
+    reordered = 0
+    for r, w in zip(records, by_weight):
+        shown = [
+            next(label for label in labels if line.lstrip("- ").startswith(label))
+            for line in r["prompt"][-1]["content"].splitlines()
+            if any(line.lstrip("- ").startswith(label) for label in labels)
+        ]
+        claimed = json.loads(r["reference"])["reasoning"].split(". ")[1].split("; ")
+        cited = [next(label for label in labels if part.startswith(label)) for part in claimed]
+        assert shown[: len(cited)] == cited, (shown, cited)
+        reordered += r["prompt"] != w["prompt"]
+    assert reordered > len(records) / 4  # the weight order would have failed the check above
+
+
 def test_morningstar_evaluations_fit_the_budget_and_read_their_labels():
     """The Morningstar file's labels are long ("4 stars (above average)", "10-year risk-adjusted
     return"): an evaluation still fits its 160 characters, and the 5- and 10-year claims are told apart."""
