@@ -99,6 +99,9 @@ TITLES = {
     "its band in the methodology's wording "
     '("percentile 90 (top 10%)", `prepare.show_bands`, run as profile `bands` and the default since): the claim is '
     "copied, not computed",
+    "morningstar-pull-order": "Morningstar as in the `bands` section, the criteria listed in the prompt as a "
+    "reasoning cites them (weight × distance from 50, furthest first: `prepare.criteria_order: pull`) and a wrong "
+    "departure costing 3 (profile `pull-order`)",
 }
 
 

@@ -6,6 +6,7 @@ Kept free of Prefect so each piece can be tested (and reused) on its own.
 from __future__ import annotations
 
 import io as _io
+import json
 import os
 import re
 import subprocess
@@ -74,8 +75,9 @@ def topological(nodes: list[str], edges: list[tuple[str, str]]) -> list[str]:
     return order
 
 
-def stage_order(root: Path) -> list[str]:
-    """The pipeline's stages in DVC's dependency order, read from DVC itself (`dvc dag --dot`)."""
+def stage_graph(root: Path) -> tuple[list[str], dict[str, set[str]]]:
+    """The pipeline's stages in DVC's dependency order, and each stage's upstream stages, read from
+    DVC itself (`dvc dag --dot`)."""
     done = subprocess.run(
         [sys.executable, "-m", "dvc", "dag", "--dot", "dvc.yaml"],
         cwd=root,
@@ -89,7 +91,44 @@ def stage_order(root: Path) -> list[str]:
     nodes, edges = parse_dot(done.stdout)
     if not nodes:
         raise RuntimeError(f"dvc dag found no stage in {root}/dvc.yaml")
-    return topological(nodes, edges)
+    return topological(nodes, edges), {n: {a for a, b in edges if b == n} for n in nodes}
+
+
+def stage_order(root: Path) -> list[str]:
+    """The pipeline's stages in DVC's dependency order (`stage_graph`)."""
+    return stage_graph(root)[0]
+
+
+def changed_stages(root: Path) -> set[str]:
+    """The stages `dvc status` finds changed (deps, params, outputs, command; `always_changed` ones too).
+
+    One DVC process for the whole pipeline: a stage it does not name, and none of whose upstream
+    stages reruns, is up to date, so it needs no `dvc repro` process of its own (~1 s of CPU each).
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "dvc", "status", "--json"],
+        cwd=root,
+        env=stage_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dvc status failed in {root}: {done.stderr.strip() or done.stdout.strip()}")
+    return set(status_names(done.stdout))
+
+
+def status_names(out: str) -> list[str]:
+    """The stage names in `dvc status --json` output (its last line: DVC may log before it), named as
+    `dvc dag` names them (a stage of another dvc.yaml as "synthetic/dvc.yaml:generate").
+
+    >>> status_names('{"prepare": [{"changed deps": {"params.yaml": "modified"}}], "decisions": ["always changed"]}')
+    ['prepare', 'decisions']
+    >>> status_names("{}")
+    []
+    """
+    lines = [line for line in out.splitlines() if line.strip()]
+    return list(json.loads(lines[-1])) if lines else []
 
 
 def repro_stage(root: Path, stage: str, log: Callable[[str], None]) -> bool:

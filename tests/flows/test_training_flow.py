@@ -103,6 +103,10 @@ def test_a_second_run_is_a_no_op_and_overrides_are_dvc_exp_run_S(trained):
     # stages DVC skipped show as such in Prefect: a Completed state named Skipped
     runs = {r.name: r for r in support.task_runs(state.state_details.flow_run_id)}
     assert runs["grpo"].state.name == "Skipped" and runs["decisions"].state.name == "Completed"
+    # one `dvc status` for the run: a stage it found up to date, with nothing upstream rerun, starts no
+    # DVC process; one downstream of a stage that ran (decisions, always run) is left to `dvc repro`
+    assert runs["grpo"].state.message == "up to date: dvc status"
+    assert runs["prepare"].state.message == "up to date: DVC skipped it"
     assert "| grpo | skipped (up to date) |" in support.artifact(state.state_details.flow_run_id, "training-gate")
     assert result["message"].startswith("pipeline up to date: no new candidate (last decision: ")
     assert digest(root, *GUARDED) == before
