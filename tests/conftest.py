@@ -118,7 +118,9 @@ def pytest_collection_modifyitems(config, items):
     def cost(path: Path) -> float:
         return seconds.get(path.relative_to(REPO).as_posix(), 60.0 if path in slow else 1.0)
 
-    needs = {item.path for item in items if "trained" in getattr(item, "fixturenames", ())}
+    # `trained_once`, not the name `trained`: a module may have its own fixture of that name (the
+    # pretrained chain's), and a file counted as needing the repo waits on its build if handed out early
+    needs = {item.path for item in items if "trained_once" in getattr(item, "fixturenames", ())}
     first = max(sorted(needs), key=cost, default=None)  # sorted: every worker must find the same order
     items.sort(
         key=lambda item: (0 if item.path == first else 1 if item.path not in needs and cost(item.path) >= 60 else 2,
