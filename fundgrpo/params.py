@@ -366,7 +366,10 @@ class GrpoParams:
     departure_cost: float = 1.0
     logging_steps: int = 5
     eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
-    eval_prompts: int = 32  # validation prompts per evaluation
+    # Validation prompts TRL samples and rewards at each evaluation (`eval_reward`, what best_metric
+    # `reward` reads); 0: none, each evaluation is the greedy answers alone (what the other metrics
+    # read): the sampled one cost 20 s of a validation's 27 (benchmarks/hotspots.md).
+    eval_prompts: int = 0
     save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
     # What picks the kept model among the start and the checkpoints: the agreement of greedy
     # answers with the experts on every validation prompt (exact | within_one | qwk | spearman:
@@ -396,6 +399,13 @@ class GrpoParams:
 
     def __post_init__(self) -> None:
         _choice("grpo.best_metric", self.best_metric, GRPO_BEST_METRICS)
+        if self.eval_prompts < 0:
+            raise ParamsError(f"grpo.eval_prompts must be >= 0, got {self.eval_prompts}")
+        if self.best_metric == "reward" and self.eval_steps > 0 and self.eval_prompts == 0:
+            raise ParamsError(
+                "grpo.best_metric: reward reads the sampled validation reward, and grpo.eval_prompts is 0: "
+                "set grpo.eval_prompts (e.g. 32) or choose another best_metric"
+            )
         if self.qwk_tolerance < 0:
             raise ParamsError(f"grpo.qwk_tolerance must be >= 0, got {self.qwk_tolerance}")
 

@@ -15,16 +15,16 @@ def percentile_within(
     [0.0, 50.0, 100.0, 50.0]
     >>> percentile_within(d, "x", higher_is_better=False).tolist()
     [100.0, 50.0, 0.0, 50.0]
+    >>> d = pd.DataFrame({"category": ["a", "a", "a", "b", None], "x": [1.0, 1.0, None, 5.0, 2.0]})
+    >>> percentile_within(d, "x").tolist()  # ties share a rank; a missing value or group stays NaN
+    [50.0, 50.0, nan, 50.0, nan]
     """
     values = df[column] if higher_is_better else -df[column]
-
-    def pct(s: pd.Series) -> pd.Series:
-        n = s.notna().sum()
-        if n <= 1:
-            return s.where(s.isna(), 50.0)
-        return (s.rank(method="average") - 1) / (n - 1) * 100.0
-
-    return values.groupby(df[group], group_keys=False).transform(pct).astype(float)
+    groups = values.groupby(df[group])
+    # vectorised (no Python call per group: the API scores one fund against the whole universe)
+    rank, n = groups.rank(method="average"), groups.transform("count")
+    pct = ((rank - 1) / (n - 1) * 100.0).where(n > 1, 50.0)  # a group of one (or none) stands at the middle
+    return pct.where(values.notna() & df[group].notna()).astype(float)
 
 
 def category_medians(df: pd.DataFrame, columns: list[str], group: str = "category") -> pd.DataFrame:

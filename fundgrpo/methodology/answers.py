@@ -5,6 +5,7 @@ the backtest (evaluation) and serving, so it sits with the methodology that defi
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, TypedDict
 
@@ -110,13 +111,24 @@ def answer_problem(text: str, schema: dict) -> str | None:
     if obj is None:
         return "not one JSON object"
     try:
-        jsonschema.validate(obj, schema)
-    except jsonschema.ValidationError as err:
-        where = ".".join(str(p) for p in err.absolute_path)
-        return f"{where}: {err.message}" if where else err.message
+        err = jsonschema.exceptions.best_match(validator(json.dumps(schema, sort_keys=True)).iter_errors(obj))
     except RecursionError:
         return "nested too deeply"
-    return None
+    if err is None:
+        return None
+    where = ".".join(str(p) for p in err.absolute_path)
+    return f"{where}: {err.message}" if where else err.message
+
+
+@functools.lru_cache(maxsize=8)
+def validator(schema_json: str) -> Any:
+    """The output schema's validator, its schema checked once: `jsonschema.validate` checks the schema
+    against its metaschema on every call, which cost 95 % of GRPO's reward time (7 rewards x 64
+    completions a step). Keyed by the schema's JSON, as a dict cannot be a cache key."""
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 def predictions_from_texts(texts: list[str], schema: dict) -> list[Prediction]:

@@ -19,6 +19,7 @@ candidates at all (an integer score followed by the same character): near 1 for 
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any
 
@@ -58,22 +59,34 @@ def decision_point(text: str, key: str) -> tuple[int, str] | None:
     return m.end(), after
 
 
-def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> np.ndarray:
-    """log P(candidate | prefix) for each candidate string, exactly (teacher forcing), in one forward pass.
+def encode(tokenizer, prefix: str, candidates: list[str]) -> list[list[int]]:
+    """The token ids of prefix + each candidate, as the tokenizer gives them whole.
 
-    The texts prefix+candidate are tokenized whole (so a tokenizer that merges across the boundary is
-    honoured). Below their shared leading tokens the candidates' remaining tokens form a trie; every
-    trie node that has a child is appended once after the prefix, and a tree attention mask lets each
-    node see the prefix and its own ancestors only, at the position it would have in its candidate
-    (tree attention, as in speculative decoding). So the 101 scores of a fund cost one pass over the
-    prompt, the answer so far and about a hundred extra tokens, with no copies of a key-value cache.
+    A special token (the chat template's `<|im_start|>`) splits the text: what precedes it is tokenized
+    apart from what follows. So the prompt, up to the prefix's last special token, is tokenized once and
+    only the rest (the answer so far) with each candidate: a tenth of the characters, where tokenizing
+    101 whole prompts was 70 % of a belief read. Checked on the first candidate: a tokenizer that
+    tokenizes a text's first part differently (a prefix space on the first segment only) is given the
+    whole texts instead.
     """
+    cut = max((prefix.rfind(t) + len(t) for t in tokenizer.all_special_tokens if t and t in prefix), default=0)
+    if cut:
+        head = tokenizer(prefix[:cut], add_special_tokens=False)["input_ids"]
+        tails = tokenizer([prefix[cut:] + c for c in candidates], add_special_tokens=False)["input_ids"]
+        ids = [head + t for t in tails]
+        if ids[0] == tokenizer(prefix + candidates[0], add_special_tokens=False)["input_ids"]:
+            return ids
+    return tokenizer([prefix + c for c in candidates], add_special_tokens=False)["input_ids"]
+
+
+def _trie(tokenizer, prefix: str, candidates: list[str]) -> dict[str, Any]:
+    """The sequence that scores every candidate after `prefix` in one pass: the shared leading tokens,
+    then each trie node that has a child, with the mask that lets a node see the prefix and its own
+    ancestors only, at the position it would have in its candidate."""
     import torch
 
-    ids = [tokenizer(prefix + c, add_special_tokens=False)["input_ids"] for c in candidates]
-    shared = len(ids[0])
-    for seq in ids[1:]:
-        shared = min(shared, next((i for i, (a, b) in enumerate(zip(ids[0], seq)) if a != b), len(seq)))
+    ids = encode(tokenizer, prefix, candidates)
+    shared = len(os.path.commonprefix(ids))  # type: ignore[type-var]  # of token lists, not only strings
     shared = min(shared, min(len(s) for s in ids) - 1)  # every candidate keeps at least one token to score
     if shared < 1:
         raise BeliefError("the candidates share no prefix tokens to condition on")
@@ -88,24 +101,123 @@ def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> 
     for n in nodes:
         for k in range(1, len(n) + 1):  # its ancestors and itself
             allowed[where[n], where[n[:k]]] = True
+    return {
+        "input_ids": list(ids[0][:shared]) + [n[-1] for n in nodes],
+        "positions": list(range(shared)) + [shared + len(n) - 1 for n in nodes],
+        "allowed": allowed,
+        "shared": shared,
+        "suffix": suffix,
+        "where": where,
+    }
+
+
+LOGITS_BUDGET = 2**25  # logits floats held at once (128 MB): fewer funds per pass for a large vocabulary
+
+
+def candidate_logprobs_many(
+    model, tokenizer, questions: list[tuple[str, list[str]]], batch_size: int = 16
+) -> list[np.ndarray]:
+    """log P(candidate | prefix) for each candidate of each (prefix, candidates), exactly (teacher forcing):
+    one forward pass per `batch_size` questions.
+
+    The texts prefix+candidate are tokenized whole (so a tokenizer that merges across the boundary is
+    honoured). Below their shared leading tokens the candidates' remaining tokens form a trie; every
+    trie node that has a child is appended once after the prefix, and a tree attention mask lets each
+    node see the prefix and its own ancestors only, at the position it would have in its candidate
+    (tree attention, as in speculative decoding). So the 101 scores of a fund cost one pass over the
+    prompt, the answer so far and about a hundred extra tokens, with no copies of a key-value cache.
+    Questions share a pass left-padded (padding masked out, positions counted from each one's first
+    token), and logits are kept for the last rows only, where every question's trie ends.
+    """
+    import torch
+
+    tries = [_trie(tokenizer, prefix, candidates) for prefix, candidates in questions]
     dtype = next(model.parameters()).dtype
-    mask = torch.zeros((1, 1, total, total), dtype=dtype)
-    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-    positions = list(range(shared)) + [shared + len(n) - 1 for n in nodes]
-    input_ids = list(ids[0][:shared]) + [n[-1] for n in nodes]
-    device = model.device
-    with torch.no_grad():
-        logits = model(
-            input_ids=torch.tensor([input_ids], device=device),
-            attention_mask=mask.to(device),
-            position_ids=torch.tensor([positions], device=device),
-            use_cache=False,
-        ).logits[0]
-    lp = torch.log_softmax(logits.float(), dim=-1).cpu().numpy()
-    out = np.zeros(len(suffix))
-    for i, s in enumerate(suffix):
-        out[i] = lp[shared - 1, s[0]] + sum(lp[where[s[:k]], s[k]] for k in range(1, len(s)))
+    vocab = model.get_output_embeddings().weight.shape[0]
+    out: list[np.ndarray] = []
+    start = 0
+    while start < len(tries):
+        keep = max(len(t["where"]) for t in tries[start : start + batch_size]) + 1
+        size = max(1, min(batch_size, LOGITS_BUDGET // (keep * vocab)))
+        chunk = tries[start : start + size]
+        start += size
+        keep = max(len(t["where"]) for t in chunk) + 1  # the last rows: each trie's nodes and the row before
+        width = max(len(t["input_ids"]) for t in chunk)
+        input_ids = torch.full((len(chunk), width), tokenizer.pad_token_id or 0, dtype=torch.long)
+        positions = torch.zeros((len(chunk), width), dtype=torch.long)
+        allowed = torch.eye(width, dtype=torch.bool).repeat(len(chunk), 1, 1)  # padding sees itself only
+        for b, t in enumerate(chunk):
+            pad = width - len(t["input_ids"])
+            input_ids[b, pad:] = torch.tensor(t["input_ids"])
+            positions[b, pad:] = torch.tensor(t["positions"])
+            allowed[b, pad:, pad:] = t["allowed"]
+        mask = torch.zeros((len(chunk), 1, width, width), dtype=dtype)
+        mask.masked_fill_(~allowed[:, None], torch.finfo(dtype).min)
+        device = model.device
+        with torch.no_grad():
+            logits = model(
+                input_ids=input_ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                use_cache=False,
+                logits_to_keep=keep,
+            ).logits
+        lp = torch.log_softmax(logits.float(), dim=-1).cpu().numpy()
+        for b, t in enumerate(chunk):
+            row = keep - 1 - len(t["where"])  # the row of the last shared token; the nodes follow it
+            at = {n: row + 1 + i for i, n in enumerate(t["where"])}
+            out.append(
+                np.array(
+                    [lp[b, row, s[0]] + sum(lp[b, at[s[:k]], s[k]] for k in range(1, len(s))) for s in t["suffix"]]
+                )
+            )
     return out
+
+
+def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> np.ndarray:
+    """log P(candidate | prefix) for each candidate string, exactly, in one forward pass
+    (`candidate_logprobs_many` for one question)."""
+    return candidate_logprobs_many(model, tokenizer, [(prefix, candidates)])[0]
+
+
+def question(answer: str, methodology: Methodology, method: str) -> tuple[int, list[str], list[int]] | None:
+    """Where in `answer` the belief is read and what is asked there: (offset of the decision point, the
+    candidate continuations, the grade index each candidate stands for); None without a decision point.
+
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> offset, candidates, owner = question('{"score": 71, "grade": 4}', example_methodology(), "score")
+    >>> offset, candidates[:2], len(candidates), owner[0], owner[-1]
+    (10, ['0,', '1,'], 101, 0, 4)
+    """
+    if method not in METHODS:
+        raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
+    grades = list(methodology.grades)
+    point = decision_point(answer, method)
+    if point is None:
+        return None
+    offset, after = point
+    if method == "score":
+        values = list(range(0, 101))
+        return offset, [f"{v}{after}" for v in values], [grades.index(methodology.grade_for(v)) for v in values]
+    return offset, [f"{g}{after}" for g in grades], list(range(len(grades)))
+
+
+def probabilities(logp: np.ndarray, owner: list[int], grades: int, min_mass: float = MIN_MASS) -> dict[str, Any]:
+    """The candidates' log-probabilities summed per grade: {"probs": one per grade, summing to 1, "mass":
+    the probability on the candidates at all}; "probs" None below `min_mass`.
+
+    >>> probabilities(np.log([0.2, 0.3, 0.4]), [0, 1, 1], 2)
+    {'probs': [0.222222, 0.777778], 'mass': 0.9}
+    """
+    top = float(np.max(logp))
+    weights = np.exp(logp - top)
+    probs = np.zeros(grades)
+    np.add.at(probs, owner, weights)
+    total = float(probs.sum())
+    mass = float(math.exp(top) * total) if math.isfinite(top) else 0.0
+    if total <= 0 or not math.isfinite(total) or mass < min_mass:
+        return {"probs": None, "mass": mass}
+    return {"probs": (probs / total).round(6).tolist(), "mass": round(mass, 6)}
 
 
 def read(
@@ -121,30 +233,12 @@ def read(
     {"probs": one per methodology grade, summing to 1, "mass": probability on the candidates}; None when
     the answer has no such point (an invalid answer has no belief). "probs" is None when the model
     puts (almost) no probability on any candidate (mass below `min_mass`): there is nothing to read."""
-    if method not in METHODS:
-        raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
-    grades = list(methodology.grades)
-    point = decision_point(answer, method)
-    if point is None:
+    asked = question(answer, methodology, method)
+    if asked is None:
         return None
-    offset, after = point
-    prefix = prompt_text + answer[:offset]
-    if method == "score":
-        values = list(range(0, 101))
-        logp = candidate_logprobs(model, tokenizer, prefix, [f"{v}{after}" for v in values])
-        owner = [grades.index(methodology.grade_for(v)) for v in values]
-    else:
-        logp = candidate_logprobs(model, tokenizer, prefix, [f"{g}{after}" for g in grades])
-        owner = list(range(len(grades)))
-    top = float(np.max(logp))
-    weights = np.exp(logp - top)
-    probs = np.zeros(len(grades))
-    np.add.at(probs, owner, weights)
-    total = float(probs.sum())
-    mass = float(math.exp(top) * total) if math.isfinite(top) else 0.0
-    if total <= 0 or not math.isfinite(total) or mass < min_mass:
-        return {"probs": None, "mass": mass}
-    return {"probs": (probs / total).round(6).tolist(), "mass": round(mass, 6)}
+    offset, candidates, owner = asked
+    logp = candidate_logprobs(model, tokenizer, prompt_text + answer[:offset], candidates)
+    return probabilities(logp, owner, len(methodology.grades), min_mass)
 
 
 def beliefs(
@@ -155,10 +249,23 @@ def beliefs(
     methodology: Methodology,
     method: str = "score",
     desc: str = "",
+    batch_size: int = 16,
 ) -> list[dict[str, Any] | None]:
-    """`read` for each (chat prompt, the model's answer), with a progress bar."""
-    out = []
-    for prompt, answer in tqdm(list(zip(prompts, answers)), desc=f"{desc} beliefs ({method})", unit="fund"):
-        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-        out.append(read(model, tokenizer, text, answer, methodology, method))
+    """`read` for each (chat prompt, the model's answer), `batch_size` answers a forward pass, with a
+    progress bar."""
+    asked = [(i, q) for i, a in enumerate(answers) if (q := question(a, methodology, method)) is not None]
+    out: list[dict[str, Any] | None] = [None] * len(answers)
+    bar = tqdm(total=len(answers), desc=f"{desc} beliefs ({method})", unit="fund")
+    bar.update(len(answers) - len(asked))  # no decision point: nothing to read
+    for start in range(0, len(asked), batch_size):
+        chunk = asked[start : start + batch_size]
+        questions = [
+            (tokenizer.apply_chat_template(prompts[i], tokenize=False, add_generation_prompt=True) + answers[i][:at], c)
+            for i, (at, c, _) in chunk
+        ]
+        found = candidate_logprobs_many(model, tokenizer, questions, batch_size)
+        for (i, (_, _, owner)), logp in zip(chunk, found):
+            out[i] = probabilities(logp, owner, len(methodology.grades))
+        bar.update(len(chunk))
+    bar.close()
     return out

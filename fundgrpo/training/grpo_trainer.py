@@ -124,7 +124,9 @@ def run(
     dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
     eval_dataset = None
     if params.eval_steps and eval_rows:
-        eval_dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in eval_rows[: params.eval_prompts]])
+        # with eval_prompts 0 the Trainer still wants an evaluation set to schedule evaluations; it is never read
+        shown = eval_rows[: params.eval_prompts or 1]
+        eval_dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in shown])
     key = best_metric_key(params)
     if params.best_metric == "evaluation" and eval_rows and not all("evidence" in r for r in eval_rows):
         raise ValueError(
@@ -148,7 +150,7 @@ def run(
         )
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
-    trainer = GRPOTrainer(
+    trainer = (GRPOTrainer if params.eval_prompts else greedy_only(GRPOTrainer))(
         model=source,
         reward_funcs=[rewards[name] for name in reward_names(params)],
         args=grpo_config(params, model_params, checkpoint_dir, resuming=resume is not None),
@@ -233,6 +235,20 @@ def run(
         "eval_curve": eval_curve,
         "curves": rows,
     }
+
+
+def greedy_only(trainer_class):
+    """`trainer_class` whose evaluation is its callbacks' alone (`grpo.eval_prompts: 0`): TRL's own
+    evaluation samples, rewards and scores a loss on validation prompts, which nothing reads unless
+    `best_metric` is `reward`; the greedy validation callback adds the metrics that pick the checkpoint."""
+
+    class GreedyOnly(trainer_class):
+        def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval"):
+            metrics: dict[str, float] = {}
+            self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+            return metrics
+
+    return GreedyOnly
 
 
 def keeps_start(start_value: float | None, best_value: float | None) -> bool:

@@ -56,7 +56,7 @@ def evaluate_model(
     for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
         if method == "stated" and not any("stated" in p for p in preds):
             continue  # the answers state no confidence (prepare.stated_confidence is off)
-        read[method], mass = read_beliefs(model, tokenizer, rows, preds, methodology, method, desc)
+        read[method], mass = read_beliefs(model, tokenizer, rows, preds, methodology, method, desc, batch_size)
         confidence = [
             b[grades.index(w)] if b is not None and w is not None else 0.0 for b, w in zip(read[method], written)
         ]
@@ -167,7 +167,7 @@ def answer(
     preds = answers.predictions_from_texts(texts, schema)
     answers.annotate(preds, rows, methodology)
     if fit is not None and any(p["valid"] for p in preds):
-        read, _ = read_beliefs(model, tokenizer, rows, preds, methodology, fit["method"], desc)
+        read, _ = read_beliefs(model, tokenizer, rows, preds, methodology, fit["method"], desc, batch_size)
         for p, b, r in zip(preds, read, rows):
             decided = calibration.decide(b, p["grade"], fit, methodology.grades, r.get("gbm_probs"))
             p.update(decided)
@@ -175,11 +175,19 @@ def answer(
 
 
 def read_beliefs(
-    model, tokenizer, rows: list[dict], preds: list[Prediction], methodology: Methodology, method: str, desc: str
+    model,
+    tokenizer,
+    rows: list[dict],
+    preds: list[Prediction],
+    methodology: Methodology,
+    method: str,
+    desc: str,
+    batch_size: int = 16,
 ) -> tuple[list, float | None]:
     """The model's raw grade probabilities for each of its valid answers (None for the others), and
-    the mean probability it puts on the candidates at all (`belief.read`'s mass). Method "stated":
-    the confidence the answer states, as probabilities (`calibration.stated_probs`), no model call."""
+    the mean probability it puts on the candidates at all (`belief.read`'s mass), `batch_size` answers
+    a forward pass. Method "stated": the confidence the answer states, as probabilities
+    (`calibration.stated_probs`), no model call."""
     if method == "stated":
         grades = methodology.grades
         return [
@@ -197,6 +205,7 @@ def read_beliefs(
         methodology,
         method,
         desc,
+        batch_size,
     )
     out: list = [None] * len(preds)
     for i, b in zip(valid, found):

@@ -55,6 +55,16 @@ def test_lora_top_layers_needs_module_names_and_a_count():
         LoraParams(top_layers=-1)
 
 
+def test_the_sampled_validation_reward_is_asked_for_where_best_metric_reads_it():
+    from fundgrpo.params import GrpoParams, ParamsError
+
+    assert GrpoParams().eval_prompts == 0 and GrpoParams(best_metric="reward", eval_prompts=8).eval_prompts == 8
+    with pytest.raises(ParamsError, match="best_metric: reward reads the sampled validation reward"):
+        GrpoParams(best_metric="reward", eval_prompts=0)
+    with pytest.raises(ParamsError, match="grpo.eval_prompts must be >= 0"):
+        GrpoParams(eval_prompts=-1)
+
+
 def test_calibrate_settings_are_checked_when_params_load():
     from fundgrpo.params import CalibrateParams, GateParams, ParamsError
 

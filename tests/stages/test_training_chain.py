@@ -589,6 +589,34 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(
         train.best_metric_key(replace(params, best_metric="accuracy"))
 
 
+def test_without_sampled_prompts_the_greedy_validation_alone_runs_and_picks(
+    chain, datasets, methodology, schema, tmp_path
+):
+    """grpo.eval_prompts 0 (the default): no sampled validation (TRL's generation, rewards and loss on
+    validation prompts, which only best_metric reward reads); the greedy answers still evaluate the start
+    and every checkpoint, and pick the kept one."""
+    from fundgrpo.training import grpo_trainer as train
+
+    root, _ = chain
+    params = GrpoParams(
+        max_steps=4, save_steps=2, eval_steps=2, eval_prompts=0, per_device_train_batch_size=8, num_generations=4,
+        max_completion_length=48, logging_steps=1, warmup_steps=0, learning_rate=1e-3, best_metric="qwk",
+    )  # fmt: skip
+    out = train.run(
+        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema, tmp_path / "p",
+        datasets["validation"], tmp_path / "ckpt",
+    )  # fmt: skip
+    curve = {r["step"]: r for r in out["eval_curve"]}
+    assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" not in r for r in curve.values())
+    assert out["sampled_eval_seconds"] == 0 and out["greedy_eval_seconds"] > 0 and out["best_eval_reward"] is None
+    assert out["start_value"] == curve[0]["eval_greedy_qwk"]
+    best = max((curve[s]["eval_greedy_qwk"], s) for s in (2, 4) if not curve[s]["eval_greedy_collapsed"])
+    if best[0] > out["start_value"]:
+        assert out["kept"] == f"step {best[1]}" and out["best_value"] == best[0]
+    else:
+        assert out["kept"] == "start"
+
+
 def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, methodology, schema, tmp_path, capsys):
     """An evaluation whose greedy answers give one grade to more than grpo.collapse_share of the funds
     (while the experts give it to fewer) is flagged collapsed; such a checkpoint is never the kept one,

@@ -92,3 +92,46 @@ def test_an_answer_without_a_decision_point_has_no_belief(small):
     assert belief.read(model, tokenizer, "x", '{"reasoning": "no score here"}', METHODOLOGY, "score") is None
     with pytest.raises(belief.BeliefError, match="belief method must be one of"):
         belief.read(model, tokenizer, "x", '{"score": 5}', METHODOLOGY, "stated")
+
+
+def test_questions_read_together_give_what_each_gives_alone(small):
+    """Left-padded into one pass (prefixes and tries of different lengths), each question's
+    log-probabilities are what its own pass gives: the padding is masked out, positions start at its
+    first token, and the kept logit rows are its own."""
+    model, tokenizer = small
+    questions = [
+        ('Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": ', [f"{v}," for v in range(101)]),
+        ('Rate.{"score": ', [f"{v}}}" for v in (3, 30, 100)]),
+        ('Rate this fund. 0123456789 {"reasoning": "top", "score": 71, "grade": ', ["1}", "2}", "3}"]),
+    ]
+    alone = [belief.candidate_logprobs(model, tokenizer, p, c) for p, c in questions]
+    together = belief.candidate_logprobs_many(model, tokenizer, questions, batch_size=3)
+    assert [len(t) for t in together] == [101, 3, 3]
+    for a, t in zip(alone, together):
+        assert np.allclose(a, t, atol=1e-5)
+    prompts = [[{"role": "user", "content": "Rate this fund."}]] * 3
+    answers = [
+        '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}',
+        '{"reasoning": "no score"}',
+        '{"reasoning": "top", "score": 5, "grade": 1}',
+    ]
+    read = belief.beliefs(model, tokenizer, prompts, answers, METHODOLOGY, "score", batch_size=2)
+    text = tokenizer.apply_chat_template(prompts[0], tokenize=False, add_generation_prompt=True)
+    assert read[1] is None
+    for i in (0, 2):
+        one = belief.read(model, tokenizer, text, answers[i], METHODOLOGY, "score")
+        assert np.allclose(read[i]["probs"], one["probs"], atol=1e-5) and read[i]["mass"] == pytest.approx(one["mass"])
+
+
+def test_a_chat_prompt_is_tokenized_once_and_the_candidates_as_whole_texts_would_be(small):
+    model, tokenizer = small
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Rate this fund. 0123456789"}], tokenize=False, add_generation_prompt=True
+    )
+    prefix = text + '{"reasoning": "Sharpe ratio top 10%", "score": '
+    candidates = [f"{v}," for v in range(101)] + ["7}", " 7,"]
+    whole = [tokenizer(prefix + c, add_special_tokens=False)["input_ids"] for c in candidates]
+    assert belief.encode(tokenizer, prefix, candidates) == whole
+    assert belief.encode(tokenizer, "no special token here ", candidates) == [
+        tokenizer("no special token here " + c, add_special_tokens=False)["input_ids"] for c in candidates
+    ]
