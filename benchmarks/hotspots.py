@@ -19,6 +19,7 @@ What no timer covers is "other". Run it on an idle machine: the figures are wall
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
@@ -94,13 +95,25 @@ class Timers:
 
         return timed
 
-    def patch(self, phases: dict) -> None:
-        """Wrap each (module, class, function) in place; callers that look it up at call time see the timer."""
+    @contextlib.contextmanager
+    def patched(self, phases: dict):
+        """Each (module, class, function) wrapped in place while the block runs (callers that look it up
+        at call time see the timer), the originals put back after."""
+        saved = []
         for (module, owner, name), phase in phases.items():
             target = importlib.import_module(module)
             if owner:
                 target = getattr(target, owner)
+            saved.append((target, name, target.__dict__[name] if name in vars(target) else None))
             setattr(target, name, self.wrap(phase, getattr(target, name)))
+        try:
+            yield self
+        finally:
+            for target, name, original in reversed(saved):
+                if original is None:
+                    delattr(target, name)  # it was inherited: the class's own wrapper goes
+                else:
+                    setattr(target, name, original)
 
 
 def _workspace(root: Path, overrides: list[str]):
@@ -150,13 +163,12 @@ def profile_grpo(root: Path, label: str, steps: int, overrides: list[str]) -> Pa
 
     p, raw = _workspace(root, [*overrides, f"grpo.max_steps={steps}", "grpo.resume=false"])
     timers = Timers(lambda stack: "validation" if any(s in VALIDATION for s in stack) else "training")
-    timers.patch(GRPO_PHASES)
     from fundgrpo.training import grpo_trainer
 
     rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
     eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
     m, schema = load_compiled(Path(p.methodology.out_dir))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, timers.patched(GRPO_PHASES):
         summary = grpo_trainer.run(
             p.grpo, p.model, Path(p.sft.out_dir), rows, m, schema, Path(tmp) / "out", eval_rows, Path(tmp) / "ckpt"
         )
@@ -189,7 +201,6 @@ def profile_evaluate(root: Path, label: str, sizes: list[int], repeats: int) -> 
 
     p, _ = _workspace(root, [])
     timers = Timers(lambda stack: "")
-    timers.patch(EVALUATE_PHASES)
     from fundgrpo.serving.api.evaluator import Evaluator
     from fundgrpo.serving.api.settings import ApiSettings
 
@@ -216,7 +227,8 @@ def profile_evaluate(root: Path, label: str, sizes: list[int], repeats: int) -> 
             found[str(size)] = {"seconds": seconds, "median_s": round(sorted(walls)[len(walls) // 2], 4)}
         worker.cancel()
 
-    asyncio.run(requests())
+    with timers.patched(EVALUATE_PHASES):
+        asyncio.run(requests())
     command = f"python benchmarks/hotspots.py evaluate ROOT --label '{label}' --funds {' '.join(map(str, sizes))} "
     return _save({**_header(label, command + f"--repeats {repeats}"), "kind": "evaluate", "requests": found})
 

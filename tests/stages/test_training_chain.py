@@ -592,7 +592,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(
 def test_without_sampled_prompts_the_greedy_validation_alone_runs_and_picks(
     chain, datasets, methodology, schema, tmp_path
 ):
-    """grpo.eval_prompts 0 (the default): no sampled validation (TRL's generation, rewards and loss on
+    """grpo.eval_prompts 0: no sampled validation (TRL's generation, rewards and loss on
     validation prompts, which only best_metric reward reads); the greedy answers still evaluate the start
     and every checkpoint, and pick the kept one."""
     from fundgrpo.training import grpo_trainer as train

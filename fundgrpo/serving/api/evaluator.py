@@ -152,10 +152,14 @@ class Evaluator:
             frame["fund_id"] = frame.get("fund_id", pd.Series(index=frame.index, dtype=object)).fillna(
                 frame["share_class_id"]
             )
+        universe = with_reference(frame, self.reference)
+        if not self.params.prepare.universe_percentile:
+            # every figure a prompt shows is taken within the fund's category: its peers are all it needs
+            universe = universe[universe["category"].isin(set(frame["category"]))]
         by_id = {
             r["share_class_id"]: r
             for r in prompt_records(
-                with_reference(frame, self.reference),
+                universe,
                 self.methodology,
                 self.params.prepare,
                 only=[str(f["share_class_id"]) for f in funds],

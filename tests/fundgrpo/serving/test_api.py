@@ -145,6 +145,27 @@ def test_evaluate_store_and_read_back(setup):
         assert codes == [200] * 4
 
 
+def test_a_request_is_prompted_from_its_funds_categories_as_from_the_whole_universe(trained):
+    """The API builds a request's prompts over the reference funds of the requested categories only (every
+    figure a prompt shows is taken within the category): the records are the ones the whole universe gives."""
+    from fundgrpo.serving.api.evaluator import Evaluator
+    from fundgrpo.serving.batch import with_reference
+    from fundgrpo.serving.champion import prompt_records
+
+    root, _ = trained
+    evaluator = Evaluator(root, ApiSettings(model=str(root / "models/policy")))
+    reference = evaluator.reference
+    funds = [fund(reference, 0), fund(reference, 5, category=reference["category"].iloc[-1]), fund(reference, 9)]
+    funds[2]["share_class_id"] = str(reference["share_class_id"].iloc[9])  # a known share class, laid over
+    assert reference["category"].nunique() > len({f["category"] for f in funds})  # some categories are left out
+    frame = pd.DataFrame(funds).assign(expert_grade=lambda f: f["expert_grade"].astype("Int64"))
+    whole = prompt_records(
+        with_reference(frame, reference), evaluator.methodology, evaluator.params.prepare,
+        only=[f["share_class_id"] for f in funds], estimator=evaluator.estimator,
+    )  # fmt: skip
+    assert [{k: v for k, v in r.items() if k != "lacking"} for r in evaluator.records(funds)] == whole
+
+
 def test_thin_or_peerless_funds_are_flagged_not_graded_as_real(setup):
     """A fund sent with only its id and category, or in a category with no peers: the evaluation says
     what is missing and needs an analyst; whatever the model writes, no made-up middle grade."""

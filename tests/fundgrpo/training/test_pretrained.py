@@ -36,6 +36,22 @@ def test_converted_smollm2_loads_by_path_and_answers(smollm2_dir):
     assert "Paris" in answer
     # plain safetensors: no GGUF involved any more
     assert isinstance(AutoModelForCausalLM.from_pretrained(smollm2_dir), type(model))
+    # its belief read: the chat prompt tokenized once gives the whole texts' tokens, and two questions in
+    # one left-padded pass (a 49k vocabulary: the logit rows kept are the tries' only) what each gives alone
+    import numpy as np
+
+    from fundgrpo.training import belief
+
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "Rate this fund."}], tokenize=False,
+                                         add_generation_prompt=True)  # fmt: skip
+    questions = [(text + '{"reasoning": "Sharpe ratio top 10%", "score": ', [f"{v}," for v in range(101)]),
+                 (text + '{"score": ', ["7,", "70}"])]  # fmt: skip
+    for prefix, candidates in questions:
+        whole = [tokenizer(prefix + c, add_special_tokens=False)["input_ids"] for c in candidates]
+        assert belief.encode(tokenizer, prefix, candidates) == whole
+    together = belief.candidate_logprobs_many(model, tokenizer, questions, batch_size=2)
+    for (prefix, candidates), found in zip(questions, together):
+        assert np.allclose(found, belief.candidate_logprobs(model, tokenizer, prefix, candidates), atol=1e-3)
 
 
 def test_parse_names_the_form_it_wants():
