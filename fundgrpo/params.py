@@ -367,10 +367,10 @@ class GrpoParams:
     logging_steps: int = 5
     eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
     # Validation prompts TRL samples and rewards at each evaluation (`eval_reward`, what best_metric
-    # `reward` reads); 0: none, each evaluation is the greedy answers alone (what the other metrics
-    # read), 6 s a validation instead of 27 (benchmarks/hotspots.md). Not the default yet: skipping it
-    # changes GRPO's random draws, so its figures need seeds before it replaces the measured default.
-    eval_prompts: int = 32
+    # `reward` reads; e.g. 32); 0: none, each evaluation is the greedy answers alone (what the other
+    # metrics read), 6 s a validation instead of 27 (benchmarks/hotspots.md). Evaluations draw from a
+    # copy of the random state, so the training and the kept checkpoint are the same either way.
+    eval_prompts: int = 0
     save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
     # What picks the kept model among the start and the checkpoints: the agreement of greedy
     # answers with the experts on every validation prompt (exact | within_one | qwk | spearman:

@@ -150,7 +150,7 @@ def run(
         )
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
-    trainer = (GRPOTrainer if params.eval_prompts else greedy_only(GRPOTrainer))(
+    trainer = validating_apart(GRPOTrainer, sampled=params.eval_prompts > 0)(
         model=source,
         reward_funcs=[rewards[name] for name in reward_names(params)],
         args=grpo_config(params, model_params, checkpoint_dir, resuming=resume is not None),
@@ -237,18 +237,32 @@ def run(
     }
 
 
-def greedy_only(trainer_class):
-    """`trainer_class` whose evaluation is its callbacks' alone (`grpo.eval_prompts: 0`): TRL's own
-    evaluation samples, rewards and scores a loss on validation prompts, which nothing reads unless
-    `best_metric` is `reward`; the greedy validation callback adds the metrics that pick the checkpoint."""
+def validating_apart(trainer_class, sampled: bool = True):
+    """`trainer_class` whose evaluations draw from a copy of the random state, so training takes the
+    same draws whatever an evaluation samples: with `sampled` False (`grpo.eval_prompts: 0`) TRL's own
+    evaluation (it samples, rewards and scores a loss on validation prompts, which nothing reads unless
+    `best_metric` is `reward`) is skipped and the greedy validation callback alone scores each
+    checkpoint, and the training and the kept checkpoint are those the sampled validation gives."""
+    import random
 
-    class GreedyOnly(trainer_class):
+    import numpy as np
+    import torch
+
+    class ValidatingApart(trainer_class):
         def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval"):
-            metrics: dict[str, float] = {}
-            self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
-            return metrics
+            python_state, numpy_state = random.getstate(), np.random.get_state()
+            try:
+                with torch.random.fork_rng():  # the CPU and every CUDA device
+                    if sampled:
+                        return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+                    metrics: dict[str, float] = {}
+                    self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+                    return metrics
+            finally:
+                random.setstate(python_state)
+                np.random.set_state(numpy_state)
 
-    return GreedyOnly
+    return ValidatingApart
 
 
 def keeps_start(start_value: float | None, best_value: float | None) -> bool:

@@ -589,23 +589,42 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(
         train.best_metric_key(replace(params, best_metric="accuracy"))
 
 
-def test_without_sampled_prompts_the_greedy_validation_alone_runs_and_picks(
-    chain, datasets, methodology, schema, tmp_path
+def test_without_sampled_prompts_the_greedy_validation_alone_runs_and_picks_the_same(
+    chain, datasets, methodology, schema, tmp_path, monkeypatch
 ):
     """grpo.eval_prompts 0: no sampled validation (TRL's generation, rewards and loss on
     validation prompts, which only best_metric reward reads); the greedy answers still evaluate the start
-    and every checkpoint, and pick the kept one."""
+    and every checkpoint, and pick the kept one. Evaluations draw from a copy of the random state, so
+    training with and without the sampled validation samples the same completions, takes the same steps
+    and keeps the same model."""
+    from trl import GRPOTrainer
+
     from fundgrpo.training import grpo_trainer as train
 
+    sampled_in_training: list = []
+    generate = GRPOTrainer._generate_and_score_completions
+
+    def recorded(self, inputs):
+        out = generate(self, inputs)
+        if self.model.training:
+            sampled_in_training.append(out["completion_ids"].tolist())
+        return out
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", recorded)
     root, _ = chain
     params = GrpoParams(
         max_steps=4, save_steps=2, eval_steps=2, eval_prompts=0, per_device_train_batch_size=8, num_generations=4,
         max_completion_length=48, logging_steps=1, warmup_steps=0, learning_rate=1e-3, best_metric="qwk",
     )  # fmt: skip
-    out = train.run(
-        params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema, tmp_path / "p",
-        datasets["validation"], tmp_path / "ckpt",
-    )  # fmt: skip
+    runs, completions = {}, {}
+    for n in (0, 4):
+        sampled_in_training.clear()
+        runs[n] = train.run(
+            replace(params, eval_prompts=n), ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"],
+            methodology, schema, tmp_path / f"p{n}", datasets["validation"], tmp_path / f"ckpt{n}",
+        )  # fmt: skip
+        completions[n] = list(sampled_in_training)
+    out = runs[0]
     curve = {r["step"]: r for r in out["eval_curve"]}
     assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" not in r for r in curve.values())
     assert out["sampled_eval_seconds"] == 0 and out["greedy_eval_seconds"] > 0 and out["best_eval_reward"] is None
@@ -615,6 +634,15 @@ def test_without_sampled_prompts_the_greedy_validation_alone_runs_and_picks(
         assert out["kept"] == f"step {best[1]}" and out["best_value"] == best[0]
     else:
         assert out["kept"] == "start"
+    # the other run sampled its validation too, and it changed nothing in training: the same completions
+    # sampled at every step, the same losses and greedy validations, the same kept model
+    sampled = runs[4]
+    assert sampled["sampled_eval_seconds"] > 0 and all("eval_reward" in r for r in sampled["eval_curve"])
+    assert len(completions[0]) == 4 and completions[0] == completions[4]
+    assert [r["loss"] for r in sampled["curves"]] == [r["loss"] for r in out["curves"]]
+    greedy = [{k: v for k, v in r.items() if k.startswith("eval_greedy_")} for r in out["eval_curve"]]
+    assert greedy == [{k: r[k] for k in g} for r, g in zip(sampled["eval_curve"], greedy, strict=True)]
+    assert (sampled["kept"], sampled["best_value"]) == (out["kept"], out["best_value"])
 
 
 def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, methodology, schema, tmp_path, capsys):
