@@ -37,6 +37,7 @@ CRITERIA_ORDERS = ("weight", "pull")
 ANSWER_STYLES = ("brief", "weighted", "evaluation")
 CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
 SHOWN_MODELS = ("none", "gbm")
+REFERENCE_GRADES = ("expert", "explained")
 # Where a model's grade probabilities are read (fundgrpo.training.belief): at the score, at the
 # grade token, or the confidence its answer states (prepare.stated_confidence).
 BELIEF_METHODS = ("score", "grade", "stated")
@@ -212,6 +213,12 @@ class PrepareParams:
     # reference's is the statistical estimate's probability of the expert's grade (out of fold),
     # and GRPO's calibration reward (a Brier score) teaches it where SFT has no better target.
     stated_confidence: bool = False
+    # The grade the reference answer (SFT's target) gives: `expert`, the experts' grade; or
+    # `explained`, the experts' grade where the prompt explains it (it is the shown estimate's or the
+    # methodology's), else the shown estimate's: SFT is then never taught a departure the prompt gives
+    # no reason for (issue 32: those were right a third of the time). Rewards and scores still read the
+    # experts' grade. Needs show_model gbm.
+    reference_grade: str = "expert"
     out_dir: str = "data/prepared"
     metrics: str = "metrics/prepare.json"
 
@@ -220,6 +227,12 @@ class PrepareParams:
         _choice("prepare.criteria_order", self.criteria_order, CRITERIA_ORDERS)
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
         _choice("prepare.show_model", self.show_model, SHOWN_MODELS)
+        _choice("prepare.reference_grade", self.reference_grade, REFERENCE_GRADES)
+        if self.reference_grade == "explained" and self.show_model == "none":
+            raise ParamsError(
+                "prepare.reference_grade: explained falls back on the estimate the prompt shows, and "
+                "prepare.show_model is none: set prepare.show_model: gbm, or reference_grade: expert"
+            )
         if not (
             0 < self.train_share < 1 and 0 <= self.validation_share and self.train_share + self.validation_share < 1
         ):

@@ -84,8 +84,9 @@ def build_records(
         grade = int(grade)
         band = m.band(grade)
         score = row.get("expert_score", np.nan)
-        # The reference score must agree with the grade: clip the analysts' score into the band.
-        score = band.midpoint if pd.isna(score) else min(max(float(score), band.low), band.high - 0.5)
+        # The reference score must agree with the grade: clip the analysts' score into the band, as a
+        # whole number (answers write one: 32.5 would read 32, below a band starting at 32.5).
+        score = band.midpoint if pd.isna(score) else min(max(float(score), math.ceil(band.low)), band.high - 0.5)
         estimate = None
         if estimates is not None:
             sid = str(row["share_class_id"])
@@ -111,11 +112,16 @@ def build_records(
             params.show_bands,
             params.criteria_order,
         )
+        answered, answered_score = grade, score
+        if params.reference_grade == "explained" and shown_model:
+            answered = explained_grade(grade, shown_model["grade"], rule_grade)
+            answered_score = score if answered == grade else m.band(answered).midpoint
         stated = None
         if params.stated_confidence:
             if estimate is None:
                 raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
-            stated = estimate["probs"][m.grades.index(grade)]  # how likely the expert's grade is, out of fold
+            # how likely the answer's grade is, out of fold (the expert's, unless explained above)
+            stated = estimate["probs"][m.grades.index(answered)]
         if params.answer_style == "evaluation":
             moved = (
                 {**shown_model, "moved": shown_model["grade"] - rule_grade}
@@ -123,10 +129,10 @@ def build_records(
                 else None
             )
             stated_rule = rule_grade if params.show_rule else None
-            reasoning = prompts.evaluation_text(methodology, evidence, grade, stated_rule, moved)
+            reasoning = prompts.evaluation_text(methodology, evidence, answered, stated_rule, moved)
         else:
             reasoning = prompts.reasoning_text(methodology, evidence, params.answer_style)
-        reference = prompts.answer_json(grade, score, reasoning, stated)
+        reference = prompts.answer_json(answered, answered_score, reasoning, stated)
         records.append(
             {
                 "share_class_id": str(row["share_class_id"]),
@@ -157,6 +163,16 @@ def build_records(
             }
         )
     return records
+
+
+def explained_grade(expert: int, shown: int, rule: int | None) -> int:
+    """The grade a reference answer gives under `prepare.reference_grade: explained`: the experts'
+    where the prompt explains it (the estimate shown, or the methodology's grade), else the estimate's.
+
+    >>> explained_grade(4, 4, 3), explained_grade(3, 4, 3), explained_grade(5, 4, 3), explained_grade(2, 3, None)
+    (4, 3, 4, 3)
+    """
+    return expert if expert in (shown, rule) else shown
 
 
 def run(

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import shutil
 import time
 from pathlib import Path
+
+import numpy as np
 
 from fundgrpo import io
 from fundgrpo.methodology.compiler import Methodology
@@ -243,9 +246,6 @@ def validating_apart(trainer_class, sampled: bool = True):
     evaluation (it samples, rewards and scores a loss on validation prompts, which nothing reads unless
     `best_metric` is `reward`) is skipped and the greedy validation callback alone scores each
     checkpoint, and the training and the kept checkpoint are those the sampled validation gives."""
-    import random
-
-    import numpy as np
     import torch
 
     class ValidatingApart(trainer_class):

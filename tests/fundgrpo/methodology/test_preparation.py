@@ -13,7 +13,7 @@ from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.methodology import claims
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import preparation as prepare
-from fundgrpo.params import PrepareParams, SyntheticParams
+from fundgrpo.params import ParamsError, PrepareParams, SyntheticParams
 from tests.support import REPO
 
 
@@ -41,3 +41,41 @@ def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
     assert claims.misstated(answer["reasoning"], first["evidence"], methodology, answer["grade"], None) == []
     # the rule scorer gives no grade for it: a miss in the backtest, not a made-up middle grade
     assert rule_predictions([first])[0] == {"grade": None, "written_grade": None, "score": None, "valid": False}
+
+
+@pytest.mark.parametrize("methodology", ["default.yaml", "default_ko.yaml"])
+def test_an_explained_reference_departs_from_the_shown_estimate_only_to_the_methodologys_grade(methodology):
+    """prepare.reference_grade explained: a reference answer gives the experts' grade where the prompt
+    explains it (the estimate shown or the methodology's grade), else the estimate's, with its score in
+    that grade's band, its verdict, and the estimate's probability of it as the stated confidence; the
+    experts' grade itself (what rewards and scores read) is kept. `expert` gives the experts' grade."""
+    import numpy as np
+    import pandas as pd
+
+    from fundgrpo.methodology.estimates import prob_column
+
+    m = meth.load(REPO / "methodology" / methodology)
+    funds = synthetic.later_batch(SyntheticParams(n_funds=120, n_months=48), 3)
+    rng = np.random.default_rng(0)  # estimates far from the experts: many references to explain
+    probs = rng.dirichlet(np.ones(len(m.grades)), size=len(funds))
+    estimates = pd.DataFrame(probs, columns=[prob_column(g) for g in m.grades])
+    estimates.index = funds["share_class_id"].astype(str)
+    shown = replace(PrepareParams(), show_model="gbm", stated_confidence=True)
+    experts = prepare.build_records(funds, m, shown, estimates=estimates)
+    explained = prepare.build_records(funds, m, replace(shown, reference_grade="explained"), estimates=estimates)
+
+    changed = 0
+    for e, x in zip(experts, explained, strict=True):
+        assert e["expert_grade"] == x["expert_grade"] and e["prompt"] == x["prompt"]
+        want = x["expert_grade"] if x["expert_grade"] in (x["shown_grade"], x["rule_grade"]) else x["shown_grade"]
+        answer, as_expert = json.loads(x["reference"]), json.loads(e["reference"])
+        assert as_expert["grade"] == e["expert_grade"] and answer["grade"] == want
+        band = m.band(want)
+        assert band.low <= answer["score"] <= band.high
+        assert answer["confidence"] == round(100 * x["gbm_probs"][m.grades.index(want)])
+        assert claims.misstated(answer["reasoning"], x["evidence"], m, want, x["rule_grade"]) == []
+        changed += answer != as_expert
+    assert changed == sum(json.loads(x["reference"])["grade"] != x["expert_grade"] for x in explained) > 10
+
+    with pytest.raises(ParamsError, match="show_model"):
+        replace(PrepareParams(), reference_grade="explained")
