@@ -102,6 +102,10 @@ TITLES = {
     "morningstar-pull-order": "Morningstar as in the `bands` section, the criteria listed in the prompt as a "
     "reasoning cites them (weight × distance from 50, furthest first: `prepare.criteria_order: pull`) and a wrong "
     "departure costing 3 (profile `pull-order`)",
+    "morningstar-explained": "Morningstar as in the `pull-order` section, the reference answers departing from the "
+    "estimate shown only where the prompt explains it: the experts' grade when it is the estimate's or the "
+    "methodology's, else the estimate's (`prepare.reference_grade: explained`, profile `explained`); GRPO's rewards "
+    "still pay the experts' grade; no sampled validation (`grpo.eval_prompts: 0`), evaluations on their own random state",
 }
 
 
