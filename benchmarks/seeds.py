@@ -105,7 +105,8 @@ TITLES = {
     "morningstar-explained": "Morningstar as in the `pull-order` section, the reference answers departing from the "
     "estimate shown only where the prompt explains it: the experts' grade when it is the estimate's or the "
     "methodology's, else the estimate's (`prepare.reference_grade: explained`, profile `explained`); GRPO's rewards "
-    "still pay the experts' grade; no sampled validation (`grpo.eval_prompts: 0`), evaluations on their own random state",
+    "still pay the experts' grade; no sampled validation (`grpo.eval_prompts: 0`), evaluations on their own "
+    "random state",
 }
 
 
