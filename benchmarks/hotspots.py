@@ -42,6 +42,7 @@ GRPO_PHASES = {
     ("trl", "GRPOTrainer", "_generate_single_turn"): "generation (sampling)",
     ("trl", "GRPOTrainer", "_calculate_rewards"): "rewards",
     ("trl", "GRPOTrainer", "_get_per_token_logps_and_entropies"): "forward (log-probabilities)",
+    ("fundgrpo.training.prompt_sharing", None, "completion_logps"): "forward (log-probabilities)",  # share_prompts
     ("trl", "GRPOTrainer", "training_step"): "backward (and the loss's arithmetic)",
     ("torch.optim", "AdamW", "step"): "optimizer",
     ("trl", "GRPOTrainer", "_generate_and_score_completions"): "TRL bookkeeping (advantages, masks, logs)",
@@ -255,7 +256,7 @@ def render_grpo(r: dict) -> list[str]:
         "| phase | a training step, s (share) | a validation, s (share) |",
         "|---|---|---|",
     ]
-    for phase in [*GRPO_PHASES.values(), "other"]:
+    for phase in [*dict.fromkeys(GRPO_PHASES.values()), "other"]:
         if train.get(phase) or val.get(phase):
             lines.append(_row(phase, [train.get(phase, 0.0), val.get(phase, 0.0)], [per_step, per_eval]))
     lines.append(f"| **all** | **{per_step:.2f}** | **{per_eval:.2f}** |")
@@ -277,7 +278,7 @@ def render_evaluate(r: dict) -> list[str]:
         "| phase | " + " | ".join(f"{n} fund{'s' if n != '1' else ''}" for n in sizes) + " |",
         "|---|" + "---|" * len(sizes),
     ]
-    for phase in [*EVALUATE_PHASES.values(), "other"]:
+    for phase in [*dict.fromkeys(EVALUATE_PHASES.values()), "other"]:
         values = [r["requests"][n]["seconds"].get(phase, 0.0) for n in sizes]
         if any(values):
             lines.append(_row(phase, values, totals))

@@ -385,6 +385,10 @@ class GrpoParams:
     # copy of the random state, so the training and the kept checkpoint are the same either way.
     eval_prompts: int = 0
     save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
+    # Run each prompt once per group, not once per completion, in generation's prefill and the
+    # loss's forward and backward (`training/prompt_sharing.py`: the same log-probabilities and
+    # gradients to float rounding); false: TRL's own path, every row whole.
+    share_prompts: bool = True
     # What picks the kept model among the start and the checkpoints: the agreement of greedy
     # answers with the experts on every validation prompt (exact | within_one | qwk | spearman:
     # what the backtest and the gate judge), `reward` (TRL's mean reward of sampled answers to
