@@ -3,7 +3,7 @@ and an evaluation as the API and batch scoring make it (prompt records, generati
 the belief read, the served record).
 
     python benchmarks/hotspots.py grpo ROOT --label NAME [--steps 20] [--set grpo.KEY=VALUE ...]
-    python benchmarks/hotspots.py evaluate ROOT --label NAME [--funds 1 8 32] [--repeats 5]
+    python benchmarks/hotspots.py evaluate ROOT --label NAME [--funds 1 8 32] [--repeats 5] [--set KEY=VALUE ...]
     python benchmarks/hotspots.py report   # benchmarks/hotspots.md from benchmarks/results/hotspots/
 
 ROOT is a workspace where `dvc repro` has run. `grpo` trains GRPO as the `grpo` stage does
@@ -61,6 +61,7 @@ EVALUATE_PHASES = {
     ("fundgrpo.methodology.answers", None, "predictions_from_texts"): "parsing answers",
     ("fundgrpo.methodology.answers", None, "annotate"): "claims check",
     ("fundgrpo.training.belief", None, "beliefs"): "belief read",
+    ("fundgrpo.training.belief", None, "from_cache"): "belief read",  # from the generation's cache
     ("fundgrpo.evaluation.calibration", None, "decide"): "decision rule",
     ("fundgrpo.serving.evaluation", None, "build"): "served record (flags, review)",
     ("fundgrpo.serving.evaluation", None, "as_json"): "JSON",
@@ -191,8 +192,9 @@ def profile_grpo(root: Path, label: str, steps: int, overrides: list[str]) -> Pa
     })  # fmt: skip
 
 
-def profile_evaluate(root: Path, label: str, sizes: list[int], repeats: int) -> Path:
-    """Requests of each size through `Evaluator.evaluate`; the phases' seconds per request into RESULTS."""
+def profile_evaluate(root: Path, label: str, sizes: list[int], repeats: int, overrides: list[str]) -> Path:
+    """Requests of each size through `Evaluator.evaluate` (ROOT's params with `overrides`, e.g.
+    generation.batch_size=64); the phases' seconds per request into RESULTS."""
     import asyncio
 
     import pandas as pd
@@ -200,12 +202,13 @@ def profile_evaluate(root: Path, label: str, sizes: list[int], repeats: int) -> 
     sys.path.insert(0, str(HERE))
     from api_load import funds_like
 
-    p, _ = _workspace(root, [])
+    p, _ = _workspace(root, overrides)
     timers = Timers(lambda stack: "")
     from fundgrpo.serving.api.evaluator import Evaluator
     from fundgrpo.serving.api.settings import ApiSettings
 
     evaluator = Evaluator(root, ApiSettings(model=str(root / p.grpo.out_dir)))
+    evaluator.params = p  # with the overrides
     reference = pd.read_parquet(root / p.validate.out)
     found: dict[str, dict] = {}
 
@@ -231,7 +234,8 @@ def profile_evaluate(root: Path, label: str, sizes: list[int], repeats: int) -> 
     with timers.patched(EVALUATE_PHASES):
         asyncio.run(requests())
     command = f"python benchmarks/hotspots.py evaluate ROOT --label '{label}' --funds {' '.join(map(str, sizes))} "
-    return _save({**_header(label, command + f"--repeats {repeats}"), "kind": "evaluate", "requests": found})
+    command += f"--repeats {repeats}" + "".join(f" --set {o}" for o in overrides)
+    return _save({**_header(label, command), "kind": "evaluate", "requests": found})
 
 
 def _row(phase: str, values: list[float], totals: list[float]) -> str:
@@ -320,13 +324,14 @@ def main() -> None:
     e.add_argument("--label", required=True)
     e.add_argument("--funds", type=int, nargs="+", default=[1, 8, 32])
     e.add_argument("--repeats", type=int, default=5)
+    e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     sub.add_parser("report", help="write benchmarks/hotspots.md from the results")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     if args.command == "grpo":
         print(profile_grpo(args.root.resolve(), args.label, args.steps, args.set))
     elif args.command == "evaluate":
-        print(profile_evaluate(args.root.resolve(), args.label, args.funds, args.repeats))
+        print(profile_evaluate(args.root.resolve(), args.label, args.funds, args.repeats, args.set))
     PAGE.write_text(report())
     print(PAGE)
 

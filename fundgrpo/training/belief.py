@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -83,9 +84,13 @@ def _trie(tokenizer, prefix: str, candidates: list[str]) -> dict[str, Any]:
     """The sequence that scores every candidate after `prefix` in one pass: the shared leading tokens,
     then each trie node that has a child, with the mask that lets a node see the prefix and its own
     ancestors only, at the position it would have in its candidate."""
+    return _trie_ids(encode(tokenizer, prefix, candidates))
+
+
+def _trie_ids(ids: list[list[int]]) -> dict[str, Any]:
+    """`_trie` for candidates given as token ids (the prefix's and each candidate's, whole)."""
     import torch
 
-    ids = encode(tokenizer, prefix, candidates)
     shared = len(os.path.commonprefix(ids))  # type: ignore[type-var]  # of token lists, not only strings
     shared = min(shared, min(len(s) for s in ids) - 1)  # every candidate keeps at least one token to score
     if shared < 1:
@@ -268,4 +273,129 @@ def beliefs(
             out[i] = probabilities(logp, owner, len(methodology.grades))
         bar.update(len(chunk))
     bar.close()
+    return out
+
+
+# -- read from the generation's own key-value cache
+
+UNREAD = "unread"  # from_cache could not read this answer there: read it the exact way (`beliefs`)
+_ALONE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> {(ending, candidates): ids}
+
+
+def token_boundary(tokenizer, new: list[int], text: str, offset: int) -> int | None:
+    """How many of the generated tokens `new` spell `text[:offset]` exactly (`text` being what they
+    decode to): None when the decision point falls inside a token.
+
+    >>> class Chars:  # one token per character
+    ...     def decode(self, ids, skip_special_tokens=True): return "".join(map(chr, ids))
+    >>> token_boundary(Chars(), [ord(c) for c in '{"score": 71'], '{"score": 71', 10)
+    10
+    """
+    lo, hi = 1, len(new)
+    while lo < hi:  # the fewest tokens whose text reaches the offset
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(new[:mid], skip_special_tokens=True)) >= offset:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo if tokenizer.decode(new[:lo], skip_special_tokens=True) == text[:offset] else None
+
+
+def candidate_ids(tokenizer, prefix: str, candidates: list[str]) -> list[list[int]] | None:
+    """Each candidate's token ids on its own, when that is how the tokenizer splits prefix + candidate
+    whole (the boundary is a token boundary for every candidate); None when it is not. Checked on the
+    first prefix with each ending (its last 16 characters) and remembered per tokenizer: the answers
+    share their wording up to the decision point (`"score": `), so one check serves them all."""
+    known = _ALONE.setdefault(tokenizer, {})
+    key = (prefix[-16:], tuple(candidates))
+    if key not in known:
+        head = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        whole = tokenizer([prefix + c for c in candidates], add_special_tokens=False)["input_ids"]
+        alone = tokenizer(candidates, add_special_tokens=False)["input_ids"]
+        known[key] = alone if all(w == head + a for w, a in zip(whole, alone)) else None
+    return known[key]
+
+
+def from_cache(
+    model, tokenizer, sequences, prompt_mask, cache, answers: list[str], methodology: Methodology, methods
+) -> dict[str, list]:
+    """Each method's belief for each answer of one generated batch, read from the key-value cache the
+    generation left (`model.generate(..., return_dict_in_generate=True)`), so the prompt and the answer
+    are not run again: per answer and method, the last token before the decision point and the
+    candidates' trie are run once over the cache (tree attention over the cache's own columns), all
+    answers and methods in one pass. The prefix is the model's own tokens, the candidates tokenized as
+    `candidate_ids` finds them. An entry is `read`'s answer, or `UNREAD` where the decision point falls
+    inside a generated token or the candidates do not split off cleanly (`beliefs` reads those).
+
+    `sequences`: prompt and answer ids (batch, width + new); `prompt_mask`: the prompt's attention mask
+    (left padding); `answers`: the new tokens decoded, special tokens skipped.
+    """
+    import torch
+
+    width = prompt_mask.shape[1]
+    cached = cache.get_seq_length() if cache is not None else 0
+    out: dict[str, list] = {m: [UNREAD] * len(answers) for m in methods}
+    rows: list[tuple[int, list]] = []  # per answer: its padding, and (method, trie, end, position, owner)
+    for b, text in enumerate(answers):
+        pad = width - int(prompt_mask[b].sum())
+        new = sequences[b, width:].tolist()
+        segments = []
+        for m in methods:
+            asked = question(text, methodology, m)
+            if asked is None:
+                out[m][b] = None  # no decision point: nothing to read
+                continue
+            offset, candidates, owner = asked
+            k = token_boundary(tokenizer, new, text, offset)
+            alone = candidate_ids(tokenizer, text[:offset], candidates) if k is not None else None
+            end = width + k - 1 if k is not None else cached + 1  # the prefix's last token, run again
+            if alone is None or end > cached:
+                continue
+            t = _trie_ids([[int(sequences[b, end])] + a for a in alone])
+            segments.append((m, t, end, end - pad, owner))
+        rows.append((pad, segments))
+    size = max((sum(len(t["input_ids"]) for _, t, *_ in s) for _, s in rows), default=0)
+    if size == 0:
+        return out
+    batch = len(answers)
+    input_ids = torch.full((batch, size), tokenizer.pad_token_id or 0, dtype=torch.long)
+    positions = torch.zeros((batch, size), dtype=torch.long)
+    allowed = torch.zeros((batch, size, cached + size), dtype=torch.bool)
+    allowed[:, torch.arange(size), cached + torch.arange(size)] = True  # padding sees itself only
+    for b, (pad, segments) in enumerate(rows):
+        at = 0
+        for _, t, end, position, _ in segments:
+            n = len(t["input_ids"])
+            input_ids[b, at : at + n] = torch.tensor(t["input_ids"])
+            positions[b, at : at + n] = position + torch.tensor(t["positions"])
+            allowed[b, at : at + n, pad:end] = True  # the prompt and the answer before the decision point
+            allowed[b, at : at + n, cached + at : cached + at + n] = t["allowed"]
+            at += n
+    dtype = next(model.parameters()).dtype
+    mask = torch.zeros((batch, 1, size, cached + size), dtype=dtype)
+    mask.masked_fill_(~allowed[:, None], torch.finfo(dtype).min)
+    device = model.device
+    with torch.no_grad():
+        hidden = model.get_decoder()(
+            input_ids=input_ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=positions.to(device),
+            past_key_values=cache,
+            use_cache=True,
+        ).last_hidden_state
+        head, cap = model.get_output_embeddings(), getattr(model.config, "final_logit_softcapping", None)
+        for b, (_, segments) in enumerate(rows):
+            at = 0
+            for m, t, _, _, owner in segments:
+                n = len(t["input_ids"])
+                logits = head(hidden[b, at : at + n]).float()
+                if cap:
+                    logits = torch.tanh(logits / cap) * cap
+                lp = torch.log_softmax(logits, dim=-1).cpu().numpy()
+                row, node = t["shared"] - 1, t["where"]  # the last shared token's row, each node's
+                logp = np.array(
+                    [lp[row, s[0]] + sum(lp[node[s[:k]], s[k]] for k in range(1, len(s))) for s in t["suffix"]]
+                )
+                out[m][b] = probabilities(logp, owner, len(methodology.grades))
+                at += n
     return out

@@ -46,17 +46,20 @@ def evaluate_model(
     """
     grades = methodology.grades
     model, tokenizer = modelling.load(path)
-    preds = answer(model, tokenizer, rows, methodology, schema, max_new_tokens, batch_size, desc)
+    wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
+    cached: dict[str, list] = {m: [] for m in wanted if m in belief.METHODS}  # read as the answers are generated
+    preds = answer(model, tokenizer, rows, methodology, schema, max_new_tokens, batch_size, desc, cached=cached)
     result = metrics(rows, preds, grades)
     result.update(honesty(rows, preds, methodology))
     expert = [r["expert_grade"] for r in rows]
     written = [p["grade"] for p in preds]
     read: dict[str, list] = {}
-    wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
     for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
         if method == "stated" and not any("stated" in p for p in preds):
             continue  # the answers state no confidence (prepare.stated_confidence is off)
-        read[method], mass = read_beliefs(model, tokenizer, rows, preds, methodology, method, desc, batch_size)
+        read[method], mass = read_beliefs(
+            model, tokenizer, rows, preds, methodology, method, desc, batch_size, cached.get(method)
+        )
         confidence = [
             b[grades.index(w)] if b is not None and w is not None else 0.0 for b, w in zip(read[method], written)
         ]
@@ -158,16 +161,36 @@ def answer(
     desc: str,
     fit: dict | None = None,
     deadline: float | None = None,
+    cached: dict[str, list] | None = None,
 ) -> list[Prediction]:
     """The model's greedy evaluations of `rows`, parsed; each valid one's misstated criteria
     (`unsupported`, where the rows carry their evidence) and, with `fit`, its probabilities,
-    expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`."""
+    expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`.
+
+    Beliefs are read from each batch's key-value cache as it is generated (`belief.from_cache`): the
+    fit's method, and each method `cached` names (its list is filled, one entry per row, for the caller)."""
+    cached = {} if cached is None else cached
+    if fit is not None and fit["method"] in belief.METHODS:
+        cached.setdefault(fit["method"], [])
+    for column in cached.values():
+        column[:] = [belief.UNREAD] * len(rows)
+
+    def read_here(start, sequences, prompt_mask, cache, texts):
+        found = belief.from_cache(model, tokenizer, sequences, prompt_mask, cache, texts, methodology, tuple(cached))
+        for method, values in found.items():
+            cached[method][start : start + len(values)] = values
+
     prompts = [r["prompt"] for r in rows]
-    texts = modelling.generate(model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline)
+    texts = modelling.generate(
+        model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline,
+        on_batch=read_here if cached else None,
+    )  # fmt: skip
     preds = answers.predictions_from_texts(texts, schema)
     answers.annotate(preds, rows, methodology)
     if fit is not None and any(p["valid"] for p in preds):
-        read, _ = read_beliefs(model, tokenizer, rows, preds, methodology, fit["method"], desc, batch_size)
+        read, _ = read_beliefs(
+            model, tokenizer, rows, preds, methodology, fit["method"], desc, batch_size, cached.get(fit["method"])
+        )
         for p, b, r in zip(preds, read, rows):
             decided = calibration.decide(b, p["grade"], fit, methodology.grades, r.get("gbm_probs"))
             p.update(decided)
@@ -183,11 +206,12 @@ def read_beliefs(
     method: str,
     desc: str,
     batch_size: int = 16,
+    cached: list | None = None,
 ) -> tuple[list, float | None]:
     """The model's raw grade probabilities for each of its valid answers (None for the others), and
     the mean probability it puts on the candidates at all (`belief.read`'s mass), `batch_size` answers
-    a forward pass. Method "stated": the confidence the answer states, as probabilities
-    (`calibration.stated_probs`), no model call."""
+    a forward pass; `cached`: those already read during generation (`belief.UNREAD` where not). Method
+    "stated": the confidence the answer states, as probabilities (`calibration.stated_probs`), no model call."""
     if method == "stated":
         grades = methodology.grades
         return [
@@ -197,20 +221,16 @@ def read_beliefs(
             for p in preds
         ], None
     valid = [i for i, p in enumerate(preds) if p["valid"]]
-    found = belief.beliefs(
-        model,
-        tokenizer,
-        [rows[i]["prompt"] for i in valid],
-        [preds[i]["text"] for i in valid],
-        methodology,
-        method,
-        desc,
-        batch_size,
-    )
+    todo = [i for i in valid if not cached or cached[i] is belief.UNREAD]
+    got = dict(zip(todo, belief.beliefs(
+        model, tokenizer, [rows[i]["prompt"] for i in todo], [preds[i]["text"] for i in todo], methodology, method,
+        desc, batch_size,
+    ))) if todo else {}  # fmt: skip
+    got.update({i: cached[i] for i in valid if i not in got and cached})
     out: list = [None] * len(preds)
-    for i, b in zip(valid, found):
+    for i, b in got.items():
         out[i] = b["probs"] if b is not None else None
-    masses = [b["mass"] for b in found if b is not None]
+    masses = [b["mass"] for b in got.values() if b is not None]
     return out, (round(float(np.mean(masses)), 4) if masses else None)
 
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from tqdm.auto import tqdm
 
@@ -185,10 +185,13 @@ def generate(
     batch_size: int = 32,
     desc: str = "generate",
     deadline: float | None = None,
+    on_batch: Callable | None = None,
 ) -> list[str]:
     """Greedy answers for chat conversations, in batches, with a progress bar. With `deadline` (a
     `time.monotonic()` instant) generation stops there: the answers cut short are incomplete (and so
-    invalid), and batches not started get none; a server uses it to free the model at a request's timeout."""
+    invalid), and batches not started get none; a server uses it to free the model at a request's timeout.
+    `on_batch(start, sequences, prompt_mask, cache, answers)` sees each batch with the key-value cache its
+    generation left (the belief is read there: `belief.from_cache`)."""
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -215,9 +218,13 @@ def generate(
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
                 stopping_criteria=stopping,
+                return_dict_in_generate=on_batch is not None,
             )
-        new = ids[:, batch["input_ids"].shape[1] :]
-        out.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+        sequences = ids.sequences if on_batch is not None else ids
+        answers = tokenizer.batch_decode(sequences[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+        if on_batch is not None:
+            on_batch(start, sequences, batch["attention_mask"], ids.past_key_values, answers)
+        out.extend(answers)
     return out
 
 

@@ -135,3 +135,58 @@ def test_a_chat_prompt_is_tokenized_once_and_the_candidates_as_whole_texts_would
     assert belief.encode(tokenizer, "no special token here ", candidates) == [
         tokenizer("no special token here " + c, add_special_tokens=False)["input_ids"] for c in candidates
     ]
+
+
+def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small):
+    """`from_cache` runs only the trie over the key-value cache a generation leaves: left-padded
+    prompts, answers of different lengths, both methods in one pass, give what `beliefs` gives by
+    running prompt and answer again. The cache is made as generation makes it (positions from each
+    row's first token), with the answers teacher-forced so they hold a decision point."""
+    import torch
+
+    model, tokenizer = small
+    prompts = [[{"role": "user", "content": "Rate this fund."}], [{"role": "user", "content": "Rate. 0123456789"}]] * 2
+    answers = [
+        '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}',
+        '{"reasoning": "top", "score": 5, "grade": 1}',
+        '{"reasoning": "no score"}',
+        '{"score": 100, "grade": 3}',
+    ]
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    new = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers]
+    longest = max(map(len, new))
+    pad = tokenizer.pad_token_id
+    sequences = torch.cat([enc["input_ids"], torch.tensor([n + [pad] * (longest - len(n)) for n in new])], dim=1)
+    mask = torch.cat([enc["attention_mask"], torch.ones((len(new), longest), dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        cache = model(
+            input_ids=sequences[:, :-1],
+            attention_mask=mask[:, :-1],
+            position_ids=(mask[:, :-1].cumsum(-1) - 1).clamp(min=0),
+            use_cache=True,
+        ).past_key_values
+    found = belief.from_cache(
+        model, tokenizer, sequences, enc["attention_mask"], cache, answers, METHODOLOGY, ("score", "grade")
+    )
+    for method in ("score", "grade"):
+        exact = belief.beliefs(model, tokenizer, prompts, answers, METHODOLOGY, method)
+        assert found[method][2] is None and exact[2] is None  # no decision point
+        for got, want in zip(found[method], exact):
+            if want is not None:
+                assert got is not belief.UNREAD
+                assert np.allclose(got["probs"], want["probs"], atol=2e-6)
+                assert got["mass"] == pytest.approx(want["mass"])
+    assert belief.token_boundary(tokenizer, new[0], answers[0], answers[0].index("71")) is not None
+
+
+def test_a_decision_point_inside_a_token_is_left_to_the_exact_reading(small):
+    """Only a point where a generated token starts can be read from the cache; inside a token nothing is
+    (`from_cache` marks it `UNREAD` and `beliefs` reads it from the text)."""
+    _, tokenizer = small
+    answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    ends = [len(tokenizer.decode(ids[:k])) for k in range(1, len(ids) + 1)]
+    long = next(k for k in range(1, len(ids)) if ends[k] - ends[k - 1] > 1)  # a token of several characters
+    assert belief.token_boundary(tokenizer, ids, answer, ends[long]) == long + 1
+    assert belief.token_boundary(tokenizer, ids, answer, ends[long] - 1) is None
