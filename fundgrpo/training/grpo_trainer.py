@@ -112,7 +112,7 @@ def run(
     with `params.resume` a rerun with the same params continues from the last one.
     """
     from datasets import Dataset
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, EarlyStoppingCallback
     from trl import GRPOTrainer
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -151,6 +151,9 @@ def run(
                 qwk_tolerance=params.qwk_tolerance if params.best_metric == "evaluation" else None,
             )  # fmt: skip
         )
+        if params.early_stopping_patience and params.save_steps:
+            # after the greedy validation, which puts the selection metric in the evaluation's metrics
+            callbacks.append(EarlyStoppingCallback(early_stopping_patience=params.early_stopping_patience))
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
     trainer_class = prompt_sharing.sharing_prompts(GRPOTrainer) if params.share_prompts else GRPOTrainer
@@ -177,6 +180,11 @@ def run(
         start_value = COLLAPSED
     best_value = trainer.state.best_metric
     keep_start = keeps_start(start_value, best_value)
+    if trainer.state.global_step < params.max_steps:
+        print(
+            f"grpo: stopped at step {trainer.state.global_step} of {params.max_steps}: "
+            f"{params.early_stopping_patience} evaluations without a better {key} (grpo.early_stopping_patience)"
+        )
     collapsed_steps = [r["step"] for r in eval_curve if r.get("eval_greedy_collapsed")]
     refused_steps = [r["step"] for r in eval_curve if r.get("eval_greedy_refused")]
     if refused_steps:

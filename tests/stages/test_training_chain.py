@@ -21,6 +21,7 @@ from fundgrpo.params import (
     ModelArchParams,
     ModelParams,
     Params,
+    ParamsError,
     PrepareParams,
     RegisterParams,
     SftParams,
@@ -589,6 +590,35 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(
         train.best_metric_key(replace(params, best_metric="accuracy"))
 
 
+def test_training_stops_after_evaluations_that_beat_nothing_and_keeps_the_best(
+    chain, datasets, methodology, schema, tmp_path
+):
+    """grpo.early_stopping_patience: transformers' EarlyStoppingCallback on the selection metric. With
+    patience 1 training stops at the first trained evaluation that beats no earlier one (the start's does
+    not count there: the callback starts counting at the first trained evaluation), not at max_steps;
+    the wrecking learning rate above never beats the start, which comes back."""
+    from fundgrpo.training import grpo_trainer as train
+
+    root, _ = chain
+    params = GrpoParams(
+        max_steps=8, save_steps=2, eval_steps=2, eval_prompts=0, per_device_train_batch_size=8, num_generations=4,
+        max_completion_length=48, logging_steps=1, warmup_steps=0, learning_rate=0.05, best_metric="qwk",
+        early_stopping_patience=1,
+    )  # fmt: skip
+    args = (params, ModelParams(arch=TINY_ARCH), root / "sft", datasets["train"], methodology, schema)
+    out = train.run(*args, tmp_path / "p", datasets["validation"], tmp_path / "ckpt")
+    from fundgrpo.training.shared import COLLAPSED
+
+    trained = [  # what the callback compares: a collapsed checkpoint scores below any real value
+        COLLAPSED if r["eval_greedy_collapsed"] else r["eval_greedy_qwk"] for r in out["eval_curve"] if r["step"] > 0
+    ]
+    assert out["steps"] < params.max_steps and out["eval_curve"][-1]["step"] == out["steps"]
+    assert all(a < b for a, b in zip(trained[:-1], trained[1:-1])) and trained[-1] <= max(trained[:-1])
+    assert out["best_value"] <= out["start_value"] and out["kept"] == "start"
+    with pytest.raises(ParamsError, match="early_stopping_patience"):
+        replace(params, early_stopping_patience=-1)
+
+
 def test_without_sampled_prompts_the_greedy_validation_alone_runs_and_picks_the_same(
     chain, datasets, methodology, schema, tmp_path, monkeypatch
 ):
@@ -687,7 +717,6 @@ def test_best_checkpoint_by_evaluation_quality_refuses_a_lost_grade(
     """best_metric=evaluation: each greedy validation evaluation carries the evaluation figure and its
     parts, a checkpoint whose QWK fell below the start's (tolerance 0) is refused like a collapsed
     one, and the kept model is the best evaluation among the rest, the start included."""
-    from fundgrpo.params import ParamsError
     from fundgrpo.training import grpo_trainer as train
     from fundgrpo.training.shared import COLLAPSED, QUALITY
 
