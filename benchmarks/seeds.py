@@ -89,6 +89,8 @@ TITLES = {
     "embedded-default-shared-prompts": "Embedded default as of 2026-11-28 (answers as evaluations, criteria in pull "
     "order, no sampled validation), each GRPO prompt run once per group (`grpo.share_prompts`)",
     "embedded-default-sft-6epochs": "The same default with six SFT epochs instead of ten (profile `sft-6epochs`)",
+    "embedded-default-compact": "The same default with compact prompts (each criterion's percentile, band and weight, "
+    "no value or peer median: `prepare.prompt_style: compact`, the default since)",
     "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
     "morningstar-evaluations": "Morningstar UK equity, the same, answers as evaluations (verdict, criteria with "
     "bands, the methodology's grade and what moved it) stating a confidence; rewards for claims and departures",
