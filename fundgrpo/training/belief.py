@@ -331,10 +331,15 @@ def from_cache(
     (left padding); `answers`: the new tokens decoded, special tokens skipped.
     """
     import torch
+    from transformers.cache_utils import DynamicLayer
 
     width = prompt_mask.shape[1]
-    cached = cache.get_seq_length() if cache is not None else 0
     out: dict[str, list] = {m: [UNREAD] * len(answers) for m in methods}
+    # only a cache whose every layer holds every token maps its columns to the sequence's positions
+    # (a sliding-window layer, Gemma 3's, keeps the last few: those answers are read the exact way)
+    if cache is None or not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
+        return out
+    cached = cache.get_seq_length()
     rows: list[tuple[int, list]] = []  # per answer: its padding, and (method, trie, end, position, owner)
     for b, text in enumerate(answers):
         pad = width - int(prompt_mask[b].sum())
