@@ -193,8 +193,32 @@ class Evaluator:
                 failed += 1
         return failed
 
+    def prepare_and_generate(self, loaded: Loaded, items: list, deadline: float) -> list:
+        """Each request's prompt records (its funds beside the reference universe, apart from the other
+        requests': a fund's peers never depend on who else asked), then one generation for them all; per
+        request (records, answers), or the exception its records raised. One thread does both, in turn:
+        on two cores the records of waiting requests built beside a generation slowed both threefold."""
+        built: list = []
+        for _, funds, _, _ in items:
+            try:
+                built.append(self.records(funds))
+            except Exception as err:  # noqa: BLE001 - that request alone gets its error
+                built.append(err)
+        records = [r for b in built if not isinstance(b, Exception) for r in b]
+        answers = self.generate(loaded, records, deadline) if records else []
+        out: list = []
+        start = 0
+        for b in built:
+            if isinstance(b, Exception):
+                out.append(b)
+                continue
+            out.append((b, answers[start : start + len(b)]))
+            start += len(b)
+        return out
+
     async def batcher(self) -> None:
-        """Collect requests for `batch_wait_ms`, generate once per version, hand each its answers."""
+        """Collect requests for `batch_wait_ms`, then per version build each request's prompt records and
+        generate once for them all (`prepare_and_generate`), and hand each its records and answers."""
         assert self.queue is not None
         loop = asyncio.get_running_loop()
         while True:
@@ -212,12 +236,11 @@ class Evaluator:
                     by_version.setdefault(item[0].version, []).append(item)
             for items in by_version.values():
                 loaded = items[0][0]
-                records = [r for _, recs, _, _ in items for r in recs]
                 # stop generating when the earliest request's timeout is reached: the model is freed
                 deadline = min(enqueued for *_, enqueued in items) + self.settings.timeout_s
                 self.busy_since = time.monotonic()
                 try:
-                    answers = await loop.run_in_executor(None, self.generate, loaded, records, deadline)
+                    done = await loop.run_in_executor(None, self.prepare_and_generate, loaded, items, deadline)
                 except Exception as err:  # noqa: BLE001 - each waiting request gets the failure
                     for _, _, fut, _ in items:
                         if not fut.done():
@@ -225,22 +248,23 @@ class Evaluator:
                     continue
                 finally:
                     self.busy_since = None
-                start = 0
-                for _, recs, fut, _ in items:
-                    if not fut.done():
-                        fut.set_result(answers[start : start + len(recs)])
-                    start += len(recs)
+                for (_, _, fut, _), result in zip(items, done):
+                    if fut.done():
+                        continue
+                    if isinstance(result, Exception):
+                        fut.set_exception(result)
+                    else:
+                        fut.set_result(result)
 
     async def evaluate(self, funds: list[dict]) -> tuple[str, list[dict]]:
         loop = asyncio.get_running_loop()
         loaded = await loop.run_in_executor(None, self.serving)  # pinned: a swap does not touch this request
-        records = await loop.run_in_executor(None, self.records, funds)
         fut: asyncio.Future = loop.create_future()
         assert self.queue is not None
         if self.closing:
             raise RuntimeError("the server is stopping")
-        await self.queue.put((loaded, records, fut, time.monotonic()))
-        answers = await asyncio.wait_for(fut, self.settings.timeout_s)
+        await self.queue.put((loaded, funds, fut, time.monotonic()))
+        records, answers = await asyncio.wait_for(fut, self.settings.timeout_s)
         grades = self.methodology.grades
         in_prompt = {"rule": self.params.prepare.show_rule, "gbm": self.params.prepare.show_model == "gbm"}
         out = []

@@ -132,17 +132,17 @@ def test_evaluate_store_and_read_back(setup):
         card = client.get("/v1/model", headers=h).json()
         assert card["model_version"] == body["model_version"] and schemas.ModelCard.model_validate(card)
         assert schemas.Ready.model_validate(client.get("/readyz").json())
-        # concurrent requests are batched for generation and all answered
+
+        # concurrent requests are batched for generation and all answered, each prompted from its own funds
+        # beside the universe as when it comes alone: the same evidence, peers counted without the others
+        def ask(i):
+            return client.post("/v1/evaluations", json={"funds": [fund(reference, i)]}, headers=h)
+
+        alone = [ask(i).json()["evaluations"][0]["evidence"] for i in range(2, 6)]
         with ThreadPoolExecutor(4) as pool:
-            codes = list(
-                pool.map(
-                    lambda i: (
-                        client.post("/v1/evaluations", json={"funds": [fund(reference, i)]}, headers=h).status_code
-                    ),
-                    range(2, 6),
-                )
-            )
-        assert codes == [200] * 4
+            together = list(pool.map(ask, range(2, 6)))
+        assert [r.status_code for r in together] == [200] * 4
+        assert [r.json()["evaluations"][0]["evidence"] for r in together] == alone
 
 
 def test_a_request_is_prompted_from_its_funds_categories_as_from_the_whole_universe(trained):
