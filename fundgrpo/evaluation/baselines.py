@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.data import canonical
-from fundgrpo.data.peers import percentile_within
+from fundgrpo.data.peers import percentiles_within
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import BaselineParams
@@ -106,8 +106,8 @@ def features(
     if not metrics:
         raise ValueError("baseline: the funds carry none of the input metrics")
     X = funds[metrics].astype(float).copy()
-    for m in metrics:
-        X[f"{m}_pct"] = percentile_within(funds, m)
+    pct = percentiles_within(funds, {m: True for m in metrics})
+    X[[f"{m}_pct" for m in metrics]] = pct[metrics].to_numpy()
     if category and funds["category"].nunique() <= MAX_CATEGORIES:
         X["category"] = funds["category"].astype(str).astype("category")
     return X

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from fundgrpo.data import canonical
-from fundgrpo.data.peers import percentile_within
+from fundgrpo.data.peers import percentile_within, percentiles_within
 
 LANGUAGES = ("en", "ko")
 SCORING = ("weighted", "ranked")
@@ -414,15 +414,12 @@ def criterion_percentiles(
 
     A criterion whose metric column is absent is all-NaN (left out by the scorer).
     """
-    out = pd.DataFrame(index=funds.index)
-    frame = funds if within_category else funds.assign(_universe=0)
-    group = "category" if within_category else "_universe"
-    for c in m.criteria + (m.context if with_context else ()):
-        if c.metric in funds:
-            out[c.id] = percentile_within(frame, c.metric, c.higher_is_better, group=group)
-        else:
-            out[c.id] = np.nan
-    return out
+    wanted = [c for c in m.criteria + (m.context if with_context else ()) if c.metric in funds]
+    # one column per criterion (two criteria may read one metric), the group beside them
+    frame = pd.DataFrame({c.id: funds[c.metric] for c in wanted}, index=funds.index)
+    frame["_group"] = funds["category"] if within_category else 0
+    pct = percentiles_within(frame, {c.id: c.higher_is_better for c in wanted}, group="_group")
+    return pct.reindex(columns=[c.id for c in m.criteria + (m.context if with_context else ())])
 
 
 def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | None = None) -> pd.DataFrame:
