@@ -41,9 +41,10 @@ def test_an_evaluation_profile_of_the_trained_repo(trained, tmp_path, monkeypatc
     root, _ = trained
     monkeypatch.setattr(hotspots, "RESULTS", tmp_path)
     monkeypatch.chdir(root)  # the profile works in the workspace; the test's own folder comes back
-    out = hotspots.profile_evaluate(root, "tiny", [1, 3], repeats=1)
+    out = hotspots.profile_evaluate(root, "tiny", [1, 3], repeats=1, overrides=["generation.batch_size=2"])
     found = json.loads(out.read_text())
     assert found["kind"] == "evaluate" and list(found["requests"]) == ["1", "3"]
+    assert found["command"].endswith("--repeats 1 --set generation.batch_size=2")  # the override, said
     for size in ("1", "3"):
         phases = found["requests"][size]["seconds"]
         assert phases["generation (greedy)"] > 0 and phases["prompt building"] > 0 and "other" in phases

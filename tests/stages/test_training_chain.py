@@ -110,7 +110,7 @@ def test_prepare_never_splits_a_fund(datasets):
     assert all(len(s) == 1 for s in owners.values())
     assert all(len(datasets[s]) > 0 for s in ("train", "validation", "test"))
     row = datasets["train"][0]
-    assert row["prompt"][-1]["role"] == "user" and "percentile" in row["prompt"][-1]["content"]
+    assert row["prompt"][-1]["role"] == "user" and "percentile" in row["prompt"][-1]["content"].lower()
     answer = json.loads(row["reference"])
     assert answer["grade"] == row["expert_grade"]
 
