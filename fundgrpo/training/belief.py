@@ -10,9 +10,10 @@ about 1 whatever the model believed (measured: 0.999 on average). The belief is 
   after it), and each grade gets the probability of the scores in its band.
 * `grade`: at the grade token after the model's own score (the naive reading, kept to measure it).
 
-Scoring is exact, not sampled: the candidates' tokens form a trie below the shared prefix, which is
-run once (its key-value cache then serves every candidate), so a fund costs one forward pass over
-prompt and answer plus a few one-token steps. `mass` is the probability the model puts on the
+Scoring is exact, not sampled: the candidates' tokens form a trie below the shared prefix, run in one
+pass under a tree attention mask. Where the answer was just generated, the generation's own key-value
+cache stands for prompt and answer (`from_cache`), so a fund costs the trie's hundred-odd tokens; else
+(`beliefs`) one forward pass over prompt, answer and trie. `mass` is the probability the model puts on the
 candidates at all (an integer score followed by the same character): near 1 for a trained model.
 """
 
@@ -353,9 +354,9 @@ def from_cache(
             offset, candidates, owner = asked
             k = token_boundary(tokenizer, new, text, offset)
             alone = candidate_ids(tokenizer, text[:offset], candidates) if k is not None else None
-            end = width + k - 1 if k is not None else cached + 1  # the prefix's last token, run again
-            if alone is None or end > cached:
+            if k is None or alone is None or width + k - 1 > cached:
                 continue
+            end = width + k - 1  # the prefix's last token, run again: its logits give the first digit
             t = _trie_ids([[int(sequences[b, end])] + a for a in alone])
             segments.append((m, t, end, end - pad, owner))
         rows.append((pad, segments))
