@@ -112,6 +112,8 @@ TITLES = {
     "methodology's, else the estimate's (`prepare.reference_grade: explained`, profile `explained`); GRPO's rewards "
     "still pay the experts' grade; no sampled validation (`grpo.eval_prompts: 0`), evaluations on their own "
     "random state",
+    "morningstar-compact": "Morningstar as in the `explained` section with compact prompts (profile `compact-prompts`) "
+    "and GRPO stopping after three evaluations that beat none (`grpo.early_stopping_patience`, the default since)",
 }
 
 
