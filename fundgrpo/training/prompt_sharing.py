@@ -35,15 +35,26 @@ def distinct_rows(ids, mask):
     return rows[:, : ids.size(1)], rows[:, ids.size(1) :].to(mask.dtype), owner
 
 
-def prefill(model, ids, mask):
+def prefill(model, ids, mask, positions_from_mask: bool = False):
     """The key-value cache of every row of `ids`/`mask`, each distinct row run once through `model`
     (its batch then indexed out to the rows); None when no row repeats another. Differentiable:
-    under autograd the gradient of every row reaches the distinct row's pass."""
+    under autograd the gradient of every row reaches the distinct row's pass.
+
+    `positions_from_mask`: a left-padded row's first token at position 0, as `model.generate` counts
+    positions for the tokens it adds; without it the pads count, as in the loss's forward of whole rows.
+    A cache and the tokens that continue it must count alike: rotary embeddings see only the distance
+    between positions, and a cache counted the other way put every padded row's new tokens as many
+    positions off as it had pads (sampled answers garbled where prompts differ in length)."""
     found = distinct_rows(ids, mask)
     if found is None:
         return None
     rows, masks, owner = found
-    cache = model(input_ids=rows, attention_mask=masks, use_cache=True, logits_to_keep=1).past_key_values
+    positions = None
+    if positions_from_mask:
+        positions = (masks.long().cumsum(-1) - 1).masked_fill(masks == 0, 1)  # as GenerationMixin computes them
+    cache = model(
+        input_ids=rows, attention_mask=masks, position_ids=positions, use_cache=True, logits_to_keep=1
+    ).past_key_values
     cache.reorder_cache(owner)  # an index_select per layer: every row gets its prompt's keys and values
     return cache
 
@@ -60,7 +71,7 @@ def generating_from_prefill(model):
         if args or input_ids is None or attention_mask is None or "past_key_values" in kwargs or input_ids.size(1) < 2:
             return original(*args, input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         with torch.no_grad():
-            cache = prefill(model, input_ids[:, :-1], attention_mask[:, :-1])
+            cache = prefill(model, input_ids[:, :-1], attention_mask[:, :-1], positions_from_mask=True)
         if cache is not None:
             kwargs["past_key_values"] = cache
         return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
