@@ -87,10 +87,13 @@ CONFIDENCE = {
 TITLES = {
     "embedded-default": "Embedded default (synthetic funds, embedded ~1M model)",
     "embedded-default-shared-prompts": "Embedded default as of 2026-11-28 (answers as evaluations, criteria in pull "
-    "order, no sampled validation), each GRPO prompt run once per group (`grpo.share_prompts`)",
-    "embedded-default-sft-6epochs": "The same default with six SFT epochs instead of ten (profile `sft-6epochs`)",
+    "order, no sampled validation), each GRPO prompt run once per group (`grpo.share_prompts`)"
+    "; GRPO trained on garbled samples (padded prompts sampled from misplaced positions, fixed in a891d6d)",
+    "embedded-default-sft-6epochs": "The same default with six SFT epochs instead of ten (profile `sft-6epochs`)"
+    "; GRPO trained on garbled samples (padded prompts sampled from misplaced positions, fixed in a891d6d)",
     "embedded-default-compact": "The same default with compact prompts (each criterion's percentile, band and weight, "
-    "no value or peer median: `prepare.prompt_style: compact`, the default since)",
+    "no value or peer median: `prepare.prompt_style: compact`, the default since)"
+    "; GRPO trained on garbled samples (padded prompts sampled from misplaced positions, fixed in a891d6d)",
     "morningstar": "Morningstar UK equity (real experts), embedded ~1M model, gradient boosting's estimate in prompt",
     "morningstar-evaluations": "Morningstar UK equity, the same, answers as evaluations (verdict, criteria with "
     "bands, the methodology's grade and what moved it) stating a confidence; rewards for claims and departures",
@@ -113,7 +116,10 @@ TITLES = {
     "still pay the experts' grade; no sampled validation (`grpo.eval_prompts: 0`), evaluations on their own "
     "random state",
     "morningstar-compact": "Morningstar as in the `explained` section with compact prompts (profile `compact-prompts`) "
-    "and GRPO stopping after three evaluations that beat none (`grpo.early_stopping_patience`, the default since)",
+    "and GRPO stopping after three evaluations that beat none (`grpo.early_stopping_patience`, the default since)"
+    "; GRPO trained on garbled samples (padded prompts sampled from misplaced positions, fixed in a891d6d)",
+    "morningstar-compact-fixed": "The `compact` Morningstar runs again from their SFT starts with GRPO's sampling "
+    "fixed (a891d6d): GRPO, calibrate, backtest and register rerun, nothing else",
 }
 
 
