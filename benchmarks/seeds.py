@@ -118,6 +118,8 @@ TITLES = {
     "morningstar-compact": "Morningstar as in the `explained` section with compact prompts (profile `compact-prompts`) "
     "and GRPO stopping after three evaluations that beat none (`grpo.early_stopping_patience`, the default since)"
     "; GRPO trained on garbled samples (padded prompts sampled from misplaced positions, fixed in a891d6d)",
+    "embedded-default-fixed": "The embedded default as of a891d6d (compact prompts, GRPO stopping after three "
+    "evaluations that beat none), GRPO's sampling fixed: every stage run anew",
     "morningstar-compact-fixed": "The `compact` Morningstar runs again from their SFT starts with GRPO's sampling "
     "fixed (a891d6d): GRPO, calibrate, backtest and register rerun, nothing else",
 }

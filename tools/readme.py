@@ -97,9 +97,9 @@ def demo_line(root: Path) -> list[str]:
 
 
 SEED_DATASETS = {
-    "embedded-default": "synthetic default",
-    "morningstar": "Morningstar UK equity (real experts), estimate in the prompt",
-    "morningstar-evaluations": "Morningstar evaluations (stated confidence; estimate in the prompt)",
+    "embedded-default-fixed": "synthetic default",
+    "morningstar-explained": "Morningstar UK equity (real experts), evaluations with stated confidence",
+    "morningstar-compact-fixed": "Morningstar with compact prompts",
 }
 
 
