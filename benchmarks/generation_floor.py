@@ -2,9 +2,10 @@
 the model's forward with its key-value cache (argmax, no logits processors or stopping criteria), and
 the prefill alone, on a workspace's policy and test prompts. Prints seconds; nothing is written.
 
-    python benchmarks/generation_floor.py ROOT [--funds 128] [--max-new-tokens 96]
+    python benchmarks/generation_floor.py ROOT [--funds 128] [--max-new-tokens 96] [--model FOLDER]
 
-ROOT is a workspace where `dvc repro` has run. Each figure is the second of two runs (the first warms up).
+ROOT is a workspace where `dvc repro` has run; `--model` times another model folder (e.g. a converted
+SmolLM2) on ROOT's prompts instead of ROOT's policy. Each figure is the second of two runs (the first warms up).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def main() -> None:
     ap.add_argument("root", type=Path)
     ap.add_argument("--funds", type=int, default=128)
     ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--model", type=Path, help="a model folder to time instead of ROOT's policy")
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
     import torch
@@ -41,7 +43,7 @@ def main() -> None:
 
     configure()
     p = load_params(args.root / "params.yaml")
-    model, tok = modelling.load(args.root / p.grpo.out_dir)
+    model, tok = modelling.load(args.model or args.root / p.grpo.out_dir)
     model.eval()
     lines = (args.root / p.prepare.out_dir / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[: args.funds]]
@@ -87,7 +89,7 @@ def main() -> None:
     width = min(a.size(1), b.size(1))
     same = bool(torch.equal(a[:, :width], b[:, :width]))
     flops = 2 * n_params * int(mask.sum()) / s_prefill / 1e9
-    print(f"model.generate {s_generate:.2f} s ({args.funds / s_generate:.0f} funds/s)")
+    print(f"model.generate {s_generate:.2f} s ({args.funds / s_generate:.1f} funds/s)")
     print(f"bare loop      {s_bare:.2f} s, the same tokens: {same}")
     print(f"prefill        {s_prefill:.2f} s (~{flops:.0f} GFLOP/s at 2 FLOPs a parameter a token)")
 
