@@ -23,6 +23,7 @@ choice, `rule` the methodology's scorer. Every rule was chosen on the validation
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -221,16 +222,25 @@ def weighted(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str, weigh
 def resamples(runs: list[dict], n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """`n` bootstrap draws: (how often each fund row is drawn, funds resampled by fund: n x rows;
     the seeds drawn: n x seeds), drawn in the order the row-list bootstrap drew them, so the
-    intervals are the same figures as when each draw was a list of rows."""
-    groups = np.unique([r["fund_id"] for r in runs[0]["funds"]], return_inverse=True)[1]
+    intervals are the same figures as when each draw was a list of rows. Read-only arrays, drawn once
+    per section (every figure of a section resamples the same funds and seeds)."""
+    return _resamples(tuple(r["fund_id"] for r in runs[0]["funds"]), len(runs), n, seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _resamples(fund_ids: tuple, n_runs: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    groups = np.unique(fund_ids, return_inverse=True)[1]
     k = int(groups.max()) + 1
     rng = np.random.default_rng(seed)
     counts = np.empty((n, k))
-    seed_draws = np.empty((n, len(runs)), dtype=int)
+    seed_draws = np.empty((n, n_runs), dtype=int)
     for i in range(n):
         counts[i] = np.bincount(rng.integers(0, k, k), minlength=k)
-        seed_draws[i] = rng.integers(0, len(runs), len(runs))
-    return counts[:, groups], seed_draws
+        seed_draws[i] = rng.integers(0, n_runs, n_runs)
+    weights = counts[:, groups]
+    weights.setflags(write=False)
+    seed_draws.setflags(write=False)
+    return weights, seed_draws
 
 
 def over_seeds(runs, a: str, b: str | None, metric: str, grades, n: int = 2000, seed: int = 0) -> dict | None:
