@@ -123,6 +123,12 @@ TITLES = {
     "evaluations that beat none), GRPO's sampling fixed: every stage run anew",
     "morningstar-compact-fixed": "The `compact` Morningstar runs again from their SFT starts with GRPO's sampling "
     "fixed (a891d6d): GRPO, calibrate, backtest and register rerun, nothing else",
+    "embedded-default-batch-256": "The embedded default as of a891d6d, GRPO on 32 prompts a step instead of 8 "
+    "(256 completions; profile `grpo-batch-256`) from the same SFT starts: GRPO, calibrate, backtest and register "
+    "rerun",
+    "morningstar-batch-256": "The `compact` Morningstar runs with GRPO's sampling fixed, GRPO on 32 prompts a step "
+    "instead of 8 (256 completions; profile `grpo-batch-256`) from the same SFT starts: GRPO, calibrate, backtest "
+    "and register rerun",
 }
 
 
