@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -322,6 +323,42 @@ def written(run: dict, model: str, metric: str, rows: np.ndarray, grades: list[i
     return float((p[away] == y[away]).mean()) if away.any() else float("nan")
 
 
+def written_resampled(run: dict, model: str, metric: str, weights: np.ndarray, grades: list[int]) -> np.ndarray:
+    """`written` on every draw of `resamples` at once (row i of `weights` counts each fund row that many
+    times): the same figures as on the rows listed out. NaN where a draw has nothing to measure."""
+    c = columns(run)
+    y, p = c["y"], c[f"{model}_p"]
+    if metric in ("exact", "qwk"):
+        return weighted(y, p, grades, metric, weights)
+
+    def ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+        num, den = weights @ top.astype(float), weights @ bottom.astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den > 0, num / den, np.nan)
+
+    every = np.ones(len(y))
+    if metric == "misstated":
+        return ratio(c[f"{model}_misstated"], c[f"{model}_claims"])
+    if metric == "complete":
+        return ratio(c[f"{model}_complete"], every)
+    if metric.startswith("stated_"):
+        stated = c[f"{model}_stated"]
+        said = ~np.isnan(stated)
+        conf, right = np.where(said, stated, 0.0), (p == y).astype(float)
+        if metric == "stated_brier":
+            return ratio(said * (conf - right) ** 2, said)
+        # calibration.ece over the answers that state one: each bin's |sum of (right - confidence)|
+        which = np.minimum((conf * 10).astype(int), 9)
+        gap = sum(np.abs(weights @ ((said & (which == b)) * (right - conf))) for b in range(10))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(weights @ said > 0, gap / (weights @ said), np.nan)
+    shown = c["shown"]
+    away = (p >= 0) & (shown >= 0) & (p != shown)
+    if metric == "departures":
+        return ratio(away, every)
+    return ratio(away & (p == y), away)
+
+
 def faithful_over_seeds(runs, metric: str, grades, n: int = 2000, seed: int = 0) -> dict | None:
     """GRPO's and SFT's figure (mean and range over seeds) and GRPO − SFT with the interval of
     `over_seeds` (seeds and funds resampled together); None where no run has the column."""
@@ -331,18 +368,17 @@ def faithful_over_seeds(runs, metric: str, grades, n: int = 2000, seed: int = 0)
     per = {m: [written(run, m, metric, every, grades) for run in runs] for m in ("grpo", "sft")}
     if all(np.isnan(v) for v in per["grpo"]):
         return None
-    groups = np.unique([r["fund_id"] for r in runs[0]["funds"]], return_inverse=True)[1]
-    members = [np.flatnonzero(groups == g) for g in range(groups.max() + 1)]
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(n):
-        rows = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
-        seeds = rng.integers(0, len(runs), len(runs))
-        once = {
-            s: written(runs[s], "grpo", metric, rows, grades) - written(runs[s], "sft", metric, rows, grades)
-            for s in set(seeds.tolist())
-        }
-        draws.append(np.nanmean([once[s] for s in seeds.tolist()]))
+    weights, seed_draws = resamples(runs, n, seed)
+    by_seed = np.array(
+        [
+            written_resampled(run, "grpo", metric, weights, grades)
+            - written_resampled(run, "sft", metric, weights, grades)
+            for run in runs
+        ]
+    )
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a draw whose seeds all have nothing to measure
+        draws = np.nanmean(by_seed[seed_draws, np.arange(n)[:, None]], axis=1)
     lo, hi = np.nanpercentile(draws, [2.5, 97.5])
     diff = [a - b for a, b in zip(per["grpo"], per["sft"])]
     out = {
