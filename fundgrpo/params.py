@@ -268,12 +268,16 @@ class ModelParams:
     # For a tokenizer with no chat template (a base model): "chatml" | "gemma"; empty keeps its own.
     chat_template: str = ""
     arch: ModelArchParams = field(default_factory=ModelArchParams)
+    # The compact model's tokenizer: BPE merges "words" (within a word) | "phrases" (across words,
+    # split at digits only: the template's text between two numbers becomes few tokens).
+    tokenizer_merges: str = "words"
     dtype: str = "float32"  # "float32" | "bfloat16" | "float16"
     load_in_4bit: bool = False  # QLoRA (needs bitsandbytes and a GPU)
     out_dir: str = "models/base"
 
     def __post_init__(self) -> None:
         _choice("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        _choice("model.tokenizer_merges", self.tokenizer_merges, ("words", "phrases"))
         _choice("model.chat_template", self.chat_template, ("", *CHAT_TEMPLATES))
 
 

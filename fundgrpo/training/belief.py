@@ -34,6 +34,7 @@ from fundgrpo.params import BELIEF_METHODS
 MIN_MASS = 1e-6  # below this the model does not mean any of the candidates: no belief is read
 METHODS = tuple(m for m in BELIEF_METHODS if m != "stated")  # read from the model's tokens
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_FIRST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> {text: its first token's text}
 
 
 class BeliefError(ValueError):
@@ -41,11 +42,11 @@ class BeliefError(ValueError):
 
 
 def decision_point(text: str, key: str) -> tuple[int, str] | None:
-    """(offset where the value of `key` starts in the answer text, the character after the value),
-    or None when the key or its number is absent.
+    """(offset where the value of `key` starts in the answer text, the text after the value up to the
+    next digit), or None when the key or its number is absent.
 
     >>> decision_point('{"reasoning": "a", "score": 71, "grade": 4}', "score")
-    (28, ',')
+    (28, ', "grade": ')
     >>> decision_point('{"reasoning": "a", "score": 71, "grade": 4}', "grade")
     (41, '}')
     >>> decision_point('{"reasoning": "a"}', "score") is None
@@ -57,7 +58,7 @@ def decision_point(text: str, key: str) -> tuple[int, str] | None:
     value = NUMBER.match(text, m.end())
     if value is None:
         return None
-    after = text[value.end() : value.end() + 1] or "}"
+    after = re.match(r"\D*", text[value.end() :]).group() or "}"  # type: ignore[union-attr]  # \D* always matches
     return m.end(), after
 
 
@@ -186,9 +187,13 @@ def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> 
     return candidate_logprobs_many(model, tokenizer, [(prefix, candidates)])[0]
 
 
-def question(answer: str, methodology: Methodology, method: str) -> tuple[int, list[str], list[int]] | None:
+def question(
+    answer: str, methodology: Methodology, method: str, tokenizer=None
+) -> tuple[int, list[str], list[int]] | None:
     """Where in `answer` the belief is read and what is asked there: (offset of the decision point, the
     candidate continuations, the grade index each candidate stands for); None without a decision point.
+    A candidate is a value and what the model wrote after it: its first token by `tokenizer` (a
+    tokenizer that merges across words writes `, "grade": ` as one), else its first character.
 
     >>> from fundgrpo.methodology.compiler import example_methodology
     >>> offset, candidates, owner = question('{"score": 71, "grade": 4}', example_methodology(), "score")
@@ -202,10 +207,21 @@ def question(answer: str, methodology: Methodology, method: str) -> tuple[int, l
     if point is None:
         return None
     offset, after = point
+    after = first_token(tokenizer, after) if tokenizer is not None else after[0]
     if method == "score":
         values = list(range(0, 101))
         return offset, [f"{v}{after}" for v in values], [grades.index(methodology.grade_for(v)) for v in values]
     return offset, [f"{g}{after}" for g in grades], list(range(len(grades)))
+
+
+def first_token(tokenizer, text: str) -> str:
+    """The text of `text`'s first token (all of `text` where that token does not decode to a prefix of it)."""
+    known = _FIRST.setdefault(tokenizer, {})
+    if text not in known:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        head = tokenizer.decode(ids[:1]) if ids else text
+        known[text] = head if head and text.startswith(head) else text
+    return known[text]
 
 
 def probabilities(logp: np.ndarray, owner: list[int], grades: int, min_mass: float = MIN_MASS) -> dict[str, Any]:
@@ -239,7 +255,7 @@ def read(
     {"probs": one per methodology grade, summing to 1, "mass": probability on the candidates}; None when
     the answer has no such point (an invalid answer has no belief). "probs" is None when the model
     puts (almost) no probability on any candidate (mass below `min_mass`): there is nothing to read."""
-    asked = question(answer, methodology, method)
+    asked = question(answer, methodology, method, tokenizer)
     if asked is None:
         return None
     offset, candidates, owner = asked
@@ -259,7 +275,7 @@ def beliefs(
 ) -> list[dict[str, Any] | None]:
     """`read` for each (chat prompt, the model's answer), `batch_size` answers a forward pass, with a
     progress bar."""
-    asked = [(i, q) for i, a in enumerate(answers) if (q := question(a, methodology, method)) is not None]
+    asked = [(i, q) for i, a in enumerate(answers) if (q := question(a, methodology, method, tokenizer)) is not None]
     out: list[dict[str, Any] | None] = [None] * len(answers)
     bar = tqdm(total=len(answers), desc=f"{desc} beliefs ({method})", unit="fund")
     bar.update(len(answers) - len(asked))  # no decision point: nothing to read
@@ -347,7 +363,7 @@ def from_cache(
         new = sequences[b, width:].tolist()
         segments = []
         for m in methods:
-            asked = question(text, methodology, m)
+            asked = question(text, methodology, m, tokenizer)
             if asked is None:
                 out[m][b] = None  # no decision point: nothing to read
                 continue

@@ -29,18 +29,24 @@ CHATML = (
 POINTER = "pretrained.json"  # models/base holds this instead of weights for a named model
 
 
-def build_tokenizer(corpus: Iterable[str], vocab_size: int):
+def build_tokenizer(corpus: Iterable[str], vocab_size: int, merges: str = "words"):
     """A byte-level BPE tokenizer trained on `corpus`, digits split one by one.
 
     Digit-level tokens let a small model compare numbers; byte-level BPE covers
-    any UTF-8 text (Korean included) with no unknown token.
+    any UTF-8 text (Korean included) with no unknown token. `merges`: "words" merges
+    within a word only (GPT-2's split at spaces and punctuation); "phrases" splits at
+    digits only, so the template's recurring text between two numbers (`%", "score": `,
+    ` Sharpe ratio top `) can become one token.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=merges == "words"),
+        ]
     )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
@@ -245,7 +251,7 @@ def build_base(params: ModelParams, train_rows: list[dict], out_dir: Path) -> di
     if params.pretrained:
         (out_dir / POINTER).write_text(json.dumps({"name_or_path": params.pretrained}) + "\n")
         return {"pretrained": params.pretrained}
-    tokenizer = build_tokenizer(corpus(train_rows), params.arch.vocab_size)
+    tokenizer = build_tokenizer(corpus(train_rows), params.arch.vocab_size, params.tokenizer_merges)
     model = build_model(params.arch, tokenizer)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)

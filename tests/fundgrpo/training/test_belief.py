@@ -22,13 +22,16 @@ METHODOLOGY = parse(
 )
 
 
-@pytest.fixture(scope="module")
-def small():
+@pytest.fixture(scope="module", params=[("words", 300), ("phrases", 400)], ids=["words", "phrases"])
+def small(request):
+    """A tiny model on each tokenizer the compact model can have: BPE merges within words, or across
+    them (`"score": ` and `, "grade": ` are then single tokens)."""
     import torch
 
     torch.set_num_threads(1)
+    merges, vocab = request.param
     corpus = ['{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}', "Rate this fund. 0123456789"] * 20
-    tokenizer = modelling.build_tokenizer(corpus, 300)
+    tokenizer = modelling.build_tokenizer(corpus, vocab, merges)
     arch = ModelArchParams(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                            num_key_value_heads=1, head_dim=16)  # fmt: skip
     model = modelling.build_model(arch, tokenizer)
@@ -71,11 +74,26 @@ def test_read_maps_scores_through_the_bands(small):
     assert 0 < found["mass"] <= 1
     # the band sums: grade 1 holds scores 0-32, so its share is what those 33 candidates get
     prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
-    logp = belief.candidate_logprobs(model, tokenizer, prefix, [f"{v}," for v in range(101)])
+    _, candidates, _ = belief.question(answer, METHODOLOGY, "score", tokenizer)
+    logp = belief.candidate_logprobs(model, tokenizer, prefix, candidates)
     p = np.exp(logp - logp.max())
     assert found["probs"][0] == pytest.approx(p[:33].sum() / p.sum(), abs=1e-5)
     grade = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "grade")
     assert sum(grade["probs"]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_candidate_ends_with_the_token_the_answer_has_after_its_value(small):
+    """The belief is P(value, then what the model wrote next): each candidate is the value and the first
+    token after it in the answer, `,` where merges stay within words, `, "grade": ` where they span them
+    (the character alone would be a token the model never writes there)."""
+    _, tokenizer = small
+    answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    for method, value in (("score", 71), ("grade", 3)):
+        offset, candidates, owner = belief.question(answer, METHODOLOGY, method, tokenizer)
+        [mine] = [c for c in candidates if c.startswith(str(value)) and not c[len(str(value))].isdigit()]
+        want = tokenizer(answer[:offset] + mine, add_special_tokens=False)["input_ids"]
+        assert ids[: len(want)] == want, (method, mine)
 
 
 def test_a_model_that_means_none_of_the_grades_gives_no_probabilities(small):
