@@ -130,6 +130,9 @@ TITLES = {
     "morningstar-batch-256": "The `compact` Morningstar runs with GRPO's sampling fixed, GRPO on 32 prompts a step "
     "instead of 8 (256 completions; profile `grpo-batch-256`) from the same SFT starts: GRPO, calibrate, backtest "
     "and register rerun",
+    "embedded-default-phrase-tokens": "The embedded default as of a891d6d with a tokenizer that merges across words "
+    "(`model.tokenizer_merges: phrases`, profile `phrase-tokens`): answers of about 16 tokens instead of 44, "
+    "prompts of 77 instead of 160; every stage run anew (the code at 2c322dc)",
     "morningstar-cold-start-256": "Morningstar with SFT as a cold start (two epochs instead of ten; profile "
     "`sft-cold-start`), then GRPO on 32 prompts a step (profile `grpo-batch-256`), no KL, up to 200 steps: "
     "GRPO − SFT here is what GRPO adds to a start that has not yet learnt to cite rightly",
