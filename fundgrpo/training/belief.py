@@ -333,6 +333,28 @@ def candidate_ids(tokenizer, prefix: str, candidates: list[str]) -> list[list[in
     return known[key]
 
 
+_TEMPLATES: dict[tuple, dict[str, Any]] = {}  # candidates' ids -> their trie below a placeholder token
+
+
+def trie_after(first: int, alone: list[list[int]]) -> dict[str, Any]:
+    """`_trie_ids` of `first` followed by each candidate's ids, with `gather`: for every token of every
+    candidate, the row whose logits score it, the token, and the candidate (log P of a candidate is the sum
+    of its rows'). Every answer's candidates are the same ids after a different last token, so the trie is
+    built once per candidate set and only its first token changes (building it was a quarter of a read)."""
+    key = tuple(map(tuple, alone))
+    if key not in _TEMPLATES:
+        t = _trie_ids([[0] + a for a in alone])
+        row, node = t["shared"] - 1, t["where"]  # the last shared token's row, each node's
+        gather = [(row, c, s[0]) for c, s in enumerate(t["suffix"])]
+        gather += [(node[s[:k]], c, s[k]) for c, s in enumerate(t["suffix"]) for k in range(1, len(s))]
+        rows_, owners, tokens = (np.array(x, dtype=np.int64) for x in zip(*gather))
+        if len(_TEMPLATES) > 64:  # a handful of candidate sets per tokenizer: bounded all the same
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = {**t, "gather": (rows_, tokens, owners)}
+    template = _TEMPLATES[key]
+    return {**template, "input_ids": [first, *template["input_ids"][1:]]}
+
+
 def from_cache(
     model, tokenizer, sequences, prompt_mask, cache, answers: list[str], methodology: Methodology, methods
 ) -> dict[str, list]:
@@ -373,7 +395,7 @@ def from_cache(
             if k is None or alone is None or width + k - 1 > cached:
                 continue
             end = width + k - 1  # the prefix's last token, run again: its logits give the first digit
-            t = _trie_ids([[int(sequences[b, end])] + a for a in alone])
+            t = trie_after(int(sequences[b, end]), alone)
             segments.append((m, t, end, end - pad, owner))
         rows.append((pad, segments))
     size = max((sum(len(t["input_ids"]) for _, t, *_ in s) for _, s in rows), default=0)
@@ -414,10 +436,8 @@ def from_cache(
                 if cap:
                     logits = torch.tanh(logits / cap) * cap
                 lp = torch.log_softmax(logits, dim=-1).cpu().numpy()
-                row, node = t["shared"] - 1, t["where"]  # the last shared token's row, each node's
-                logp = np.array(
-                    [lp[row, s[0]] + sum(lp[node[s[:k]], s[k]] for k in range(1, len(s))) for s in t["suffix"]]
-                )
+                rows_, tokens, owners = t["gather"]
+                logp = np.bincount(owners, weights=lp[rows_, tokens], minlength=len(t["suffix"]))
                 out[m][b] = probabilities(logp, owner, len(methodology.grades))
                 at += n
     return out
