@@ -6,15 +6,16 @@ the methodology's bands, so the probability of the grade token itself, read afte
 about 1 whatever the model believed (measured: 0.999 on average). The belief is read instead:
 
 * `score`: at the score, the decision point. Every integer score 0-100 is scored as the model's
-  continuation of its own reasoning (`"score": ` then the number and the character the model wrote
-  after it), and each grade gets the probability of the scores in its band.
+  continuation of its own reasoning (`"score": ` then the number and the token the model wrote after
+  it: `,`, or `, "grade": ` for a tokenizer that merges across words), and each grade gets the
+  probability of the scores in its band.
 * `grade`: at the grade token after the model's own score (the naive reading, kept to measure it).
 
 Scoring is exact, not sampled: the candidates' tokens form a trie below the shared prefix, run in one
 pass under a tree attention mask. Where the answer was just generated, the generation's own key-value
 cache stands for prompt and answer (`from_cache`), so a fund costs the trie's hundred-odd tokens; else
 (`beliefs`) one forward pass over prompt, answer and trie. `mass` is the probability the model puts on the
-candidates at all (an integer score followed by the same character): near 1 for a trained model.
+candidates at all (an integer score followed by the same token): near 1 for a trained model.
 """
 
 from __future__ import annotations
