@@ -45,6 +45,7 @@ SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.eva
 # What keeps the GRPO checkpoint (fundgrpo.training.grpo_trainer): the sampled validation reward,
 # an agreement figure of greedy answers, or `evaluation` (shared.evaluation_quality).
 GRPO_BEST_METRICS = ("reward", "exact", "within_one", "qwk", "spearman", "evaluation")
+REWARD_AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")  # TRL's multi_objective_aggregation
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -373,6 +374,10 @@ class GrpoParams:
     epsilon: float = 0.2
     epsilon_high: float = 0.28
     scale_rewards: str = "group"
+    # How the rewards make one advantage (TRL's multi_objective_aggregation): summed by their weights and
+    # then normalised in the group, or each normalised in the group first (GDPO), so that a reward whose
+    # spread is small (the calibration's Brier) is not drowned by those whose spread is large.
+    multi_objective_aggregation: str = "sum_then_normalize"
     reward_weights: RewardWeights = field(default_factory=RewardWeights)
     score_tolerance: float = 25.0  # score reward falls to 0 at this distance
     grade_step_penalty: float = 1.0  # grade reward lost per grade off (1.0 = exact match only; 0.5 half credit one off)
@@ -429,6 +434,7 @@ class GrpoParams:
 
     def __post_init__(self) -> None:
         _choice("grpo.best_metric", self.best_metric, GRPO_BEST_METRICS)
+        _choice("grpo.multi_objective_aggregation", self.multi_objective_aggregation, REWARD_AGGREGATIONS)
         if self.eval_prompts < 0:
             raise ParamsError(f"grpo.eval_prompts must be >= 0, got {self.eval_prompts}")
         if self.best_metric == "reward" and self.eval_steps > 0 and self.eval_prompts == 0:

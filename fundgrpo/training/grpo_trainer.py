@@ -68,6 +68,7 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: P
         epsilon=params.epsilon,
         epsilon_high=params.epsilon_high,
         scale_rewards=params.scale_rewards,
+        multi_objective_aggregation=params.multi_objective_aggregation,
         reward_weights=[getattr(weights, name) for name in reward_names(params)],
         logging_steps=params.logging_steps,
         save_strategy="steps" if params.save_steps else "no",

@@ -65,6 +65,14 @@ def test_the_sampled_validation_reward_is_asked_for_where_best_metric_reads_it()
         GrpoParams(eval_prompts=-1)
 
 
+def test_how_grpo_aggregates_its_rewards_is_one_of_trls_choices():
+    from fundgrpo.params import GrpoParams, ParamsError
+
+    assert GrpoParams(multi_objective_aggregation="normalize_then_sum")
+    with pytest.raises(ParamsError, match=r"grpo.multi_objective_aggregation must be one of \['sum_then_normalize'"):
+        GrpoParams(multi_objective_aggregation="normalize")
+
+
 def test_calibrate_settings_are_checked_when_params_load():
     from fundgrpo.params import CalibrateParams, GateParams, ParamsError
 

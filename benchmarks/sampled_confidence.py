@@ -1,0 +1,91 @@
+"""What the calibration reward calibrates to: GRPO scores sampled answers, the evaluator is read greedily.
+
+For a workspace's model (the SFT start by default) and its validation prompts, the share of answers
+whose grade is the expert's and the confidence they state, greedy and sampled at each temperature
+(`grpo.temperature` is what GRPO samples at). A proper scoring rule on sampled answers pays the
+confidence that matches the sampled answers' accuracy; where that is below the greedy answers', a
+policy that cannot tell its sampled grades apart learns to understate its greedy confidence.
+Prints a markdown table; nothing is written.
+
+    python benchmarks/sampled_confidence.py ROOT [--model sft|grpo] [--temperatures 1.0 0.7 0.5] [--samples 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def summary(preds: list[dict], experts: list[int]) -> tuple[float, float, float, float]:
+    """Valid share, grade accuracy, mean stated confidence and its Brier score over valid answers
+    that state one (the accuracy over all answers, an invalid one counting as wrong).
+
+    >>> summary([{"grade": 3, "stated": 0.8}, {"grade": 2, "stated": 0.6}, {"grade": None}], [3, 3, 3])
+    (0.667, 0.333, 0.7, 0.2)
+    """
+    valid = [p for p in preds if p.get("grade") is not None]
+    right = [p.get("grade") == e for p, e in zip(preds, experts)]
+    stated = [(p["stated"], p["grade"] == e) for p, e in zip(preds, experts) if p.get("stated") is not None]
+    conf = sum(c for c, _ in stated) / len(stated) if stated else float("nan")
+    brier = sum((c - r) ** 2 for c, r in stated) / len(stated) if stated else float("nan")
+    n = len(preds)
+    return round(len(valid) / n, 3), round(sum(right) / n, 3), round(conf, 3), round(brier, 3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--model", choices=("sft", "grpo"), default="sft")
+    ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.7, 0.5])
+    ap.add_argument("--samples", type=int, default=4, help="sampled answers a prompt at each temperature")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    sys.path.insert(0, str(HERE.parent))
+    import torch
+
+    from fundgrpo.methodology.answers import predictions_from_texts
+    from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.params import load_params
+    from fundgrpo.threads import configure
+    from fundgrpo.training import modelling
+
+    configure()
+    p = load_params(args.root / "params.yaml")
+    _, schema = load_compiled(args.root / p.methodology.out_dir)
+    folder = args.root / (p.sft.out_dir if args.model == "sft" else p.grpo.out_dir)
+    model, tok = modelling.load(folder)
+    model.eval()
+    lines = (args.root / p.prepare.out_dir / "validation.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    experts = [r["expert_grade"] for r in rows]
+    length = p.grpo.max_completion_length
+
+    def answers(temperature: float | None) -> list[dict]:
+        texts = [tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+        out: list[str] = []
+        for start in range(0, len(texts), 64):
+            batch = tok(texts[start : start + 64], return_tensors="pt", padding=True, add_special_tokens=False)
+            # as TRL samples: the whole distribution (top_k 0, top_p 1)
+            greedy = {"do_sample": False}
+            sample = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature else greedy
+            with torch.no_grad():
+                ids = model.generate(**batch, **sample, max_new_tokens=length, pad_token_id=tok.pad_token_id)
+            out += tok.batch_decode(ids[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+        return predictions_from_texts(out, schema)
+
+    torch.manual_seed(args.seed)
+    print(f"{folder} on {len(rows)} validation prompts ({args.samples} samples a prompt at each temperature)\n")
+    print("| answers | valid | grade right | stated confidence (mean) | Brier of the stated confidence |")
+    print("|---|---|---|---|---|")
+    print("| greedy | " + " | ".join(str(x) for x in summary(answers(None), experts)) + " |")
+    for t in args.temperatures:
+        preds = [q for _ in range(args.samples) for q in answers(t)]
+        print(f"| sampled at {t:g} | " + " | ".join(str(x) for x in summary(preds, experts * args.samples)) + " |")
+
+
+if __name__ == "__main__":
+    main()
