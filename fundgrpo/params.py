@@ -46,6 +46,7 @@ SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.eva
 # an agreement figure of greedy answers, or `evaluation` (shared.evaluation_quality).
 GRPO_BEST_METRICS = ("reward", "exact", "within_one", "qwk", "spearman", "evaluation")
 REWARD_AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")  # TRL's multi_objective_aggregation
+CONFIDENCE_ADVANTAGES = ("shared", "own")  # which rewards pay the stated confidence's tokens
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -378,6 +379,11 @@ class GrpoParams:
     # then normalised in the group, or each normalised in the group first (GDPO), so that a reward whose
     # spread is small (the calibration's Brier) is not drowned by those whose spread is large.
     multi_objective_aggregation: str = "sum_then_normalize"
+    # Which rewards pay the stated confidence's tokens (`training/confidence_credit.py`): `shared`, TRL's one
+    # advantage per completion from every reward; `own`, the calibration reward alone pays the tokens from
+    # the "confidence" key on and the other rewards every token before them (a right grade does not
+    # teach a sure-sounding confidence, nor the Brier score a grade). Needs prepare.stated_confidence.
+    confidence_advantage: str = "shared"
     reward_weights: RewardWeights = field(default_factory=RewardWeights)
     score_tolerance: float = 25.0  # score reward falls to 0 at this distance
     grade_step_penalty: float = 1.0  # grade reward lost per grade off (1.0 = exact match only; 0.5 half credit one off)
@@ -435,6 +441,12 @@ class GrpoParams:
     def __post_init__(self) -> None:
         _choice("grpo.best_metric", self.best_metric, GRPO_BEST_METRICS)
         _choice("grpo.multi_objective_aggregation", self.multi_objective_aggregation, REWARD_AGGREGATIONS)
+        _choice("grpo.confidence_advantage", self.confidence_advantage, CONFIDENCE_ADVANTAGES)
+        if self.confidence_advantage == "own" and self.reward_weights.calibration <= 0:
+            raise ParamsError(
+                "grpo.confidence_advantage: own pays the stated confidence by the calibration reward alone, and "
+                "grpo.reward_weights.calibration is 0: give it a weight (e.g. 1.0) or set confidence_advantage: shared"
+            )
         if self.eval_prompts < 0:
             raise ParamsError(f"grpo.eval_prompts must be >= 0, got {self.eval_prompts}")
         if self.best_metric == "reward" and self.eval_steps > 0 and self.eval_prompts == 0:
@@ -691,6 +703,11 @@ class Params:
             raise ParamsError(
                 "prepare.show_model: gbm shows grade probabilities, which need baseline.objective: classifier "
                 f"(got {self.baseline.objective!r})"
+            )
+        if self.grpo.confidence_advantage == "own" and not self.prepare.stated_confidence:
+            raise ParamsError(
+                "grpo.confidence_advantage: own pays the confidence the answers state, and prepare.stated_confidence "
+                "is false (the answers state none): set prepare.stated_confidence: true (profile stated-confidence)"
             )
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from fundgrpo import io
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams, to_dict
-from fundgrpo.training import modelling, prompt_sharing
+from fundgrpo.training import confidence_credit, modelling, prompt_sharing
 from fundgrpo.training import rewards as rule_rewards
 from fundgrpo.training.judge import make_judge_reward
 from fundgrpo.training.shared import (
@@ -158,6 +158,8 @@ def run(
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
     trainer_class = prompt_sharing.sharing_prompts(GRPOTrainer) if params.share_prompts else GRPOTrainer
+    if params.confidence_advantage == "own":
+        trainer_class = confidence_credit.owning_confidence(trainer_class, reward_names(params).index("calibration"))
     trainer = validating_apart(trainer_class, sampled=params.eval_prompts > 0)(
         model=source,
         reward_funcs=[rewards[name] for name in reward_names(params)],
