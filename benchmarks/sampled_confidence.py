@@ -7,7 +7,7 @@ confidence that matches the sampled answers' accuracy; where that is below the g
 policy that cannot tell its sampled grades apart learns to understate its greedy confidence.
 Prints a markdown table; nothing is written.
 
-    python benchmarks/sampled_confidence.py ROOT [--model sft|grpo] [--temperatures 1.0 0.7 0.5] [--samples 4]
+    python benchmarks/sampled_confidence.py ROOT [--model sft|grpo|FOLDER] [--temperatures 1.0 0.7 0.5] [--samples 4]
 """
 
 from __future__ import annotations
@@ -20,26 +20,30 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def summary(preds: list[dict], experts: list[int]) -> tuple[float, float, float, float]:
+def summary(preds: list[dict], experts: list[int]) -> tuple:
     """Valid share, grade accuracy, mean stated confidence and its Brier score over valid answers
-    that state one (the accuracy over all answers, an invalid one counting as wrong).
+    that state one (the accuracy over all answers, an invalid one counting as wrong), and the stated
+    confidence's 10th, 50th and 90th percentiles.
 
     >>> summary([{"grade": 3, "stated": 0.8}, {"grade": 2, "stated": 0.6}, {"grade": None}], [3, 3, 3])
-    (0.667, 0.333, 0.7, 0.2)
+    (0.667, 0.333, 0.7, 0.2, '0.62 / 0.70 / 0.78')
     """
+    import numpy as np
+
     valid = [p for p in preds if p.get("grade") is not None]
     right = [p.get("grade") == e for p, e in zip(preds, experts)]
     stated = [(p["stated"], p["grade"] == e) for p, e in zip(preds, experts) if p.get("stated") is not None]
     conf = sum(c for c, _ in stated) / len(stated) if stated else float("nan")
     brier = sum((c - r) ** 2 for c, r in stated) / len(stated) if stated else float("nan")
     n = len(preds)
-    return round(len(valid) / n, 3), round(sum(right) / n, 3), round(conf, 3), round(brier, 3)
+    spread = " / ".join(f"{q:.2f}" for q in np.percentile([c for c, _ in stated], [10, 50, 90])) if stated else ""
+    return round(len(valid) / n, 3), round(sum(right) / n, 3), round(conf, 3), round(brier, 3), spread
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path)
-    ap.add_argument("--model", choices=("sft", "grpo"), default="sft")
+    ap.add_argument("--model", default="sft", help="sft, grpo, or a model folder (a GRPO checkpoint)")
     ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.7, 0.5])
     ap.add_argument("--samples", type=int, default=4, help="sampled answers a prompt at each temperature")
     ap.add_argument("--seed", type=int, default=0)
@@ -56,7 +60,8 @@ def main() -> None:
     configure()
     p = load_params(args.root / "params.yaml")
     _, schema = load_compiled(args.root / p.methodology.out_dir)
-    folder = args.root / (p.sft.out_dir if args.model == "sft" else p.grpo.out_dir)
+    named = {"sft": p.sft.out_dir, "grpo": p.grpo.out_dir}
+    folder = args.root / named[args.model] if args.model in named else Path(args.model)
     model, tok = modelling.load(folder)
     model.eval()
     lines = (args.root / p.prepare.out_dir / "validation.jsonl").read_text(encoding="utf-8").splitlines()
@@ -79,8 +84,8 @@ def main() -> None:
 
     torch.manual_seed(args.seed)
     print(f"{folder} on {len(rows)} validation prompts ({args.samples} samples a prompt at each temperature)\n")
-    print("| answers | valid | grade right | stated confidence (mean) | Brier of the stated confidence |")
-    print("|---|---|---|---|---|")
+    print("| answers | valid | grade right | stated confidence (mean) | its Brier | its 10th / 50th / 90th percentiles |")
+    print("|---|---|---|---|---|---|")
     print("| greedy | " + " | ".join(str(x) for x in summary(answers(None), experts)) + " |")
     for t in args.temperatures:
         preds = [q for _ in range(args.samples) for q in answers(t)]

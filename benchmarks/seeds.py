@@ -144,6 +144,9 @@ TITLES = {
     "instead of 1.0 (`grpo.temperature`; at 1.0 the cold start's sampled answers are 41 % valid JSON and 23 % "
     "right, at 0.7 97 % and 62 %, greedy 100 % and 67 %: `benchmarks/sampled_confidence.py` on seed 0's "
     "validation funds): GRPO, calibrate, backtest and register rerun",
+    "morningstar-cold-start-own-confidence": "The same cold starts, 150 GRPO steps at temperature 0.7, the stated "
+    "confidence's tokens paid by the calibration reward alone and every other token by the other rewards "
+    "(`grpo.confidence_advantage: own`): GRPO, calibrate, backtest and register rerun",
 }
 
 

@@ -8,13 +8,20 @@ benchmarks/seeds_notes.md), while the Brier reward pays a wrong grade stated at 
 right one. Here each part of the answer is paid by the rewards that judge it: the tokens from the
 `"confidence"` key to the end get the calibration reward's advantage alone (a proper scoring rule:
 its best is the chance of being right given the answer written so far), every token before them the
-other rewards'. Both advantages are TRL's formula over their rewards (`advantages`); TRL's loss takes
-an advantage per token (`GRPOTrainer._compute_loss` accepts shape (B, T)).
+other rewards' (TRL's formula over them, `advantages`). The confidence's baseline is the mean
+calibration reward of the group's completions that wrote the same grade (`by_grade`): whether the
+grade is right moves the Brier score by about ±0.4, the confidence stated by a tenth of that, and the
+grade is written before the confidence, so a baseline that knows it is still unbiased and leaves the
+confidence's own signal. TRL's loss takes an advantage per token (`GRPOTrainer._compute_loss` accepts
+shape (B, T)).
 """
 
 from __future__ import annotations
 
+import re
+
 KEY = '"confidence"'
+GRADE = re.compile(r'"grade"\s*:\s*(-?\d+)')
 
 
 def advantages(rewards, weights, num_generations: int, aggregation: str, scale: str):
@@ -50,6 +57,38 @@ def advantages(rewards, weights, num_generations: int, aggregation: str, scale: 
         elif scale == "batch":
             out = out / (std(total) + 1e-4)
     return torch.nan_to_num(out, nan=0.0)
+
+
+def by_grade(rewards, grades: list, num_generations: int):
+    """Each completion's reward minus the mean reward of its group's completions that wrote the same
+    grade, over the spread of these differences across the batch; 0 where the reward is missing (NaN)
+    or no other completion of the group wrote its grade.
+
+    >>> import torch
+    >>> r = torch.tensor([0.9, 0.7, 0.2, 0.6, 0.5, float("nan"), 0.5, 0.5])
+    >>> [round(a, 2) for a in by_grade(r, [4, 4, 3, 3, 2, 2, 2, None], 4).tolist()]
+    [0.55, -0.55, -1.09, 1.09, 0.0, 0.0, 0.0, 0.0]
+    """
+    import torch
+
+    out = torch.zeros_like(rewards)
+    for i in range(rewards.size(0)):
+        group = range(i - i % num_generations, i - i % num_generations + num_generations)
+        same = [j for j in group if grades[j] == grades[i] and not torch.isnan(rewards[j])]
+        if grades[i] is not None and not torch.isnan(rewards[i]) and len(same) > 1:
+            out[i] = rewards[i] - rewards[same].mean()
+    spread = out[out != 0].std() if (out != 0).sum() > 1 else out.new_tensor(1.0)
+    return out / (spread + 1e-4)
+
+
+def written_grade(text: str):
+    """The grade an answer wrote, read before the confidence; None when it wrote none.
+
+    >>> written_grade('{"reasoning": "ok", "grade": 4, "confidence": 80}'), written_grade("{")
+    (4, None)
+    """
+    found = GRADE.search(text)
+    return int(found.group(1)) if found else None
 
 
 def confidence_start(tokenizer, ids: list[int]) -> int | None:
@@ -104,20 +143,23 @@ def owning_confidence(trainer_class, calibration: int):
             return self._rewards_seen
 
         def _generate_and_score_completions(self, inputs):
+            from accelerate.utils import gather_object
+
             out = super()._generate_and_score_completions(inputs)
             mode = "train" if self.model.training else "eval"
             rewards = self._rewards_seen  # every process's completions, as TRL normalises them
             groups = self.num_generations if mode == "train" else self.num_generations_eval
             weights = self.reward_weights.clone()
             weights[calibration] = 0.0
-            alone = self.reward_weights.new_zeros(weights.shape)
-            alone[calibration] = self.reward_weights[calibration]
             rest = advantages(rewards, weights, groups, self.multi_objective_aggregation, self.scale_rewards)
-            own = advantages(rewards, alone, groups, self.multi_objective_aggregation, self.scale_rewards)
-            n = out["completion_ids"].size(0)
-            mine = slice(self.accelerator.process_index * n, (self.accelerator.process_index + 1) * n)
             ids, mask = out["completion_ids"], out["completion_mask"]
-            starts = [confidence_start(self.processing_class, ids[i][mask[i].bool()].tolist()) for i in range(n)]
+            n = ids.size(0)
+            rows = [ids[i][mask[i].bool()].tolist() for i in range(n)]
+            texts = self.processing_class.batch_decode(rows, skip_special_tokens=True)
+            grades = gather_object([written_grade(t) for t in texts])
+            own = by_grade(rewards[:, calibration], grades, groups)
+            mine = slice(self.accelerator.process_index * n, (self.accelerator.process_index + 1) * n)
+            starts = [confidence_start(self.processing_class, row) for row in rows]
             out["advantages"] = per_token(rest[mine].to(ids.device), own[mine].to(ids.device), starts, ids.size(1))
             return out
 

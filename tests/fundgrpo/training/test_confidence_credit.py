@@ -36,8 +36,9 @@ def test_one_step_of_grpo_takes_the_rest_before_the_confidence_and_its_own_rewar
     tmp_path, tokenizer, aggregation, scale
 ):
     """A real GRPOTrainer step: with `own`, a completion's tokens before its confidence take TRL's advantage
-    of the other rewards, those after the calibration reward's; TRL's own advantage of all the rewards is
-    what `confidence_credit.advantages` computes from the same rewards."""
+    of the other rewards, those after the calibration reward's against the group's completions that wrote
+    the same grade; TRL's own advantage of all the rewards is what `confidence_credit.advantages` computes
+    from the same rewards."""
     import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -48,13 +49,14 @@ def test_one_step_of_grpo_takes_the_rest_before_the_confidence_and_its_own_rewar
     modelling.build_model(arch, tokenizer).save_pretrained(tmp_path / "start")
     tokenizer.save_pretrained(tmp_path / "start")
     tokenizer.padding_side = "left"
-    said = ['"confidence": 80}', '4, "confidence": 9}', '"confidence": 20}', "", '"confidence": 55}', "x", "y", "z"]
+    said = ['"grade": 4, "confidence": 80}', '"grade": 4, "confidence": 20}', '"grade": 3, "confidence": 9}', "",
+            '"grade": 2, "confidence": 55}', '"grade": 2, "confidence": 50}', '"grade": 2}', "x"]  # fmt: skip
 
     def answered(completions, **columns):  # every completion states a confidence where `said` gives one
         return [float(len(c) % 3) for c in completions]
 
     def calibration(completions, **columns):
-        return [float(i % 4) if i % 5 else None for i in range(len(completions))]  # some unscored
+        return [float(i % 3) if i != 5 else None for i in range(len(completions))]  # one unscored
 
     seen = {}
 
@@ -84,7 +86,7 @@ def test_one_step_of_grpo_takes_the_rest_before_the_confidence_and_its_own_rewar
 
     config = GRPOConfig(
         output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=8, num_generations=4,
-        max_completion_length=8, report_to="none", use_cpu=True, multi_objective_aggregation=aggregation,
+        max_completion_length=24, report_to="none", use_cpu=True, multi_objective_aggregation=aggregation,
         scale_rewards=scale, reward_weights=[2.0, 1.0], logging_steps=1, save_strategy="no",
     )  # fmt: skip
     trainer = LossRecording(
@@ -97,17 +99,20 @@ def test_one_step_of_grpo_takes_the_rest_before_the_confidence_and_its_own_rewar
     both = confidence_credit.advantages(rewards, weights, 4, aggregation, scale)
     assert torch.allclose(both, seen["trl"], atol=1e-5)  # TRL's formula, reproduced
     rest = confidence_credit.advantages(rewards, torch.tensor([2.0, 0.0]), 4, aggregation, scale)
-    own = confidence_credit.advantages(rewards, torch.tensor([0.0, 1.0]), 4, aggregation, scale)
-    assert not torch.allclose(rest, own)
+    grades = [confidence_credit.written_grade(t) for t in said]
+    assert grades == [4, 4, 3, None, 2, 2, 2, None]
+    own = confidence_credit.by_grade(rewards[:, 1], grades, 4)
+    assert own[[0, 1, 4, 6]].abs().min() > 0.5 and (own[[2, 3, 5, 7]] == 0).all()  # alone, unscored: no signal
     per_token = seen["per_token"]
-    assert per_token.shape == seen["loss"].shape == (8, 8)
+    length = per_token.size(1)
+    assert per_token.shape == seen["loss"].shape == (8, length)
     assert sorted(map(tuple, seen["loss"].tolist())) == sorted(map(tuple, per_token.tolist()))
     starts = seen["starts"]
-    assert starts[:4] == [0, 2, 0, None] and starts[4:] == [0, None, None, None]
+    assert [s is None for s in starts] == [False, False, False, True, False, False, True, True]
     for row, start in enumerate(starts):
-        start = 8 if start is None else start
+        start = length if start is None else start
         assert torch.allclose(per_token[row, :start], rest[row].expand(start))
-        assert torch.allclose(per_token[row, start:], own[row].expand(8 - start))
+        assert torch.allclose(per_token[row, start:], own[row].expand(length - start))
 
 
 def test_own_needs_a_stated_confidence_and_a_calibration_weight():
