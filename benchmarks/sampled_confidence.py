@@ -84,7 +84,7 @@ def main() -> None:
 
     torch.manual_seed(args.seed)
     print(f"{folder} on {len(rows)} validation prompts ({args.samples} samples a prompt at each temperature)\n")
-    print("| answers | valid | grade right | stated confidence (mean) | its Brier | its 10th / 50th / 90th percentiles |")
+    print("| answers | valid | grade right | stated confidence (mean) | its Brier | its 10th / 50th / 90th pct. |")
     print("|---|---|---|---|---|---|")
     print("| greedy | " + " | ".join(str(x) for x in summary(answers(None), experts)) + " |")
     for t in args.temperatures:
