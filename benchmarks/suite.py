@@ -62,7 +62,11 @@ def run(workers: int, label: str, extra: list[str]) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{label}.json"
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    # pytest's own report (each failure's traceback) beside the run, not committed: too long for the page
+    report = Path(tempfile.gettempdir()) / f"suite-{label}.log"
+    report.write_text(done.stdout + done.stderr, encoding="utf-8")
     print(f"{result['outcome']}: {wall / 60:.1f} min wall, {(result['user_s'] + result['sys_s']) / 60:.1f} min CPU")
+    print(f"pytest's report: {report}")
     return out
 
 

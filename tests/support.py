@@ -165,13 +165,22 @@ def versions(root: Path, name: str = "fund-evaluator") -> list[int]:
     return sorted(int(v.version) for v in mlflow_client(root).search_model_versions(f"name='{name}'"))
 
 
-def task_runs(flow_run_id) -> list:
-    """The task runs of a flow run, from the Prefect API (what the UI shows)."""
+def task_runs(flow_run_id, wait_s: float = 60.0) -> list:
+    """The task runs of a flow run, from the Prefect API (what the UI shows), once the server has
+    recorded them: a flow run's task states reach the server as events, after the flow returns, and on
+    a loaded machine later (read at once they can still be missing or not yet final)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+    deadline, seen = time.monotonic() + wait_s, -1
     with get_client(sync_client=True) as client:
-        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            settled = runs and all(r.state is not None and r.state.is_final() for r in runs) and len(runs) == seen
+            if settled or time.monotonic() > deadline:
+                return runs
+            seen = len(runs)
+            time.sleep(0.5)
 
 
 def artifact(flow_run_id, key: str) -> str:
