@@ -58,6 +58,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         evaluator.closing = True
         evaluator.fail_waiting("the server is stopping")
         worker.cancel()
+        evaluator.worker.shutdown(wait=False, cancel_futures=True)
 
     # /docs from local assets: FastAPI's default page loads Swagger UI from a CDN, blank offline
     app = FastAPI(title="fund-grpo evaluations", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)

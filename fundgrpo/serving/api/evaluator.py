@@ -7,6 +7,7 @@ import logging
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pandas as pd
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.data.canonical import NUMERIC
+from fundgrpo.evaluation.baselines import MAX_CATEGORIES
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import load_compiled
@@ -39,6 +41,46 @@ class Loaded:
     folder: Path
     fit: dict
     scratch: Any = None  # keeps a downloaded registry copy alive while this version serves
+
+
+def together(
+    requests: list[list[dict]], universe_percentile: bool = False, max_categories: int = MAX_CATEGORIES
+) -> list[list[int]]:
+    """Waiting requests (each a list of funds) in groups whose prompt records can be built in one call:
+    no category and no share class in common, so no fund's peers change (a prompt's figures are taken
+    within the fund's category; with `universe_percentile` every fund is every fund's peer, and each
+    request is a group of its own), and at most `max_categories` categories a group (beyond them
+    gradient boosting's features leave the category out).
+
+    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}],
+    ...           [{"share_class_id": "c", "category": "x"}], [{"share_class_id": "a", "category": "z"}]])
+    [[0, 1], [2, 3]]
+    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]], True)
+    [[0], [1]]
+    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]], False, 1)
+    [[0], [1]]
+    """
+    groups: list[tuple[list[int], set, set]] = []  # (requests, categories, share classes)
+    for i, funds in enumerate(requests):
+        categories = {str(f.get("category")) for f in funds}
+        ids = {str(f.get("share_class_id")) for f in funds}
+        home = None
+        if not universe_percentile:
+            home = next(
+                (
+                    g
+                    for g in groups
+                    if not (g[1] & categories or g[2] & ids) and len(g[1] | categories) <= max_categories
+                ),
+                None,
+            )
+        if home is None:
+            groups.append(([i], categories, ids))
+        else:
+            home[0].append(i)
+            home[1].update(categories)
+            home[2].update(ids)
+    return [g[0] for g in groups]
 
 
 class Evaluator:
@@ -66,6 +108,18 @@ class Evaluator:
         self.queue: asyncio.Queue | None = None
         self.busy_since: float | None = None  # monotonic time the running generation started
         self.closing = False
+        # Every torch call (loading, generating) runs on this one thread. OpenMP keeps a pool of
+        # threads per calling thread; two pools on two cores make each idle thread sleep at once
+        # (libgomp throttles its spinning) and each parallel region wake them: generating four funds
+        # took 0.39 s on a second thread against 0.19 s on one (issue 34's notes).
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fundgrpo-model")
+        self._worker_thread: int = self.worker.submit(threading.get_ident).result()
+
+    def on_worker(self, fn, *args):
+        """`fn(*args)` on the model's thread (at once when already there), waiting for its result."""
+        if threading.get_ident() == self._worker_thread:
+            return fn(*args)
+        return self.worker.submit(fn, *args).result()
 
     # -- which version
 
@@ -112,7 +166,7 @@ class Evaluator:
             if self.current is None or force or now - self.checked_at >= self.settings.alias_check_s:
                 version = self._resolve()
                 if self.current is None or version != self.current.version:
-                    loaded = self._load(version)  # the old version keeps serving until this is ready
+                    loaded = self.on_worker(self._load, version)  # the old version serves until this is ready
                     self.current = loaded
                     logging.getLogger("fundgrpo.serving.api").info("serving %s", version)
                 self.checked_at = time.monotonic()
@@ -195,15 +249,26 @@ class Evaluator:
 
     def prepare_and_generate(self, loaded: Loaded, items: list, deadline: float) -> list:
         """Each request's prompt records (its funds beside the reference universe, apart from the other
-        requests': a fund's peers never depend on who else asked), then one generation for them all; per
-        request (records, answers), or the exception its records raised. One thread does both, in turn:
-        on two cores the records of waiting requests built beside a generation slowed both threefold."""
-        built: list = []
-        for _, funds, _, _ in items:
+        requests': a fund's peers never depend on who else asked; requests that share no category are
+        built in one call: `together`), then one generation for them all; per request (records, answers),
+        or the exception its records raised. One thread does both, in turn: the model's (`worker`)."""
+        requests = [funds for _, funds, _, _ in items]
+        built: list = [None] * len(items)
+        for group in together(requests, self.params.prepare.universe_percentile):
             try:
-                built.append(self.records(funds))
-            except Exception as err:  # noqa: BLE001 - that request alone gets its error
-                built.append(err)
+                made = self.records([f for i in group for f in requests[i]])
+            except Exception:  # noqa: BLE001 - built again one by one: the request at fault gets its error
+                made = None
+            start = 0
+            for i in group:
+                if made is not None:
+                    built[i] = made[start : start + len(requests[i])]
+                    start += len(requests[i])
+                    continue
+                try:
+                    built[i] = self.records(requests[i])
+                except Exception as err:  # noqa: BLE001 - that request alone gets its error
+                    built[i] = err
         records = [r for b in built if not isinstance(b, Exception) for r in b]
         answers = self.generate(loaded, records, deadline) if records else []
         out: list = []
@@ -240,7 +305,7 @@ class Evaluator:
                 deadline = min(enqueued for *_, enqueued in items) + self.settings.timeout_s
                 self.busy_since = time.monotonic()
                 try:
-                    done = await loop.run_in_executor(None, self.prepare_and_generate, loaded, items, deadline)
+                    done = await loop.run_in_executor(self.worker, self.prepare_and_generate, loaded, items, deadline)
                 except Exception as err:  # noqa: BLE001 - each waiting request gets the failure
                     for _, _, fut, _ in items:
                         if not fut.done():

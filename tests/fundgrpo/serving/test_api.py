@@ -166,6 +166,41 @@ def test_a_request_is_prompted_from_its_funds_categories_as_from_the_whole_unive
     assert [{k: v for k, v in r.items() if k != "lacking"} for r in evaluator.records(funds)] == whole
 
 
+def test_waiting_requests_share_a_records_call_only_where_no_fund_s_peers_change(trained):
+    """The batcher builds the prompt records of waiting requests with no category in common in one call;
+    each request gets the records it gets alone, a request with a fund of its own category laid over
+    another's share class stays apart, and a request whose funds are bad gets its error alone."""
+    from fundgrpo.serving.api.evaluator import Evaluator, together
+
+    root, _ = trained
+    evaluator = Evaluator(root, ApiSettings(model=str(root / "models/policy")))
+    try:
+        reference = evaluator.reference
+        categories = reference["category"].drop_duplicates().tolist()
+        assert len(categories) >= 2
+        first = int(reference.index[reference["category"] == categories[0]][0])
+        other = int(reference.index[reference["category"] == categories[1]][0])
+        requests = [
+            [fund(reference, first)],
+            [fund(reference, other)],  # another category: built with the first
+            [fund(reference, first + 1, category=categories[0])],  # the first's category: apart
+            [{**fund(reference, other + 1), "sharpe_3y": "not a number", "category": None}],  # bad: its own error
+        ]
+        assert together(requests) == [[0, 1, 3], [2]]
+        loaded = evaluator.serving()
+        items = [(loaded, funds, None, 0.0) for funds in requests]
+        done = evaluator.prepare_and_generate(loaded, items, time.monotonic() + 600)
+        for funds, result in zip(requests[:3], done[:3]):
+            records, answers = result
+            assert records == evaluator.records(funds)
+            assert len(answers) == len(funds)  # the tiny model's answers: one per fund, valid or not
+        with pytest.raises(Exception) as alone:
+            evaluator.records(requests[3])
+        assert type(done[3]) is type(alone.value) and str(done[3]) == str(alone.value)
+    finally:
+        evaluator.worker.shutdown()
+
+
 def test_thin_or_peerless_funds_are_flagged_not_graded_as_real(setup):
     """A fund sent with only its id and category, or in a category with no peers: the evaluation says
     what is missing and needs an analyst; whatever the model writes, no made-up middle grade."""
