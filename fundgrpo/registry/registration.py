@@ -94,7 +94,7 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
         fit = json.loads(beside.read_text(encoding="utf-8")) if beside.exists() else None
         metrics, _ = evaluate_model(
             folder, rows, methodology, schema, params.generation.max_new_tokens, params.generation.batch_size, name,
-            tuple(contest.methods_needed({"fit": fit})) if fit else (), fit,
+            tuple(contest.methods_needed({"fit": fit})) if fit else (), fit, params.generation.dtype,
         )  # fmt: skip
     return metrics, f"{name} (re-evaluated on this test set with its own fit)"
 

@@ -108,7 +108,7 @@ def grade(
 
     if not records:
         return []
-    model, tokenizer = modelling.load(folder)
+    model, tokenizer = modelling.load(folder, generation.dtype)
     return answer(
         model, tokenizer, records, methodology, schema, generation.max_new_tokens, generation.batch_size, desc, fit
     )

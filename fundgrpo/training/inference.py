@@ -33,6 +33,7 @@ def evaluate_model(
     desc: str = "model",
     methods: tuple[str, ...] = (),
     fit: dict | None = None,
+    dtype: str = "float32",
 ) -> tuple[dict[str, Any], list[Prediction]]:
     """Generate greedy answers for `rows` with the model at `path` and score them (`metrics`),
     with `evidence` (the mean evidence reward) and `unsupported` (the share of valid answers whose
@@ -45,7 +46,7 @@ def evaluate_model(
     block `trust` its calibration (`greedy` keeps the written grades' figures when they differ).
     """
     grades = methodology.grades
-    model, tokenizer = modelling.load(path)
+    model, tokenizer = modelling.load(path, dtype)
     wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
     cached: dict[str, list] = {m: [] for m in wanted if m in belief.METHODS}  # read as the answers are generated
     preds = answer(model, tokenizer, rows, methodology, schema, max_new_tokens, batch_size, desc, cached=cached)
@@ -116,6 +117,7 @@ def fit_model(
         generation.batch_size,
         f"calibrate {path}",
         tuple(c.beliefs),
+        dtype=generation.dtype,
     )
     readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
     valid = sum(q["valid"] for q in preds)
@@ -303,6 +305,7 @@ def evaluate_models(
             name,
             methods,
             fits.get(name),
+            generation.dtype,
         )
         for extra in set(methods) - set(beliefs):  # read for a fit's parts, not reported as the model's own
             found.get("calibration", {}).pop(extra, None)

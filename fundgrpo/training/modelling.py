@@ -155,19 +155,19 @@ def torch_dtype(name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-def load(path: str | Path, params: ModelParams | None = None, adapter: bool = False):
-    """Load (model, tokenizer) for generation; `path` may hold a PEFT adapter."""
+def load(path: str | Path, dtype: str = "float32", load_in_4bit: bool = False):
+    """Load (model, tokenizer) for generation, its weights in `dtype` (`generation.dtype` where funds
+    are evaluated); `path` may hold a PEFT adapter."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    params = params or ModelParams()
     source = resolve(path)
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    kwargs: dict[str, Any] = {"dtype": torch_dtype(params.dtype)}
-    if params.load_in_4bit:
+    kwargs: dict[str, Any] = {"dtype": torch_dtype(dtype)}
+    if load_in_4bit:
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
@@ -177,7 +177,7 @@ def load(path: str | Path, params: ModelParams | None = None, adapter: bool = Fa
         model = AutoPeftModelForCausalLM.from_pretrained(source, **kwargs)
     else:
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
-    if torch.cuda.is_available() and not params.load_in_4bit:
+    if torch.cuda.is_available() and not load_in_4bit:
         model = model.to("cuda")
     model.eval()
     return model, tokenizer

@@ -20,6 +20,7 @@ def test_gpu_profile_builds_its_sft_grpo_and_lora_configs(tmp_path):
     assert grpo.bf16 and grpo.use_vllm and grpo.vllm_mode == "colocate"
     assert grpo.per_device_train_batch_size % grpo.num_generations == 0 and grpo.max_completion_length == 160
     assert grpo.metric_for_best_model == "eval_greedy_qwk"  # the data profile's choice of kept model stays
+    assert p.generation.dtype == "bfloat16"  # funds evaluated with the weights bf16 trained them in
     for lora in (p.sft.lora, p.grpo.lora):
         assert lora_config(lora).r == 16
     # the CPU profile differs in what params say, not in code: same builders, other values

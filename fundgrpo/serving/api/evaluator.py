@@ -144,7 +144,7 @@ class Evaluator:
     def _load(self, version: str) -> Loaded:
 
         if not version.startswith("models:/"):
-            model, tokenizer = modelling.load(version)
+            model, tokenizer = modelling.load(version, self.params.generation.dtype)
             fit = calibration_of(self.root / version, self.params, self.root)
             return Loaded(version, model, tokenizer, Path(version), fit)
         import mlflow
@@ -154,7 +154,7 @@ class Evaluator:
         )
         scratch = tempfile.TemporaryDirectory(prefix="fundgrpo-api-")
         folder = mlflow_registry.load_components(version, Path(scratch.name))
-        model, tokenizer = modelling.load(folder)
+        model, tokenizer = modelling.load(folder, self.params.generation.dtype)
         return Loaded(version, model, tokenizer, folder, calibration_of(folder, self.params, self.root), scratch)
 
     def serving(self, force: bool = False) -> Loaded:

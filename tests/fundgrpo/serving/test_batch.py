@@ -134,6 +134,35 @@ def test_a_single_fund_is_placed_among_the_reference_peers(trained, tmp_path):
     )
 
 
+def test_funds_are_evaluated_in_the_precision_generation_dtype_names(trained):
+    """`generation.dtype` is the precision of the weights wherever funds are evaluated: in bfloat16 the
+    policy answers every fund, its grade probabilities read from the same generation; a precision the
+    loader does not know is refused at load, naming the field."""
+    import torch
+
+    from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.params import GenerationParams, ParamsError, load_params
+    from fundgrpo.serving.champion import calibration_of, grade, prompt_records
+    from fundgrpo.training import modelling
+
+    root, _ = trained
+    p = load_params(root / "params.yaml")
+    methodology, schema = load_compiled(root / "data/schema")
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    records = prompt_records(reference, methodology, p.prepare, only=reference["share_class_id"].head(6).tolist())
+    fit = calibration_of(root / "models/policy", p, root)
+    wide = grade(root / "models/policy", records, methodology, schema, p.generation, "float32", fit)
+    half = GenerationParams(max_new_tokens=p.generation.max_new_tokens, batch_size=4, dtype="bfloat16")
+    narrow = grade(root / "models/policy", records, methodology, schema, half, "bfloat16", fit)
+    assert len(narrow) == len(wide) == 6
+    for a in narrow:
+        assert a["valid"] is False or len(a["probs"]) == len(methodology.grades)
+    model, _ = modelling.load(root / "models/policy", half.dtype)
+    assert {q.dtype for q in model.parameters()} == {torch.bfloat16}
+    with pytest.raises(ParamsError, match="generation.dtype"):
+        GenerationParams(dtype="int8")
+
+
 def test_bad_model_and_output_are_named(trained, tmp_path):
     root, _ = trained
     (tmp_path / "f.csv").write_text("share_class_id,category\nA,x\n")

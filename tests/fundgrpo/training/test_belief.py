@@ -208,3 +208,44 @@ def test_a_decision_point_inside_a_token_is_left_to_the_exact_reading(small):
     long = next(k for k in range(1, len(ids)) if ends[k] - ends[k - 1] > 1)  # a token of several characters
     assert belief.token_boundary(tokenizer, ids, answer, ends[long]) == long + 1
     assert belief.token_boundary(tokenizer, ids, answer, ends[long] - 1) is None
+
+
+def test_beliefs_read_in_bfloat16_match_float32(small):
+    """`generation.dtype: bfloat16` evaluates with half-width weights: the cache reading builds its
+    masks in the model's dtype, so both readings run and agree with float32's to bfloat16's precision."""
+    import copy
+
+    import torch
+
+    model, tokenizer = small
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    prompts = [[{"role": "user", "content": "Rate this fund."}], [{"role": "user", "content": "Rate. 0123456789"}]]
+    answers = [
+        '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}',
+        '{"reasoning": "top", "score": 5, "grade": 1}',
+    ]
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    new = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers]
+    longest = max(map(len, new))
+    sequences = torch.cat(
+        [enc["input_ids"], torch.tensor([n + [tokenizer.pad_token_id] * (longest - len(n)) for n in new])], dim=1
+    )
+    mask = torch.cat([enc["attention_mask"], torch.ones((len(new), longest), dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        cache = half(
+            input_ids=sequences[:, :-1],
+            attention_mask=mask[:, :-1],
+            position_ids=(mask[:, :-1].cumsum(-1) - 1).clamp(min=0),
+            use_cache=True,
+        ).past_key_values
+    found = belief.from_cache(
+        half, tokenizer, sequences, enc["attention_mask"], cache, answers, METHODOLOGY, ("score",)
+    )
+    wide = belief.beliefs(model, tokenizer, prompts, answers, METHODOLOGY, "score")
+    narrow = belief.beliefs(half, tokenizer, prompts, answers, METHODOLOGY, "score")
+    for got, exact, want in zip(found["score"], narrow, wide):
+        assert got is not belief.UNREAD and np.isfinite(got["probs"]).all()
+        assert np.allclose(got["probs"], exact["probs"], atol=0.02) and np.allclose(
+            exact["probs"], want["probs"], atol=0.05
+        )
