@@ -2,7 +2,7 @@
 the model's forward with its key-value cache (argmax, no logits processors or stopping criteria), and
 the prefill alone, on a workspace's policy and test prompts. Prints seconds; nothing is written.
 
-    python benchmarks/generation_floor.py ROOT [--funds 128] [--max-new-tokens 96] [--model FOLDER]
+    python benchmarks/generation_floor.py ROOT [--funds 128] [--max-new-tokens 96] [--model FOLDER] [--dtype bfloat16]
 
 ROOT is a workspace where `dvc repro` has run; `--model` times another model folder (e.g. a converted
 SmolLM2) on ROOT's prompts instead of ROOT's policy. Each figure is the second of two runs (the first warms up).
@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--funds", type=int, default=128)
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--model", type=Path, help="a model folder to time instead of ROOT's policy")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="generation.dtype")
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
     import torch
@@ -43,7 +44,7 @@ def main() -> None:
 
     configure()
     p = load_params(args.root / "params.yaml")
-    model, tok = modelling.load(args.model or args.root / p.grpo.out_dir)
+    model, tok = modelling.load(args.model or args.root / p.grpo.out_dir, args.dtype)
     model.eval()
     lines = (args.root / p.prepare.out_dir / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[: args.funds]]
@@ -82,7 +83,8 @@ def main() -> None:
 
     n_params = model.num_parameters()
     threads = torch.get_num_threads()
-    print(f"{args.funds} prompts of {ids.size(1)} tokens (padded), {n_params:,} parameters, {threads} threads")
+    shape = f"{args.funds} prompts of {ids.size(1)} tokens (padded), {n_params:,} parameters"
+    print(f"{shape}, {args.dtype}, {threads} threads")
     s_generate, a = timed(generate)
     s_bare, b = timed(bare)
     s_prefill, _ = timed(prefill)
