@@ -18,8 +18,9 @@ URI or a folder; `champion` is followed only to a version the gate promoted (its
 logged with its run): moved elsewhere by hand, the API keeps serving the promoted version and says
 why in `GET /v1/model` (`note`). The alias is checked every `alias_check_s` seconds; when it moves, the new
 version is loaded beside the old one and swapped in; requests already running finish on the
-version they started with. Concurrent requests are batched: one thread builds each one's prompts
-(its funds beside the reference universe, apart from the others') and generates for them all. Evaluations are
+version they started with. Concurrent requests are batched: the model's one thread (every torch call runs
+there: two OpenMP pools on two cores halve generation's speed) builds their prompts, in one call for requests
+that share no category (no fund's peers change) and apart otherwise, and generates for them all. Evaluations are
 stored in a database: SQLite by default, PostgreSQL by URL.
 
 Settings come from the environment (keys never live in the repo); the store's default is params.yaml's:
