@@ -44,13 +44,18 @@ class Loaded:
 
 
 def together(
-    requests: list[list[dict]], universe_percentile: bool = False, max_categories: int = MAX_CATEGORIES
+    requests: list[list[dict]],
+    universe_percentile: bool = False,
+    max_categories: int = MAX_CATEGORIES,
+    listed: dict[str, str] | None = None,
 ) -> list[list[int]]:
     """Waiting requests (each a list of funds) in groups whose prompt records can be built in one call:
     no category and no share class in common, so no fund's peers change (a prompt's figures are taken
     within the fund's category; with `universe_percentile` every fund is every fund's peer, and each
     request is a group of its own), and at most `max_categories` categories a group (beyond them
-    gradient boosting's features leave the category out).
+    gradient boosting's features leave the category out). `listed` (share class -> category in the
+    reference universe): a request's fund replaces its share class's reference row, so the category
+    that row leaves counts as the request's too.
 
     >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}],
     ...           [{"share_class_id": "c", "category": "x"}], [{"share_class_id": "a", "category": "z"}]])
@@ -59,11 +64,14 @@ def together(
     [[0], [1]]
     >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]], False, 1)
     [[0], [1]]
+    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]],
+    ...          listed={"a": "y"})  # a moves from y to x: b's peers in y lose a's old row
+    [[0], [1]]
     """
     groups: list[tuple[list[int], set, set]] = []  # (requests, categories, share classes)
     for i, funds in enumerate(requests):
-        categories = {str(f.get("category")) for f in funds}
         ids = {str(f.get("share_class_id")) for f in funds}
+        categories = {str(f.get("category")) for f in funds} | {(listed or {})[i] for i in ids & (listed or {}).keys()}
         home = None
         if not universe_percentile:
             home = next(
@@ -94,6 +102,7 @@ class Evaluator:
         self.methodology, self.schema = load_compiled(root / self.params.methodology.out_dir)
         self.reference = pd.read_parquet(root / self.params.validate.out)
         self.known = frozenset(self.reference["share_class_id"].astype(str))  # outside it: new to the universe
+        self.listed = dict(zip(self.reference["share_class_id"].astype(str), self.reference["category"].astype(str)))
         rated = self.reference.dropna(subset=["expert_grade"])
         self.export_grades = dict(zip(rated["share_class_id"].astype(str), rated["expert_grade"].astype(int)))
         self.decisions_path = root / self.params.decisions.out
@@ -254,7 +263,7 @@ class Evaluator:
         or the exception its records raised. One thread does both, in turn: the model's (`worker`)."""
         requests = [funds for _, funds, _, _ in items]
         built: list = [None] * len(items)
-        for group in together(requests, self.params.prepare.universe_percentile):
+        for group in together(requests, self.params.prepare.universe_percentile, listed=self.listed):
             try:
                 made = self.records([f for i in group for f in requests[i]])
             except Exception:  # noqa: BLE001 - built again one by one: the request at fault gets its error

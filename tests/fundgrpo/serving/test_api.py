@@ -168,8 +168,9 @@ def test_a_request_is_prompted_from_its_funds_categories_as_from_the_whole_unive
 
 def test_waiting_requests_share_a_records_call_only_where_no_fund_s_peers_change(trained):
     """The batcher builds the prompt records of waiting requests with no category in common in one call;
-    each request gets the records it gets alone, a request with a fund of its own category laid over
-    another's share class stays apart, and a request whose funds are bad gets its error alone."""
+    each request gets the records it gets alone: one in another's category stays apart, and so does one
+    that moves a listed share class out of another's category (its old row leaves those peers); a request
+    whose funds are bad gets its error alone."""
     from fundgrpo.serving.api.evaluator import Evaluator, together
 
     root, _ = trained
@@ -177,23 +178,27 @@ def test_waiting_requests_share_a_records_call_only_where_no_fund_s_peers_change
     try:
         reference = evaluator.reference
         categories = reference["category"].drop_duplicates().tolist()
-        assert len(categories) >= 2
+        assert len(categories) >= 3
         first = int(reference.index[reference["category"] == categories[0]][0])
         other = int(reference.index[reference["category"] == categories[1]][0])
+        second = int(reference.index[reference["category"] == categories[1]][1])
+        moved = fund(reference, second, category=categories[2])  # a listed share class of the second category
+        moved["share_class_id"] = str(reference["share_class_id"].iloc[second])
         requests = [
             [fund(reference, first)],
             [fund(reference, other)],  # another category: built with the first
             [fund(reference, first + 1, category=categories[0])],  # the first's category: apart
-            [{**fund(reference, other + 1), "sharpe_3y": "not a number", "category": None}],  # bad: its own error
+            [{**fund(reference, first), "category": None}],  # bad (the first's share class): its own error
+            [moved],  # leaves the second's category: apart from it
         ]
-        assert together(requests) == [[0, 1, 3], [2]]
+        assert together(requests, listed=evaluator.listed) == [[0, 1], [2, 3, 4]]
         loaded = evaluator.serving()
         items = [(loaded, funds, None, 0.0) for funds in requests]
         done = evaluator.prepare_and_generate(loaded, items, time.monotonic() + 600)
-        for funds, result in zip(requests[:3], done[:3]):
-            records, answers = result
-            assert records == evaluator.records(funds)
-            assert len(answers) == len(funds)  # the tiny model's answers: one per fund, valid or not
+        for i in (0, 1, 2, 4):
+            records, answers = done[i]
+            assert records == evaluator.records(requests[i])
+            assert len(answers) == len(requests[i])  # the tiny model's answers: one per fund, valid or not
         with pytest.raises(Exception) as alone:
             evaluator.records(requests[3])
         assert type(done[3]) is type(alone.value) and str(done[3]) == str(alone.value)
