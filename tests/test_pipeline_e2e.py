@@ -113,6 +113,15 @@ def test_mlflow_holds_a_registered_version_with_metrics(workspace, first_repro):
     metrics = client.get_run(version.run_id).data.metrics
     assert "backtest.grpo.qwk" in metrics and "backtest.rule.exact" in metrics
     assert decision["alias"] in client.get_registered_model(decision["model_name"]).aliases
+    # the gate's figures are the logged model's own (MLflow's model page), and the curves keep their steps
+    run = client.get_run(version.run_id)
+    [model] = [m for m in client.search_logged_models([run.info.experiment_id]) if m.source_run_id == run.info.run_id]
+    assert {m.key for m in model.metrics} >= {"backtest.grpo.qwk", "backtest.rule.exact"}
+    assert not any(m.key.startswith("curve.") for m in model.metrics)
+    curves = json.loads((root / "plots/grpo_rewards.json").read_text())
+    curve = next(k for k in curves[-1] if k != "step")
+    logged = client.get_metric_history(version.run_id, f"curve.{curve}")
+    assert sorted(m.step for m in logged) == sorted(r["step"] for r in curves if r.get(curve) is not None)
 
 
 def test_second_repro_is_a_no_op_and_a_grpo_param_would_rerun_only_downstream(workspace, first_repro):

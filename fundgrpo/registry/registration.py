@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
@@ -139,6 +140,7 @@ def register(
     logged with the model (its file is among `artifacts`)."""
     import mlflow
     from mlflow import MlflowClient
+    from mlflow.entities import Metric
 
     experiment_id = mlflow_registry.setup(params.register)
     client = MlflowClient()
@@ -148,18 +150,6 @@ def register(
         if exp:
             mlflow.set_tags(exp)
         mlflow.log_params(mlflow_registry.flatten(to_dict(params)))
-        mlflow.log_metrics(
-            {
-                k: v
-                for k, v in mlflow_registry.flatten(backtest["models"], "backtest.").items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool)
-            }
-        )
-        mlflow.log_metrics({f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))})
-        for row in curves:
-            mlflow.log_metrics(
-                {f"curve.{k}": v for k, v in row.items() if k != "step" and v is not None}, step=int(row["step"])
-            )
         for path in artifacts:
             if path.is_dir():
                 mlflow.log_artifacts(str(path), artifact_path=path.name)
@@ -172,6 +162,25 @@ def register(
             }
         )
         info = log_model(Path(params.grpo.out_dir), params.generation.max_new_tokens, calibration)
+        # Metrics go after the model, the gate's linked to it in one request: logged before, MLflow links
+        # a run's metrics to the model by reading each one's history (one request a metric, ~190 here).
+        metrics = {
+            k: v
+            for k, v in mlflow_registry.flatten(backtest["models"], "backtest.").items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        metrics |= {f"train.{k}": v for k, v in train.items() if isinstance(v, (int, float))}
+        mlflow.log_metrics(metrics, model_id=info.model_id)
+        now = int(time.time() * 1000)
+        client.log_batch(  # every step's curves in one request (chunked by MLflow), not one a step
+            active.info.run_id,
+            metrics=[
+                Metric(f"curve.{k}", v, now, int(row["step"]))
+                for row in curves
+                for k, v in row.items()
+                if k != "step" and v is not None
+            ],
+        )
         # Read champion -> decide -> register -> move alias, one candidate at a time (registry-wide lock).
         with mlflow_registry.promotion_lock(client, name):
             mlflow_registry.finish_pending(client, name)

@@ -203,9 +203,10 @@ def test_monitoring_grades_with_the_servers_champion_and_logs_drift_there(
 
 
 # The MLflow client retries a request that found the server gone (MLFLOW_HTTP_REQUEST_MAX_RETRIES,
-# 7 by default, about 4 min of backoff); shortened here to 3 retries over ~6 s.
+# 7 by default, about 4 min of backoff); shortened here to 2 retries over 2 s (urllib3 waits 0, then
+# 2 s; the factor is an integer).
 SHORT_RETRIES = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
 }
@@ -234,12 +235,14 @@ def test_a_brief_outage_during_register_is_retried_and_registers_once(trained, m
     ws = workspace(root, tmp_path / "brief", grpo_qwk=0.99)
     client = MlflowClient(tracking_uri=mlflow_server)
     before = {v.version for v in client.search_model_versions("name = 'fund-evaluator'")}
-    outage = Outage(mlflow_server, b"POST /api/2.0/mlflow/model-versions/create", down_s=3.0)
+    # down for 1 s: back before the client's retries (SHORT_RETRIES, over 2 s) run out
+    outage = Outage(mlflow_server, b"POST /api/2.0/mlflow/model-versions/create", down_s=1.0)
     try:
         done = register_through(ws, outage.url)
     finally:
         outage.close()
-    assert outage.fired.is_set()  # the server did go down while the version was being created
+    # the server did go down while the version was being created
+    assert outage.fired.is_set(), done.stdout[-3000:] + done.stderr[-3000:]
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     decision = json.loads((ws / "metrics/register.json").read_text())
     [new] = [
