@@ -147,6 +147,8 @@ TITLES = {
     "morningstar-cold-start-own-confidence": "The same cold starts, 150 GRPO steps at temperature 0.7, the stated "
     "confidence's tokens paid by the calibration reward alone and every other token by the other rewards "
     "(`grpo.confidence_advantage: own`): GRPO, calibrate, backtest and register rerun",
+    "morningstar-own-confidence-replication": "The `own-confidence` design again from scratch (SFT cold start and "
+    "GRPO) on three new seeds, 5-7, fixed before any of them ran: a replication, not pooled with seeds 0-4",
 }
 
 
