@@ -208,10 +208,12 @@ def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
                     break
                 except TimeoutException:
                     continue
-            text = page.wait_text("Each evaluator's grade")
+            # Streamlit draws the page top to bottom: wait for each section, not just the first (the
+            # text once read before "Reasoning" and "Grade history" were drawn)
+            for section in ("Each evaluator's grade", "The methodology's verdict", "Against its peers", "Reasoning",
+                            "Grade history"):  # fmt: skip
+                text = page.wait_text(section)
             assert f"/fund?id={target}" in page.driver.current_url and name in text
-            for section in ("The methodology's verdict", "Against its peers", "Reasoning", "Grade history"):
-                assert section in text
             page.wait_css(".vega-embed", 1 + bool(rows[0].get("grpo_probs")))  # percentiles among peers, probabilities
             page.shot("dashboard_fund.png")
 
