@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The GPU check in one command, for a borrowed GPU machine (developers' guide: one prepared script, about
+# 15 minutes of device time all told). There, from the repo's root, with the wheels of
+# benchmarks/gpu_wheels.txt carried in .whl/ (that file says how to fetch them):
+#
+#   bash benchmarks/gpu_run.sh          # results (JSON, one per check, a traceback where one broke) in $OUT
+#
+# Then here: copy the JSON files into benchmarks/results/gpu/ and run `python benchmarks/gpu_grpo.py report`.
+# 1. the embedded model's SFT and GRPO on CUDA in bf16 (the GPU path end to end, as the stages run it);
+# 2. GRPO (and SFT) steps of a random model of Qwen3-0.6B's shape at the `gpu-qwen3` profile's settings.
+set -u -o pipefail
+OUT=${OUT:-benchmarks/results/gpu}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
+python3 -c "import torch, transformers, trl, datasets, peft; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'peft', peft.__version__)" 2>&1 | tee "$OUT/versions.txt"
+status=0
+timeout 240 python3 benchmarks/gpu_grpo.py time --shape embedded --profile '' --set sft.bf16=true --set grpo.bf16=true \
+  --steps 6 --sft-steps 30 --label embedded-bf16 --out "$OUT" 2>&1 | tail -40 || status=1
+timeout 360 python3 benchmarks/gpu_grpo.py time --shape qwen3-0.6b --profile gpu-qwen3 \
+  --steps 4 --sft-steps 10 --label qwen3-0.6b-shape --out "$OUT" 2>&1 | tail -40 || status=1
+ls -la "$OUT"
+exit $status
