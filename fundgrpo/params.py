@@ -47,6 +47,11 @@ SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.eva
 GRPO_BEST_METRICS = ("reward", "exact", "within_one", "qwk", "spearman", "evaluation")
 REWARD_AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")  # TRL's multi_objective_aggregation
 CONFIDENCE_ADVANTAGES = ("shared", "own")  # which rewards pay the stated confidence's tokens
+# TRL 1.x's GRPOConfig values, checked here: TRL reads loss_type and scale_rewards only at the first
+# step's loss, after SFT and a round of generation
+GRPO_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
+GRPO_SCALE_REWARDS = ("group", "batch", "none")
+VLLM_MODES = ("colocate", "server")
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -442,6 +447,9 @@ class GrpoParams:
         _choice("grpo.best_metric", self.best_metric, GRPO_BEST_METRICS)
         _choice("grpo.multi_objective_aggregation", self.multi_objective_aggregation, REWARD_AGGREGATIONS)
         _choice("grpo.confidence_advantage", self.confidence_advantage, CONFIDENCE_ADVANTAGES)
+        _choice("grpo.loss_type", self.loss_type, GRPO_LOSS_TYPES)
+        _choice("grpo.scale_rewards", self.scale_rewards, GRPO_SCALE_REWARDS)
+        _choice("grpo.vllm_mode", self.vllm_mode, VLLM_MODES)
         if self.confidence_advantage == "own" and self.reward_weights.calibration <= 0:
             raise ParamsError(
                 "grpo.confidence_advantage: own pays the stated confidence by the calibration reward alone, and "

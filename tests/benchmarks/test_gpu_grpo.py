@@ -38,11 +38,10 @@ def test_sft_and_grpo_steps_are_timed_and_reported(tmp_path):
 
 
 def test_a_run_that_breaks_leaves_its_traceback_as_the_result(tmp_path):
-    # 64 completions a step cannot be split into groups of 3: TRL refuses it
-    done = timed(tmp_path, "--steps", "1", "--set", "grpo.num_generations=3", "--label", "broken")
+    done = timed(tmp_path, "--steps", "1", "--set", "grpo.loss_type=nonsense", "--label", "broken")
     assert done.returncode == 1
     record = json.loads((tmp_path / "broken.json").read_text())
-    assert "Traceback" in record["error"] and "num_generations" in record["error"]
+    assert "Traceback" in record["error"] and "grpo.loss_type must be one of" in record["error"]
     gpu = runpy.run_path(str(SCRIPT))
     assert "| failed: " in gpu["report"](tmp_path)
 

@@ -73,6 +73,21 @@ def test_how_grpo_aggregates_its_rewards_is_one_of_trls_choices():
         GrpoParams(multi_objective_aggregation="normalize")
 
 
+def test_trls_enumerated_grpo_settings_are_checked_when_params_load():
+    """TRL reads loss_type and scale_rewards only in the first step's loss: a typo once surfaced after SFT
+    and a round of generation (`Unknown loss type`), now when params load, naming the choices."""
+    from fundgrpo.params import GRPO_LOSS_TYPES, GrpoParams, ParamsError
+
+    assert all(GrpoParams(loss_type=kind) for kind in GRPO_LOSS_TYPES)
+    assert GrpoParams(scale_rewards="batch", vllm_mode="server")
+    with pytest.raises(ParamsError, match=r"grpo.loss_type must be one of \['grpo', 'bnpo', 'dr_grpo', 'dapo'"):
+        GrpoParams(loss_type="dr-grpo")
+    with pytest.raises(ParamsError, match=r"grpo.scale_rewards must be one of \['group', 'batch', 'none'\]"):
+        GrpoParams(scale_rewards="True")
+    with pytest.raises(ParamsError, match=r"grpo.vllm_mode must be one of \['colocate', 'server'\]"):
+        GrpoParams(vllm_mode="remote")
+
+
 def test_calibrate_settings_are_checked_when_params_load():
     from fundgrpo.params import CalibrateParams, GateParams, ParamsError
 
