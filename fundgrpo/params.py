@@ -52,6 +52,14 @@ CONFIDENCE_ADVANTAGES = ("shared", "own")  # which rewards pay the stated confid
 GRPO_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 GRPO_SCALE_REWARDS = ("group", "batch", "none")
 VLLM_MODES = ("colocate", "server")
+# transformers' SchedulerType values (a test keeps the two equal): checked here, not when a trainer starts
+LR_SCHEDULERS = (
+    "linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup", "inverse_sqrt",
+    "reduce_lr_on_plateau", "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay", "greedy",
+)  # fmt: skip
+BASELINE_OBJECTIVES = ("classifier", "regressor")
+# The backtest figures a gate may compare: each is better higher (score_mae, better lower, would promote the worse)
+GATE_METRICS = ("qwk", "exact", "within_one", "spearman")
 GRADE_FROM = (
     "greedy",
     "likeliest",
@@ -326,6 +334,9 @@ class SftParams:
     out_dir: str = "models/sft"
     metrics: str = "metrics/sft.json"
 
+    def __post_init__(self) -> None:
+        _choice("sft.lr_scheduler_type", self.lr_scheduler_type, LR_SCHEDULERS)
+
 
 # The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and
 # the plots show them; each has a weight below, and `judge` follows when grpo.judge is enabled.
@@ -450,6 +461,7 @@ class GrpoParams:
         _choice("grpo.loss_type", self.loss_type, GRPO_LOSS_TYPES)
         _choice("grpo.scale_rewards", self.scale_rewards, GRPO_SCALE_REWARDS)
         _choice("grpo.vllm_mode", self.vllm_mode, VLLM_MODES)
+        _choice("grpo.lr_scheduler_type", self.lr_scheduler_type, LR_SCHEDULERS)
         if self.confidence_advantage == "own" and self.reward_weights.calibration <= 0:
             raise ParamsError(
                 "grpo.confidence_advantage: own pays the stated confidence by the calibration reward alone, and "
@@ -562,6 +574,9 @@ class BaselineParams:
     inner_validation_share: float = 0.2  # of the training funds, for tuning
     metrics: str = "metrics/baseline.json"
 
+    def __post_init__(self) -> None:
+        _choice("baseline.objective", self.objective, BASELINE_OBJECTIVES)
+
 
 @dataclass(frozen=True)
 class DecisionsParams:
@@ -606,6 +621,7 @@ class GateParams:
     against: tuple[str, ...] = ("champion",)
 
     def __post_init__(self) -> None:
+        _choice("register.gate.metric", self.metric, GATE_METRICS)
         if not self.against:
             raise ParamsError("register.gate.against: name at least one of ['champion', 'rule', 'gbm_rule']")
         for who in self.against:

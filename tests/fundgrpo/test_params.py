@@ -88,6 +88,24 @@ def test_trls_enumerated_grpo_settings_are_checked_when_params_load():
         GrpoParams(vllm_mode="remote")
 
 
+def test_a_setting_read_late_or_silently_is_checked_when_params_load():
+    """A scheduler's typo surfaced when its trainer started (GRPO's after SFT); a misspelt objective fitted the
+    regressor without a word; a gate on score_mae (better lower) would have promoted the worse model."""
+    from transformers import SchedulerType
+
+    from fundgrpo.params import LR_SCHEDULERS, BaselineParams, GateParams, GrpoParams, ParamsError, SftParams
+
+    assert set(LR_SCHEDULERS) == {s.value for s in SchedulerType}
+    with pytest.raises(ParamsError, match=r"sft.lr_scheduler_type must be one of \['linear', 'cosine'"):
+        SftParams(lr_scheduler_type="cosin")
+    with pytest.raises(ParamsError, match=r"grpo.lr_scheduler_type must be one of"):
+        GrpoParams(lr_scheduler_type="constant-with-warmup")
+    with pytest.raises(ParamsError, match=r"baseline.objective must be one of \['classifier', 'regressor'\]"):
+        BaselineParams(objective="clasifier")
+    with pytest.raises(ParamsError, match=r"register.gate.metric must be one of \['qwk', 'exact', 'within_one'"):
+        GateParams(metric="score_mae")
+
+
 def test_calibrate_settings_are_checked_when_params_load():
     from fundgrpo.params import CalibrateParams, GateParams, ParamsError
 
