@@ -58,6 +58,24 @@ LR_SCHEDULERS = (
     "reduce_lr_on_plateau", "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay", "greedy",
 )  # fmt: skip
 BASELINE_OBJECTIVES = ("classifier", "regressor")
+# Evidently 0.7's drift tests for numerical columns (the features: monitor.method) and categorical ones (the
+# champion's grades: monitor.prediction_method); a test keeps them equal to Evidently's registry. A scheduled
+# monitoring run would otherwise meet a misspelt test only when its next batch arrived.
+DRIFT_TESTS_NUMERICAL = (
+    "anderson", "cramer_von_mises", "ed", "empirical_mmd", "es", "hellinger", "jensenshannon", "kl_div", "ks",
+    "mannw", "psi", "t_test", "wasserstein",
+)  # fmt: skip
+DRIFT_TESTS_CATEGORICAL = (
+    "TVD",
+    "chisquare",
+    "fisher_exact",
+    "g_test",
+    "hellinger",
+    "jensenshannon",
+    "kl_div",
+    "psi",
+    "z",
+)
 # The backtest figures a gate may compare: each is better higher (score_mae, better lower, would promote the worse)
 GATE_METRICS = ("qwk", "exact", "within_one", "spearman")
 GRADE_FROM = (
@@ -676,6 +694,8 @@ class MonitorParams:
     relearn_after_decisions: int = 20
 
     def __post_init__(self) -> None:
+        _choice("monitor.method", self.method, DRIFT_TESTS_NUMERICAL)
+        _choice("monitor.prediction_method", self.prediction_method, DRIFT_TESTS_CATEGORICAL)
         if self.relearn_after_decisions < 0:
             raise ParamsError(
                 f"monitor.relearn_after_decisions is a count, 0 (off) or more; got {self.relearn_after_decisions}"

@@ -106,6 +106,22 @@ def test_a_setting_read_late_or_silently_is_checked_when_params_load():
         GateParams(metric="score_mae")
 
 
+def test_monitoring_drift_tests_are_evidentlys_and_checked_when_params_load():
+    """A scheduled monitoring run reads its drift tests only when a batch arrives: a typo is refused at load."""
+    from evidently.legacy.calculations.stattests.registry import _registered_stat_tests
+
+    from fundgrpo.params import DRIFT_TESTS_CATEGORICAL, DRIFT_TESTS_NUMERICAL, MonitorParams, ParamsError
+
+    kinds = {name: {str(kind) for kind in by_kind} for name, by_kind in _registered_stat_tests.items()}
+    assert set(DRIFT_TESTS_NUMERICAL) == {n for n, k in kinds.items() if "ColumnType.Numerical" in k}
+    assert set(DRIFT_TESTS_CATEGORICAL) == {n for n, k in kinds.items() if "ColumnType.Categorical" in k}
+    assert MonitorParams(method="ks", prediction_method="psi")
+    with pytest.raises(ParamsError, match=r"monitor.method must be one of \['anderson'"):
+        MonitorParams(method="wasserstein_distance")
+    with pytest.raises(ParamsError, match=r"monitor.prediction_method must be one of \['TVD', 'chisquare'"):
+        MonitorParams(prediction_method="ks")  # a numerical test on the grades, read as categories
+
+
 def test_calibrate_settings_are_checked_when_params_load():
     from fundgrpo.params import CalibrateParams, GateParams, ParamsError
 
