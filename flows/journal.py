@@ -8,7 +8,8 @@ that was running stays `Running`, later tasks are missing and their logs are gon
 run also writes `reports/flow-runs/<flow_run_id>.jsonl`: its log records, each task's final
 state, and the run's own final state. `reconcile` compares every unreconciled journal with the
 server and sets what differs: the task runs' and the flow run's final states (forced, the
-message naming the journal) and the missing log lines. It runs at the start of every training
+message naming the journal; a task run the journal has no outcome for and the server left unfinished
+or without a state becomes `Crashed`) and the missing log lines. It runs at the start of every training
 run and as
 
     python -m flows.journal            # reconcile this workspace's journals now (after a restart)
@@ -99,7 +100,7 @@ def reconcile(root: Path, log: Callable[[str], None] = print) -> list[str]:
     one line per run changed."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import LogCreate
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId
     from prefect.exceptions import ObjectNotFound
     from prefect.states import State, StateType
 
@@ -135,6 +136,19 @@ def reconcile(root: Path, log: Callable[[str], None] = print) -> list[str]:
                     fixes.append(
                         f"task {task_run.name} {task_run.state.name if task_run.state else 'none'} -> {t['state_name']}"
                     )
+            # Task runs the server holds and the journal does not, left without a state or unfinished (a
+            # server killed between creating a task run and recording its state leaves one with none): the
+            # run has ended, so they did not finish; marked crashed, saying why, never left `Running`.
+            listed = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))
+            for task_run in listed:
+                if str(task_run.id) in known or (task_run.state is not None and task_run.state.is_final()):
+                    continue
+                client.set_task_run_state(
+                    task_run.id,
+                    State(type=StateType.CRASHED, name="Crashed", message=f"no outcome in the journal ({note})"),
+                    force=True,
+                )
+                fixes.append(f"task {task_run.name} {task_run.state.name if task_run.state else 'none'} -> Crashed")
             have, offset = set(), 0
             while True:
                 page = client.read_logs(
