@@ -30,6 +30,20 @@ def _choice(where: str, value: str, choices: tuple[str, ...]) -> None:
         raise ParamsError(f"{where} must be one of {list(choices)}, got {value!r}")
 
 
+def _within(where: str, value: float, low: float | None = None, high: float | None = None, above: bool = False) -> None:
+    """A number's range, checked at load: at least `low` (more than it with `above`), at most `high`.
+
+    >>> _within("grpo.temperature", 0.0, 0.0, above=True)
+    Traceback (most recent call last):
+    ...
+    fundgrpo.params.ParamsError: grpo.temperature must be more than 0, got 0.0
+    """
+    if low is not None and (value <= low if above else value < low):
+        raise ParamsError(f"{where} must be {'more than' if above else 'at least'} {low:g}, got {value!r}")
+    if high is not None and value > high:
+        raise ParamsError(f"{where} must be at most {high:g}, got {value!r}")
+
+
 # The enumerated choices that other modules implement (prompts.py, pretrained.py): named here so
 # that loading params needs no other module.
 PROMPT_STYLES = ("full", "compact")
@@ -327,6 +341,9 @@ class LoraParams:
     top_layers: int = 0
 
     def __post_init__(self) -> None:
+        _within("lora.r", self.r, 1)
+        _within("lora.alpha", self.alpha, 0, above=True)
+        _within("lora.dropout", self.dropout, 0, 0.99)
         if self.top_layers < 0:
             raise ParamsError(f"lora.top_layers must be 0 (every layer) or a number of layers, got {self.top_layers}")
         if self.top_layers and tuple(self.target_modules) == ("all-linear",):
@@ -354,6 +371,11 @@ class SftParams:
 
     def __post_init__(self) -> None:
         _choice("sft.lr_scheduler_type", self.lr_scheduler_type, LR_SCHEDULERS)
+        _within("sft.epochs", self.epochs, 0, above=True)
+        _within("sft.learning_rate", self.learning_rate, 0, above=True)
+        for name in ("batch_size", "max_length", "logging_steps"):
+            _within(f"sft.{name}", getattr(self, name), 1)
+        _within("sft.warmup_steps", self.warmup_steps, 0)
 
 
 # The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and
@@ -480,6 +502,21 @@ class GrpoParams:
         _choice("grpo.scale_rewards", self.scale_rewards, GRPO_SCALE_REWARDS)
         _choice("grpo.vllm_mode", self.vllm_mode, VLLM_MODES)
         _choice("grpo.lr_scheduler_type", self.lr_scheduler_type, LR_SCHEDULERS)
+        # a group of one completion has no advantage: GRPO learns nothing from it
+        _within("grpo.num_generations", self.num_generations, 2)
+        for name in (
+            "max_steps",
+            "per_device_train_batch_size",
+            "gradient_accumulation_steps",
+            "max_completion_length",
+        ):
+            _within(f"grpo.{name}", getattr(self, name), 1)
+        for name in ("learning_rate", "temperature", "epsilon"):
+            _within(f"grpo.{name}", getattr(self, name), 0, above=True)
+        _within("grpo.epsilon_high", self.epsilon_high, self.epsilon)
+        _within("grpo.beta", self.beta, 0)
+        _within("grpo.warmup_steps", self.warmup_steps, 0)
+        _within("grpo.collapse_share", self.collapse_share, 0, 1, above=True)
         if self.confidence_advantage == "own" and self.reward_weights.calibration <= 0:
             raise ParamsError(
                 "grpo.confidence_advantage: own pays the stated confidence by the calibration reward alone, and "
@@ -512,6 +549,8 @@ class GenerationParams:
 
     def __post_init__(self) -> None:
         _choice("generation.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        _within("generation.max_new_tokens", self.max_new_tokens, 1)
+        _within("generation.batch_size", self.batch_size, 1)
 
 
 @dataclass(frozen=True)
@@ -528,6 +567,8 @@ class BacktestParams:
     def __post_init__(self) -> None:
         for method in self.beliefs:
             _choice("backtest.beliefs[]", method, BELIEF_METHODS)
+        _within("backtest.max_funds", self.max_funds, 0)
+        _within("backtest.bootstrap", self.bootstrap, 0)
 
 
 @dataclass(frozen=True)
@@ -594,6 +635,14 @@ class BaselineParams:
 
     def __post_init__(self) -> None:
         _choice("baseline.objective", self.objective, BASELINE_OBJECTIVES)
+        _within("baseline.max_iter", self.max_iter, 1)
+        for rate in self.learning_rate:
+            _within("baseline.learning_rate[]", rate, 0, above=True)
+        for leaves in self.max_leaf_nodes:
+            _within("baseline.max_leaf_nodes[]", leaves, 2)
+        _within("baseline.min_samples_leaf", self.min_samples_leaf, 1)
+        _within("baseline.l2_regularization", self.l2_regularization, 0)
+        _within("baseline.inner_validation_share", self.inner_validation_share, 0, 0.9, above=True)
 
 
 @dataclass(frozen=True)
@@ -640,6 +689,7 @@ class GateParams:
 
     def __post_init__(self) -> None:
         _choice("register.gate.metric", self.metric, GATE_METRICS)
+        _within("register.gate.min_valid_json", self.min_valid_json, 0, 1)  # above 1 no candidate could pass
         if not self.against:
             raise ParamsError("register.gate.against: name at least one of ['champion', 'rule', 'gbm_rule']")
         for who in self.against:
@@ -696,6 +746,13 @@ class MonitorParams:
     def __post_init__(self) -> None:
         _choice("monitor.method", self.method, DRIFT_TESTS_NUMERICAL)
         _choice("monitor.prediction_method", self.prediction_method, DRIFT_TESTS_CATEGORICAL)
+        # a share above 1 could never be reached: a drift no batch could report
+        _within("monitor.drift_share", self.drift_share, 0, 1, above=True)
+        _within("monitor.migration_threshold", self.migration_threshold, 0, 1)
+        _within("monitor.threshold", self.threshold, 0, above=True)
+        _within("monitor.prediction_threshold", self.prediction_threshold, 0, above=True)
+        _within("monitor.min_rows", self.min_rows, 0)
+        _within("monitor.prediction_sample", self.prediction_sample, 0)
         if self.relearn_after_decisions < 0:
             raise ParamsError(
                 f"monitor.relearn_after_decisions is a count, 0 (off) or more; got {self.relearn_after_decisions}"

@@ -122,6 +122,36 @@ def test_monitoring_drift_tests_are_evidentlys_and_checked_when_params_load():
         MonitorParams(prediction_method="ks")  # a numerical test on the grades, read as categories
 
 
+@pytest.mark.parametrize(
+    "cls, field, value, says",
+    [
+        ("GrpoParams", "num_generations", 1, "grpo.num_generations must be at least 2, got 1"),
+        ("GrpoParams", "temperature", 0.0, "grpo.temperature must be more than 0"),
+        ("GrpoParams", "max_completion_length", 0, "grpo.max_completion_length must be at least 1"),
+        ("GrpoParams", "learning_rate", -1e-4, "grpo.learning_rate must be more than 0"),
+        ("GrpoParams", "epsilon_high", 0.1, "grpo.epsilon_high must be at least 0.2"),
+        ("GrpoParams", "collapse_share", 1.5, "grpo.collapse_share must be at most 1"),
+        ("SftParams", "epochs", 0.0, "sft.epochs must be more than 0"),
+        ("SftParams", "batch_size", 0, "sft.batch_size must be at least 1"),
+        ("GenerationParams", "max_new_tokens", 0, "generation.max_new_tokens must be at least 1"),
+        ("BaselineParams", "max_leaf_nodes", (1,), r"baseline.max_leaf_nodes\[\] must be at least 2"),
+        ("BaselineParams", "inner_validation_share", 1.5, "baseline.inner_validation_share must be at most 0.9"),
+        ("GateParams", "min_valid_json", 1.5, "register.gate.min_valid_json must be at most 1"),
+        ("MonitorParams", "drift_share", 1.5, "monitor.drift_share must be at most 1"),
+        ("MonitorParams", "prediction_sample", -1, "monitor.prediction_sample must be at least 0"),
+        ("LoraParams", "r", 0, "lora.r must be at least 1"),
+        ("BacktestParams", "max_funds", -1, "backtest.max_funds must be at least 0"),
+    ],
+)
+def test_numbers_out_of_range_are_refused_when_params_load(cls, field, value, says):
+    """Accepted before and found only by the stage that used them, or never: one generation a prompt (no
+    advantage), a drift share no batch could reach, a valid-JSON bar no candidate could pass."""
+    import fundgrpo.params as params
+
+    with pytest.raises(params.ParamsError, match=says):
+        getattr(params, cls)(**{field: value})
+
+
 def test_calibrate_settings_are_checked_when_params_load():
     from fundgrpo.params import CalibrateParams, GateParams, ParamsError
 

@@ -341,6 +341,20 @@ CASES = [
         "params shares out of range", "prepare", set_params(prepare__train_share=1.4), ("train_share",), area="params"
     ),
     Case(
+        "GRPO with one completion a prompt (no advantage to learn from)",
+        "prepare",  # refused by the first stage that loads params, not when GRPO starts after SFT
+        set_params(grpo__num_generations=1),
+        ("grpo.num_generations", "at least 2"),
+        area="params",
+    ),
+    Case(
+        "a drift share no batch could reach",
+        "ingest",
+        set_params(monitor__drift_share=1.5),
+        ("monitor.drift_share", "at most 1"),
+        area="params",
+    ),
+    Case(
         "a stage given an argument",
         "ingest:profiles/tiny.yaml",
         lambda r: None,
