@@ -73,6 +73,8 @@ FAITHFUL = {
     "complete": "complete (the weightiest criteria cited rightly)",
     "stated_brier": "stated confidence: Brier",
     "stated_ece": "stated confidence: ECE",
+    # a confidence that is one number for every fund is calibrated in the large and says nothing of the fund
+    "stated_spread": "stated confidence: spread over funds (standard deviation)",
     "departure_precision": "departures from the suggested grade: right share",
     "departures": "departures from the suggested grade: share of funds",
 }
@@ -334,6 +336,8 @@ def written(run: dict, model: str, metric: str, rows: np.ndarray, grades: list[i
         if not said.any():
             return float("nan")
         conf, right = stated[said], (p[said] == y[said]).astype(float)
+        if metric == "stated_spread":
+            return float(np.std(conf))
         return float(np.mean((conf - right) ** 2)) if metric == "stated_brier" else calibration.ece(conf, right)
     shown = c["shown"][rows]
     away = (p >= 0) & (shown >= 0) & (p != shown)
@@ -366,6 +370,8 @@ def written_resampled(run: dict, model: str, metric: str, weights: np.ndarray, g
         conf, right = np.where(said, stated, 0.0), (p == y).astype(float)
         if metric == "stated_brier":
             return ratio(said * (conf - right) ** 2, said)
+        if metric == "stated_spread":
+            return np.sqrt(np.maximum(ratio(said * conf**2, said) - ratio(said * conf, said) ** 2, 0.0))
         # calibration.ece over the answers that state one: each bin's |sum of (right - confidence)|
         which = np.minimum((conf * 10).astype(int), 9)
         gap = sum(np.abs(weights @ ((said & (which == b)) * (right - conf))) for b in range(10))
@@ -552,9 +558,14 @@ def faithful_lines(found: dict) -> list[str]:
         target("≥ 90 % of GRPO's answers complete", c["grpo"]["mean"] >= 0.9, f"{c['grpo']['mean']:.3f}")
     if (e := found.get("stated_ece")) and (b := found.get("stated_brier")):
         d = b["difference"]
+        spread = (
+            f", the stated confidence's spread over funds {sp['grpo']['mean']:.3f}"
+            if (sp := found.get("stated_spread"))
+            else ""
+        )
         target("stated-confidence ECE ≤ 0.05, and GRPO's Brier below SFT's with an interval clear of zero",
                e["grpo"]["mean"] <= 0.05 and d["hi"] < 0,
-               f"ECE {e['grpo']['mean']:.3f}; Brier GRPO − SFT {d['mean']:+.3f} "
+               f"ECE {e['grpo']['mean']:.3f}{spread}; Brier GRPO − SFT {d['mean']:+.3f} "
                f"[{d['lo']:+.3f}, {d['hi']:+.3f}]")  # fmt: skip
     if p := found.get("departure_precision"):
         target("departure precision above 50 %", p["grpo"]["mean"] > 0.5, f"{p['grpo']['mean']:.3f}")

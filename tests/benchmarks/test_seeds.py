@@ -30,7 +30,8 @@ def run(seed: int, grpo_wrong: int) -> dict:
                 "share_class_id": f"s{i}", "fund_id": f"f{i // 2}", "expert_grade": expert, "shown_grade": shown,
                 "grpo_grade": grpo, "grpo_written_grade": grpo, "sft_grade": shown,
                 "grpo_claims": 2, "grpo_misstated": int(i < grpo_wrong), "grpo_complete": True, "grpo_stated": 0.8,
-                "sft_claims": 2, "sft_misstated": int(i % 2 == 0), "sft_complete": i % 4 != 0, "sft_stated": 0.5,
+                "sft_claims": 2, "sft_misstated": int(i % 2 == 0), "sft_complete": i % 4 != 0,
+                "sft_stated": 0.4 if i % 2 else 0.6,
             }
         )  # fmt: skip
     return {"summary": {"seed": seed, "n_funds": 40, "test_fingerprint": "x"}, "funds": funds}
@@ -49,6 +50,11 @@ def test_grpo_against_sft_on_what_each_wrote():
     assert found["departures"]["grpo"]["mean"] == pytest.approx(10 / 40)
     # the stated confidence against being right: GRPO says 0.8 and is right on 37 of 40
     assert found["stated_brier"]["grpo"]["mean"] == pytest.approx((37 * 0.2**2 + 3 * 0.8**2) / 40)
+    # ... and says 0.8 for every fund: a spread of 0, where SFT's 0.4 and 0.6 spread by 0.1
+    spread = found["stated_spread"]
+    assert spread["grpo"]["mean"] == 0 and spread["sft"]["mean"] == pytest.approx(0.1)
+    assert spread["difference"]["hi"] < 0 and spread["difference"]["mean"] == pytest.approx(-0.1)
     lines = "\n".join(SEEDS["faithful_lines"](found))
     assert "misstated claims ≤ 2 % of GRPO's" in lines and "**met**" in lines
     assert "departure precision above 50 %: **met** (0.700)" in lines
+    assert "the stated confidence's spread over funds 0.000" in lines
