@@ -19,9 +19,9 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFL
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
 python3 -c "import torch, transformers, trl, datasets, peft; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'peft', peft.__version__)" 2>&1 | tee "$OUT/versions.txt"
 status=0
-timeout 240 python3 benchmarks/gpu_grpo.py time --shape embedded --profile '' --set sft.bf16=true --set grpo.bf16=true \
+timeout 180 python3 benchmarks/gpu_grpo.py time --shape embedded --profile '' --set sft.bf16=true --set grpo.bf16=true \
   --steps 6 --sft-steps 30 --label embedded-bf16 --out "$OUT" 2>&1 | tail -40 || status=1
-timeout 360 python3 benchmarks/gpu_grpo.py time --shape qwen3-0.6b --profile gpu-qwen3 \
+timeout 330 python3 benchmarks/gpu_grpo.py time --shape qwen3-0.6b --profile gpu-qwen3 \
   --steps 4 --sft-steps 10 --label qwen3-0.6b-shape --out "$OUT" 2>&1 | tail -40 || status=1
 ls -la "$OUT"
 exit $status
