@@ -10,6 +10,11 @@ call and teardown, so the fixtures a test builds count in the first test that as
 server a fixture started counts, in CPU, where its process is reaped). The whole run's CPU is
 what the pytest process and everything it started used (user + system). Run it on an idle
 machine: a run beside other work measures the other work too.
+
+The census: every Python process the run starts (the workers, each stage, DVC, the servers, the tools)
+writes its command and the CPU it used when it exits, through a `sitecustomize` module put on
+PYTHONPATH; so the page says which processes the CPU went to. A process killed by a signal, or
+started with a PYTHONPATH of its own (the dashboard's server, a few tools), is not counted.
 """
 
 from __future__ import annotations
@@ -32,17 +37,93 @@ RESULTS = HERE / "results" / "suite"
 PAGE, FIGURE = HERE / "suite.md", HERE / "suite.png"
 
 
+# Loaded by every Python process started with the census folder on PYTHONPATH (`site` imports it).
+SITECUSTOMIZE = """import atexit, json, os, resource, sys
+
+
+def _census():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    record = {"argv": sys.argv[:2], "cpu": round(r.ru_utime + r.ru_stime, 2), "test": test}
+    try:
+        with open(os.environ["FUNDGRPO_CENSUS_OUT"], "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\\n")
+    except OSError:
+        pass
+
+
+if os.environ.get("FUNDGRPO_CENSUS_OUT"):
+    atexit.register(_census)
+"""
+
+
+def census_env(folder: Path) -> dict[str, str]:
+    """The environment that makes each Python process below write its census line into `folder`."""
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "FUNDGRPO_CENSUS_OUT": str(folder / "census.jsonl")}
+
+
+def command_name(argv: list[str]) -> str:
+    """A process's command, as the census groups it.
+
+    >>> command_name(["/r/.venv/lib/python3.11/site-packages/dvc/__main__.py", "repro"])
+    'dvc repro'
+    >>> command_name(["/tmp/pytest-of-x/gw0/repo/stages/register.py"])
+    'stages/register.py'
+    >>> command_name(["-c", "--x"]), command_name(["/r/.venv/bin/pytest", "-q"])
+    ('pytest worker', 'pytest')
+    >>> command_name(["/r/.venv/lib/python3.11/site-packages/uvicorn/__main__.py", "--app-dir"])
+    'uvicorn'
+    """
+    if not argv or argv[0] == "-c":
+        return "pytest worker"  # pytest-xdist starts its workers with `python -c`
+    path = Path(argv[0])
+    if path.name == "__main__.py":
+        name = path.parent.name
+        return f"{name} {argv[1]}" if name == "dvc" and len(argv) > 1 else name
+    if path.parent.name == "bin":
+        return f"{path.name} {argv[1]}" if path.name == "dvc" and len(argv) > 1 else path.name
+    return f"{path.parent.name}/{path.name}"
+
+
+def census(records: list[dict]) -> dict:
+    """Processes and CPU seconds by command, and CPU by the test file that started them.
+
+    >>> c = census([{"argv": ["/x/stages/sft.py"], "cpu": 2.0, "test": "tests/a.py::t"},
+    ...             {"argv": ["/x/stages/sft.py"], "cpu": 1.5, "test": "tests/b.py::t"}])
+    >>> c["commands"], c["files"]
+    ({'stages/sft.py': [2, 3.5]}, {'tests/a.py': 2.0, 'tests/b.py': 1.5})
+    """
+    commands: dict[str, list] = defaultdict(lambda: [0, 0.0])
+    files: dict[str, float] = defaultdict(float)
+    for r in records:
+        entry = commands[command_name(r["argv"])]
+        entry[0] += 1
+        entry[1] = round(entry[1] + r["cpu"], 2)
+        files[r["test"].split("::")[0] or "(between tests)"] += r["cpu"]
+    return {
+        "processes": len(records),
+        "cpu_s": round(sum(r["cpu"] for r in records), 1),
+        "commands": dict(sorted(commands.items(), key=lambda kv: -kv[1][1])),
+        "files": {k: round(v, 2) for k, v in sorted(files.items(), key=lambda kv: -kv[1])},
+    }
+
+
 def run(workers: int, label: str, extra: list[str]) -> Path:
     """The suite once, timed; its figures into RESULTS/<label>.json."""
     command = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]
     command += extra
     with tempfile.TemporaryDirectory() as tmp:
         timeline = Path(tmp) / "timeline.jsonl"
-        env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(timeline)}
+        env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(timeline), **census_env(Path(tmp))}
         before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
         wall, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
         rows = [json.loads(line) for line in timeline.read_text(encoding="utf-8").splitlines()]
+        logged = Path(tmp) / "census.jsonl"
+        lines = logged.read_text(encoding="utf-8").splitlines() if logged.exists() else []
+        processes = census([json.loads(line) for line in lines])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     result = {
         "label": label,
@@ -58,6 +139,7 @@ def run(workers: int, label: str, extra: list[str]) -> Path:
         "user_s": round(after.ru_utime - before.ru_utime, 1),
         "sys_s": round(after.ru_stime - before.ru_stime, 1),
         "tests": sorted(rows, key=lambda r: r["start"]),
+        "census": processes,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{label}.json"
@@ -150,6 +232,26 @@ def render(result: dict, top: int = 15) -> list[str]:
     ]
     for f in files[:top]:
         lines.append(f"| `{f['file']}` | {f['tests']} | {f['worker']} | {f['wall']:.0f} | {f['cpu']:.0f} |")
+    return lines + render_census(result.get("census"), cpu, top)
+
+
+def render_census(found: dict | None, cpu: float, top: int = 15) -> list[str]:
+    """The census's table: the commands whose processes used the most CPU (runs recorded before the
+    census have none)."""
+    if not found:
+        return []
+    lines = [
+        "",
+        f"The census: {found['processes']} Python processes logged the CPU they used when they exited, "
+        f"{found['cpu_s'] / 60:.1f} min together ({found['cpu_s'] / cpu:.0%} of the run's CPU; the rest is "
+        "processes that are not Python or were killed, the browsers among them). The "
+        f"{top} commands that used the most:",
+        "",
+        "| command | processes | CPU (s) | CPU a process (s) |",
+        "|---|---|---|---|",
+    ]
+    for name, (n, seconds) in list(found["commands"].items())[:top]:
+        lines.append(f"| `{name}` | {n} | {seconds:.0f} | {seconds / n:.1f} |")
     return lines
 
 

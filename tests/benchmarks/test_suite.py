@@ -46,3 +46,18 @@ def test_the_order_reads_each_files_seconds_from_the_newest_recorded_run(tmp_pat
         (tmp_path / f"{run['label']}.json").write_text(json.dumps(run))
     assert suite.file_seconds(tmp_path) == {"tests/a.py": 5, "tests/b.py": 50}
     assert suite.file_seconds(tmp_path / "none") == {}
+
+
+def test_the_census_counts_each_python_process_it_starts(tmp_path):
+    """Each Python process started with the census's environment writes its command, CPU and the test
+    that started it when it exits; the page's table groups them by command."""
+    env = {**os.environ, **suite.census_env(tmp_path)}
+    subprocess.run([sys.executable, "-m", "platform"], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "dvc", "version"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    records = [json.loads(line) for line in (tmp_path / "census.jsonl").read_text().splitlines()]
+    found = suite.census(records)
+    assert found["processes"] == 2 and found["cpu_s"] > 0
+    assert sorted(found["commands"])[0] == "dvc version" and sorted(found["commands"])[1].endswith("platform.py")
+    assert set(found["files"]) == {"tests/benchmarks/test_suite.py"}
+    table = suite.render_census(found, cpu=found["cpu_s"] * 2)
+    assert "(50% of the run's CPU" in "\n".join(table) and any(row.startswith("| `dvc version` | 1 |") for row in table)
