@@ -11,10 +11,11 @@ server a fixture started counts, in CPU, where its process is reaped). The whole
 what the pytest process and everything it started used (user + system). Run it on an idle
 machine: a run beside other work measures the other work too.
 
-The census: every Python process the run starts (the workers, each stage, DVC, the servers, the tools)
-writes its command and the CPU it used when it exits, through a `sitecustomize` module put on
-PYTHONPATH; so the page says which processes the CPU went to. A process killed by a signal, or
-started with a PYTHONPATH of its own (the dashboard's server, a few tools), is not counted.
+The census: every Python process of this environment that the run starts (the workers, each stage,
+DVC, the servers, the tools) writes its command and the CPU it used when it exits, through a `.pth`
+file put in site-packages for the run (inert without FUNDGRPO_CENSUS_OUT, removed after); so the page
+says which processes the CPU went to. A process killed by a signal, or started with an environment
+that drops the variable, is not counted.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ import platform
 import resource
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,8 +41,9 @@ RESULTS = HERE / "results" / "suite"
 PAGE, FIGURE = HERE / "suite.md", HERE / "suite.png"
 
 
-# Loaded by every Python process started with the census folder on PYTHONPATH (`site` imports it).
-SITECUSTOMIZE = """import atexit, json, os, resource, sys
+# Imported at start-up by every interpreter of this environment while the census's `.pth` file is in
+# site-packages; it does something only where FUNDGRPO_CENSUS_OUT is set.
+HOOK = """import atexit, json, os, resource, sys
 
 
 def _census():
@@ -55,13 +60,22 @@ def _census():
 if os.environ.get("FUNDGRPO_CENSUS_OUT"):
     atexit.register(_census)
 """
+HOOK_NAME = "fundgrpo_suite_census"
 
 
-def census_env(folder: Path) -> dict[str, str]:
-    """The environment that makes each Python process below write its census line into `folder`."""
-    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
-    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "FUNDGRPO_CENSUS_OUT": str(folder / "census.jsonl")}
+@contextmanager
+def census_hook(out: Path, site: Path | None = None) -> Iterator[dict[str, str]]:
+    """The census installed in `site` (this interpreter's site-packages) for the block; yields the
+    environment that makes each Python process write its line into `out`."""
+    site = site or Path(sysconfig.get_paths()["purelib"])
+    module, pth = site / f"{HOOK_NAME}.py", site / f"{HOOK_NAME}.pth"
+    module.write_text(HOOK, encoding="utf-8")
+    pth.write_text(f"import {HOOK_NAME}\n", encoding="utf-8")
+    try:
+        yield {"FUNDGRPO_CENSUS_OUT": str(out)}
+    finally:
+        pth.unlink(missing_ok=True)
+        module.unlink(missing_ok=True)
 
 
 def command_name(argv: list[str]) -> str:
@@ -116,12 +130,13 @@ def run(workers: int, label: str, extra: list[str]) -> Path:
     command += extra
     with tempfile.TemporaryDirectory() as tmp:
         timeline = Path(tmp) / "timeline.jsonl"
-        env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(timeline), **census_env(Path(tmp))}
-        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
-        wall, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
-        rows = [json.loads(line) for line in timeline.read_text(encoding="utf-8").splitlines()]
         logged = Path(tmp) / "census.jsonl"
+        with census_hook(logged) as census_vars:
+            env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(timeline), **census_vars}
+            before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+            done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+            wall, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        rows = [json.loads(line) for line in timeline.read_text(encoding="utf-8").splitlines()]
         lines = logged.read_text(encoding="utf-8").splitlines() if logged.exists() else []
         processes = census([json.loads(line) for line in lines])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
+import mmap
+import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,34 +142,110 @@ def locate(spec: GgufSpec, scratch: Path) -> Path:
 def inspect_gguf(path: Path) -> dict[str, Any]:
     """Architecture, name and tensor count from the GGUF header; a clear error for a file that
     is not GGUF, is truncated, or holds an architecture transformers cannot load."""
-    from gguf import GGUFReader
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
     try:
-        reader = GGUFReader(path)
-    except Exception as e:  # the reader raises bare ValueErrors (bad magic, short tensor data)
+        header = read_gguf_header(path)
+    except (ValueError, struct.error) as e:
         raise PretrainedError(
             f"model.pretrained: {path} is not a readable GGUF file ({e}): it is corrupt or truncated; "
             f"reinstall it ({SETUP_HINT}) or download it again"
         ) from e
-
-    def text(key: str) -> str:
-        field = reader.fields.get(key)
-        return bytes(field.parts[field.data[0]]).decode("utf-8", "replace") if field is not None else ""
-
-    arch = text("general.architecture")
+    arch = header["architecture"]
     if arch not in GGUF_SUPPORTED_ARCHITECTURES:
         raise PretrainedError(
             f"model.pretrained: {path.name} holds a {arch!r} model, which transformers cannot load from GGUF "
             f"(supported: {', '.join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ('general', 'tokenizer'))}); "
             "pick a model of a supported architecture or convert it to a Hugging Face folder"
         )
+    return {"architecture": arch, "name": header["name"], "tensors": header["tensors"], "bytes": path.stat().st_size}
+
+
+def read_gguf_header(path: Path) -> dict[str, Any]:
+    """What the GGUF header says (architecture, name, tensor count), having checked that the file
+    holds every tensor's bytes: ValueError for bad magic or a file shorter than its tensors,
+    struct.error for a header cut short. Reads the header only, in place (mmap): gguf's GGUFReader
+    also builds every metadata field (the tokenizer's ~100,000 strings: 5 s a read).
+
+    >>> import gguf, numpy as np, tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "m.gguf"
+    >>> w = gguf.GGUFWriter(str(f), "llama"); w.add_name("tiny"); w.add_array("tokenizer.ggml.tokens", ["a", "b"])
+    >>> w.add_tensor("t", np.zeros((4, 8), dtype=np.float32))
+    >>> w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    >>> read_gguf_header(f)
+    {'architecture': 'llama', 'name': 'tiny', 'tensors': 1}
+    >>> _ = f.write_bytes(f.read_bytes()[:-8])
+    >>> read_gguf_header(f)
+    Traceback (most recent call last):
+    ...
+    ValueError: the file ends at byte 344 where its tensors need 352
+    """
+    from gguf.constants import GGUF_DEFAULT_ALIGNMENT
+
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        tensors, at, fields, span = _parse(data)
+    align = int(fields.get("general.alignment", GGUF_DEFAULT_ALIGNMENT))
+    need = -(-at // align) * align + span  # the tensor data starts at the next multiple of the alignment
+    if path.stat().st_size < need:
+        raise ValueError(f"the file ends at byte {path.stat().st_size} where its tensors need {need}")
     return {
-        "architecture": arch,
-        "name": text("general.name"),
-        "tensors": len(reader.tensors),
-        "bytes": path.stat().st_size,
+        "architecture": fields.get("general.architecture", ""),
+        "name": fields.get("general.name", ""),
+        "tensors": tensors,
     }
+
+
+def _parse(data) -> tuple[int, int, dict[str, Any], int]:
+    """(tensor count, offset after the tensor list, metadata values, bytes the tensor data spans)."""
+    from gguf.constants import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType
+
+    if len(data) < 8 or struct.unpack_from("<I", data)[0] != GGUF_MAGIC:
+        raise ValueError("bad magic: not GGUF")
+    end = "<" if struct.unpack_from("<I", data, 4)[0] < 0x10000 else ">"  # the version tells big-endian files
+    tensors, kv_count = struct.unpack_from(end + "QQ", data, 8)
+    at, fields = 24, {}
+    for _ in range(kv_count):
+        key, at = _string(data, at, end)
+        (kind,) = struct.unpack_from(end + "I", data, at)
+        fields[key], at = _value(data, at + 4, kind, end)
+    span = 0
+    for _ in range(tensors):
+        _, at = _string(data, at, end)
+        (dims,) = struct.unpack_from(end + "I", data, at)
+        shape = struct.unpack_from(end + "Q" * dims, data, at + 4)
+        kind, offset = struct.unpack_from(end + "IQ", data, at + 4 + 8 * dims)
+        at += 4 + 8 * dims + 12
+        block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+        span = max(span, offset + math.prod(shape) // block * type_size)
+    return tensors, at, fields, span
+
+
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def _string(data: bytes, at: int, end: str) -> tuple[str, int]:
+    (n,) = struct.unpack_from(end + "Q", data, at)
+    if at + 8 + n > len(data):
+        raise struct.error("the header is cut short")
+    return data[at + 8 : at + 8 + n].decode("utf-8", "replace"), at + 8 + n
+
+
+def _value(data: bytes, at: int, kind: int, end: str) -> tuple[Any, int]:
+    """One metadata value at `at` and the offset after it (arrays skipped, not kept: only their size matters)."""
+    if kind in _SCALARS:
+        (value,) = struct.unpack_from(end + _SCALARS[kind], data, at)
+        return value, at + struct.calcsize(_SCALARS[kind])
+    if kind == 8:
+        return _string(data, at, end)
+    if kind == 9:
+        item, n = struct.unpack_from(end + "IQ", data, at)
+        at += 12
+        if item in _SCALARS:
+            return None, at + n * struct.calcsize(_SCALARS[item])
+        for _ in range(n):
+            _, at = _value(data, at, item, end)
+        return None, at
+    raise ValueError(f"unknown metadata type {kind}")
 
 
 def apply_chat_template(tokenizer, template: str) -> None:

@@ -49,12 +49,24 @@ def test_the_order_reads_each_files_seconds_from_the_newest_recorded_run(tmp_pat
 
 
 def test_the_census_counts_each_python_process_it_starts(tmp_path):
-    """Each Python process started with the census's environment writes its command, CPU and the test
-    that started it when it exits; the page's table groups them by command."""
-    env = {**os.environ, **suite.census_env(tmp_path)}
-    subprocess.run([sys.executable, "-m", "platform"], env=env, check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "dvc", "version"], cwd=tmp_path, env=env, check=True, capture_output=True)
-    records = [json.loads(line) for line in (tmp_path / "census.jsonl").read_text().splitlines()]
+    """With the census's hook in a site-packages folder, each Python process started with its variable
+    writes its command, CPU and the test that started it when it exits, whatever PYTHONPATH it is given
+    (many tests set their own); the page's table groups them by command. The hook goes when the block ends."""
+    site, out = tmp_path / "site", tmp_path / "census.jsonl"
+    site.mkdir()
+    # a site-packages folder of the test's own (a .pth file is read only from one: site.addsitedir), then
+    # the module run as `python -m` runs it, its file as argv[0]
+    run_module = (
+        f"import site; site.addsitedir({str(site)!r}); import importlib.util, runpy, sys; name = sys.argv[1]; "
+        "sys.argv = [importlib.util.find_spec(name).origin, *sys.argv[2:]]; runpy.run_module(name, run_name='__main__')"
+    )
+    with suite.census_hook(out, site) as census_vars:
+        env = {**os.environ, **census_vars, "PYTHONPATH": str(REPO)}
+        subprocess.run([sys.executable, "-c", run_module, "platform"], env=env, check=True, capture_output=True)
+        dvc = [sys.executable, "-c", run_module, "dvc.__main__", "version"]
+        subprocess.run(dvc, cwd=tmp_path, env=env, check=True, capture_output=True)
+    assert not list(site.iterdir())
+    records = [json.loads(line) for line in out.read_text().splitlines()]
     found = suite.census(records)
     assert found["processes"] == 2 and found["cpu_s"] > 0
     assert sorted(found["commands"])[0] == "dvc version" and sorted(found["commands"])[1].endswith("platform.py")

@@ -88,6 +88,23 @@ def test_corrupt_and_truncated_files_are_named(tmp_path):
         pretrained.convert(str(truncated), tmp_path / "out")
 
 
+def test_the_header_reader_agrees_with_gguf_s_reader_on_the_installed_model():
+    """`read_gguf_header` reads what gguf's GGUFReader reads of SmolLM2's file, and finds its tensors end
+    where the file does."""
+    from gguf import GGUFReader
+
+    path = smollm2_file()
+    reader = GGUFReader(path)
+
+    def text(key: str) -> str:
+        field = reader.fields[key]
+        return bytes(field.parts[field.data[0]]).decode()
+
+    expected = {"architecture": text("general.architecture"), "name": text("general.name"), "tensors": 272}
+    assert pretrained.read_gguf_header(path) == expected and len(reader.tensors) == 272
+    assert max(int(t.data_offset) + int(t.n_bytes) for t in reader.tensors) == path.stat().st_size
+
+
 def test_unsupported_architecture_is_named(tmp_path):
     import gguf
     import numpy as np
