@@ -179,6 +179,11 @@ def read_gguf_header(path: Path) -> dict[str, Any]:
     Traceback (most recent call last):
     ...
     ValueError: the file ends at byte 344 where its tensors need 352
+    >>> _ = f.write_bytes(b"GGUF" + bytes(64))  # a header of zeros: no version a reader knows
+    >>> read_gguf_header(f)
+    Traceback (most recent call last):
+    ...
+    ValueError: GGUF version 0, not 2 or 3
     """
     from gguf.constants import GGUF_DEFAULT_ALIGNMENT
 
@@ -188,8 +193,10 @@ def read_gguf_header(path: Path) -> dict[str, Any]:
     need = -(-at // align) * align + span  # the tensor data starts at the next multiple of the alignment
     if path.stat().st_size < need:
         raise ValueError(f"the file ends at byte {path.stat().st_size} where its tensors need {need}")
+    if not fields.get("general.architecture"):
+        raise ValueError("the header names no general.architecture")
     return {
-        "architecture": fields.get("general.architecture", ""),
+        "architecture": fields["general.architecture"],
         "name": fields.get("general.name", ""),
         "tensors": tensors,
     }
@@ -197,11 +204,14 @@ def read_gguf_header(path: Path) -> dict[str, Any]:
 
 def _parse(data) -> tuple[int, int, dict[str, Any], int]:
     """(tensor count, offset after the tensor list, metadata values, bytes the tensor data spans)."""
-    from gguf.constants import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType
+    from gguf.constants import GGML_QUANT_SIZES, GGUF_MAGIC, GGUF_VERSION, GGMLQuantizationType
 
     if len(data) < 8 or struct.unpack_from("<I", data)[0] != GGUF_MAGIC:
         raise ValueError("bad magic: not GGUF")
     end = "<" if struct.unpack_from("<I", data, 4)[0] < 0x10000 else ">"  # the version tells big-endian files
+    (version,) = struct.unpack_from(end + "I", data, 4)
+    if version not in (2, GGUF_VERSION):  # what gguf's own reader reads
+        raise ValueError(f"GGUF version {version}, not 2 or {GGUF_VERSION}")
     tensors, kv_count = struct.unpack_from(end + "QQ", data, 8)
     at, fields = 24, {}
     for _ in range(kv_count):
