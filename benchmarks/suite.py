@@ -267,6 +267,16 @@ def render_census(found: dict | None, cpu: float, top: int = 15) -> list[str]:
     ]
     for name, (n, seconds) in list(found["commands"].items())[:top]:
         lines.append(f"| `{name}` | {n} | {seconds:.0f} | {seconds / n:.1f} |")
+    files = [(name, seconds) for name, seconds in found["files"].items() if name.startswith("tests/")]
+    lines += [
+        "",
+        f"The {top} test files whose processes used the most CPU (the processes a test started, servers and queue",
+        "workers included, whether or not pytest reaped them; not the worker's own CPU):",
+        "",
+        "| file | CPU of its processes (s) |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {seconds:.0f} |" for name, seconds in files[:top]]
     return lines
 
 

@@ -73,3 +73,4 @@ def test_the_census_counts_each_python_process_it_starts(tmp_path):
     assert set(found["files"]) == {"tests/benchmarks/test_suite.py"}
     table = suite.render_census(found, cpu=found["cpu_s"] * 2)
     assert "(50% of the run's CPU" in "\n".join(table) and any(row.startswith("| `dvc version` | 1 |") for row in table)
+    assert any(row.startswith("| `tests/benchmarks/test_suite.py` | ") for row in table)
