@@ -89,7 +89,11 @@ CONFIDENCE = {
     "gbm": "gradient boosting, its class probability",
 }
 TITLES = {
-    "embedded-default": "Embedded default (synthetic funds, embedded ~1M model)",
+    "embedded-default": "Embedded default (synthetic funds, embedded ~1M model; its tokenizer merges across words, "
+    "`model.tokenizer_merges: phrases`, since 2026-11-29; every stage run anew at b707e04)",
+    "embedded-default-word-tokens": "The same default with the tokenizer it had until 2026-11-29, merging within "
+    "words only (`model.tokenizer_merges: words`, profile `word-tokens`): answers of about 44 tokens instead of 16, "
+    "prompts of 160 instead of 77; every stage run anew at b707e04, on the same day as the section above",
     "embedded-default-shared-prompts": "Embedded default as of 2026-11-28 (answers as evaluations, criteria in pull "
     "order, no sampled validation), each GRPO prompt run once per group (`grpo.share_prompts`)"
     "; GRPO trained on garbled samples (padded prompts sampled from misplaced positions, fixed in a891d6d)",
@@ -133,7 +137,7 @@ TITLES = {
     "instead of 8 (256 completions; profile `grpo-batch-256`) from the same SFT starts: GRPO, calibrate, backtest "
     "and register rerun",
     "embedded-default-phrase-tokens": "The embedded default as of a891d6d with a tokenizer that merges across words "
-    "(`model.tokenizer_merges: phrases`, profile `phrase-tokens`): answers of about 16 tokens instead of 44, "
+    "(`model.tokenizer_merges: phrases`, then profile `phrase-tokens`): answers of about 16 tokens instead of 44, "
     "prompts of 77 instead of 160; every stage run anew (the code at 2c322dc)",
     "morningstar-cold-start-256": "Morningstar with SFT as a cold start (two epochs instead of ten; profile "
     "`sft-cold-start`), then GRPO on 32 prompts a step (profile `grpo-batch-256`), no KL, up to 200 steps: "

@@ -315,9 +315,11 @@ class ModelParams:
     # For a tokenizer with no chat template (a base model): "chatml" | "gemma"; empty keeps its own.
     chat_template: str = ""
     arch: ModelArchParams = field(default_factory=ModelArchParams)
-    # The compact model's tokenizer: BPE merges "words" (within a word) | "phrases" (across words,
-    # split at digits only: the template's text between two numbers becomes few tokens).
-    tokenizer_merges: str = "words"
+    # The compact model's tokenizer: BPE merges "phrases" (across words, split at digits only: the
+    # template's text between two numbers becomes few tokens) | "words" (within a word, GPT-2's split).
+    # Phrases since 2026-11-29: served validation QWK level over three seeds, the pipeline 1.7x faster
+    # (benchmarks/seeds.md, hotspots_notes.md).
+    tokenizer_merges: str = "phrases"
     dtype: str = "float32"  # "float32" | "bfloat16" | "float16"
     load_in_4bit: bool = False  # QLoRA (needs bitsandbytes and a GPU)
     out_dir: str = "models/base"
