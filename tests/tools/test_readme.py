@@ -58,3 +58,15 @@ def test_the_stage_table_is_the_dvc_graph():
     for stage, code in rows:
         first = re.findall(r"`([^`]+)`", code)[0]
         assert (REPO / first).exists(), f"{stage}: {first} does not exist"
+
+
+def test_every_benchmark_script_and_experiment_is_in_its_index():
+    """benchmarks/README.md names every script there; experiments/README.md links every folder, each with its
+    own README (the experiments index once listed one of eight)."""
+    index = (REPO / "benchmarks/README.md").read_text(encoding="utf-8")
+    scripts = sorted(p.name for p in (REPO / "benchmarks").iterdir() if p.suffix in (".py", ".sh"))
+    assert scripts and [s for s in scripts if f"`{s}`" not in index] == []
+    experiments = (REPO / "experiments/README.md").read_text(encoding="utf-8")
+    folders = sorted(p.name for p in (REPO / "experiments").iterdir() if p.is_dir() and not p.name.startswith("_"))
+    assert len(folders) > 1 and [f for f in folders if f"[{f}]({f}/)" not in experiments] == []
+    assert [f for f in folders if not (REPO / "experiments" / f / "README.md").exists()] == []
