@@ -66,7 +66,7 @@ def swept(trained, tmp_path_factory):
                 "--max-steps",
                 "2",
                 "--poll",
-                "5",  # each `dvc queue status` costs ~0.65 s of CPU, taken from the members running beside it
+                "10",  # each `dvc queue status` costs ~0.65 s of CPU, taken from the members running beside it
                 "--timeout",
                 "1500",
             ],
@@ -74,12 +74,13 @@ def swept(trained, tmp_path_factory):
             timeout=1800,
         )
     print(f"sweep of 2 members: {time.monotonic() - started:.0f} s")
-    return root, result.stdout, guarded
+    # read once for the tests below (each `dvc exp show` is ~2.5 s of CPU); after `guarded`, which it must not change
+    show = json.loads(support.run(["dvc", "exp", "show", "--json"], root).stdout)
+    return root, result.stdout, guarded, show
 
 
 def test_both_members_are_dvc_experiments_with_their_loss_type_and_backtest(swept):
-    root, _, _ = swept
-    show = json.loads(support.run(["dvc", "exp", "show", "--json"], root).stdout)
+    _, _, _, show = swept
     head = next(c for c in show if c["rev"] != "workspace")
     exps = {e["name"]: e["revs"][0]["data"] for e in head["experiments"]}
     assert len(exps) == 2, exps.keys()
@@ -93,8 +94,7 @@ def test_both_members_are_dvc_experiments_with_their_loss_type_and_backtest(swep
 
 
 def test_mlflow_logged_each_member_in_the_workspace_store(swept):
-    root, _, _ = swept
-    show = json.loads(support.run(["dvc", "exp", "show", "--json"], root).stdout)
+    root, _, _, show = swept
     names = {e["name"] for c in show for e in c.get("experiments") or []}
     client = support.mlflow_client(root)
     experiment = client.get_experiment_by_name("fund-grpo")
@@ -110,7 +110,7 @@ def test_mlflow_logged_each_member_in_the_workspace_store(swept):
 
 
 def test_the_comparison_table_has_both_rows(swept):
-    root, stdout, _ = swept
+    root, stdout, _, _ = swept
     assert "| exp " in stdout  # the markdown table is printed
     rows = list(csv.DictReader((root / "reports/sweeps/comparison.csv").open()))
     members = [r for r in rows if r["state"] != "baseline"]
@@ -120,7 +120,7 @@ def test_the_comparison_table_has_both_rows(swept):
 
 
 def test_the_workspace_is_untouched(swept):
-    root, _, guarded = swept
+    root, _, guarded, _ = swept
     assert {p: (root / p).read_bytes() for p in guarded} == guarded
     assert support.run(["git", "status", "--porcelain", "--untracked-files=no"], root).stdout == ""
 
@@ -131,11 +131,10 @@ def test_every_member_trained_with_the_workspaces_decisions(swept):
     an empty table from a store it could not see, dropping the analysts' labels)."""
     import yaml
 
-    root, _, _ = swept
+    root, _, _, show = swept
     table = (root / "data/decisions/decisions.csv").read_text(encoding="utf-8")
     assert "sweep test: the costs" in table
     want = yaml.safe_load((root / "dvc.lock").read_text(encoding="utf-8"))["stages"]["decisions"]["outs"]
-    show = json.loads(support.run(["dvc", "exp", "show", "--json"], root).stdout)
     head = next(c for c in show if c["rev"] != "workspace")
     revs = [e["revs"][0]["rev"] for e in head["experiments"]]
     assert len(revs) == 2
