@@ -162,11 +162,12 @@ def morningstar_csv() -> Path:
 # Session fixtures for the Prefect flow tests (tests/flows, tests/monitoring) and the sweep test
 # (tests/tools, on a copy): defined once here so they share one Prefect server and one trained tiny repo.
 @pytest.fixture(scope="session")
-def prefect_api():
-    """A temporary Prefect server for real flow runs."""
+def prefect_api(tmp_path_factory):
+    """A temporary Prefect server for real flow runs: one for the whole session under pytest-xdist."""
     from tests import support
 
-    with support.prefect_server() as url:
+    shared = shared_folder(tmp_path_factory) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    with support.prefect_server(shared) as url:
         yield url
 
 

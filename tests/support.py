@@ -1,13 +1,14 @@
 """Shared by the tests that need a Prefect server or the trained tiny repo.
 
-Both are expensive (a Prefect server starts in ~15 s, a tiny `training` flow run takes
-~1.5 min on 2 cores): the server is started once per pytest-xdist worker, the trained repo
-once per test session (under a file lock, by the first worker that asks), and each test module
+Both are expensive (a Prefect server starts in ~10 s, a tiny `training` flow run takes
+~1.5 min on 2 cores): each is built once per test session, under a file lock, by the first
+pytest-xdist worker that asks (the server in a process of its own), and each test module
 gets its own copy of it (`workspace_copy`), so no test sees another's changes.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -16,9 +17,9 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import yaml
 
@@ -30,8 +31,6 @@ REPO = Path(__file__).resolve().parents[1]
 # champion's grading to one generation batch while staying above monitor.min_rows.
 TINY_OVERLAY = {"validate": {"null_budget": {"return_5y": 1.0}}, "monitor": {"prediction_sample": 32}}
 GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-
-_state: dict[str, Any] = {"harness_users": 0}
 
 
 def run(
@@ -64,23 +63,69 @@ def tiny_copy(dest: Path) -> Path:
 
 
 @contextmanager
-def prefect_server() -> Iterator[str]:
-    """A temporary Prefect server (prefect_test_harness), shared by every fixture that asks; yields its API URL."""
-    import prefect.settings
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_server(shared: Path | None = None) -> Iterator[str]:
+    """A temporary Prefect server for this process's flow runs; yields its API URL.
 
-    if _state["harness_users"] == 0:
-        stack = ExitStack()
-        stack.enter_context(prefect_test_harness(server_startup_timeout=120))
-        _state["harness"] = stack
-        _state["api_url"] = prefect.settings.PREFECT_API_URL.value()
-    _state["harness_users"] += 1
-    try:
-        yield _state["api_url"]
-    finally:
-        _state["harness_users"] -= 1
-        if _state["harness_users"] == 0:
-            _state.pop("harness").close()
+    With `shared` (a folder every pytest-xdist worker of the session sees), one server for all of
+    them: the first worker to ask starts `tests/prefect_server.py` (Prefect's test harness, in a
+    process of its own that stops when the session's pytest process exits) under a file lock, and
+    every worker points its Prefect settings at it. Without, the harness in this process.
+    """
+    import prefect.context
+    import prefect.settings
+
+    if shared is None:
+        from prefect.testing.utilities import prefect_test_harness
+
+        with prefect_test_harness(server_startup_timeout=120):
+            yield prefect.settings.PREFECT_API_URL.value()
+        return
+    url = shared_prefect_url(shared)
+    with prefect.settings.temporary_settings(updates={prefect.settings.PREFECT_API_URL: url}):
+        # as the harness does: contexts copied before this point see the server too
+        with prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
+            try:
+                yield url
+            finally:
+                from prefect.events.worker import EventsWorker
+                from prefect.logging.handlers import APILogWorker
+                from prefect.utilities.asyncutils import run_coro_as_sync
+
+                async def drain() -> None:  # this worker's logs and events reach the server first (as the harness)
+                    try:
+                        result = APILogWorker.instance().drain()
+                        if inspect.isawaitable(result):
+                            await result
+                    except RuntimeError:  # the log worker never started
+                        pass
+                    result = EventsWorker.drain_all()
+                    if inspect.isawaitable(result):
+                        await result
+
+                run_coro_as_sync(drain())
+
+
+def shared_prefect_url(shared: Path, timeout_s: float = 180.0) -> str:
+    """The API URL of the session's one Prefect server, started here if no worker has yet."""
+    from filelock import FileLock
+
+    url_file, log = shared / "prefect-server.url", shared / "prefect-server.log"
+    with FileLock(str(shared / "prefect-server.lock")):
+        if not url_file.exists():
+            with log.open("w") as out:
+                server = subprocess.Popen(
+                    [sys.executable, "-m", "tests.prefect_server", str(url_file), str(os.getppid())],
+                    cwd=REPO,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # outlives this worker; watches the session's pytest process
+                )
+            deadline = time.monotonic() + timeout_s
+            while not url_file.exists():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the session's Prefect server did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(0.2)
+    return url_file.read_text(encoding="utf-8").strip()
 
 
 def trained_repo(shared: Path) -> tuple[Path, dict]:
