@@ -1,6 +1,8 @@
 """How much of greedy generation is the model's arithmetic: `model.generate` against a bare loop over
 the model's forward with its key-value cache (argmax, no logits processors or stopping criteria), and
-the prefill alone, on a workspace's policy and test prompts. Prints seconds; nothing is written.
+the prefill alone, on a workspace's policy and test prompts; and the project's own `modelling.generate`
+(the prompts' shared beginning run once, `modelling.prompt_batch`) on the same prompts in one batch.
+Prints seconds; nothing is written.
 
     python benchmarks/generation_floor.py ROOT [--funds 128] [--max-new-tokens 96] [--model FOLDER] [--dtype bfloat16]
 
@@ -48,8 +50,8 @@ def main() -> None:
     model.eval()
     lines = (args.root / p.prepare.out_dir / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[: args.funds]]
-    texts = [tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
-    batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    texts_in = [tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+    batch = tok(texts_in, return_tensors="pt", padding=True, add_special_tokens=False)
     ids, mask = batch["input_ids"], batch["attention_mask"]
 
     def generate():
@@ -77,6 +79,9 @@ def main() -> None:
                 out = model(input_ids=token[:, None], attention_mask=m, position_ids=pos, past_key_values=cache)
         return torch.stack(picked, dim=1)
 
+    def project():
+        return modelling.generate(model, tok, [r["prompt"] for r in rows], args.max_new_tokens, len(rows))
+
     def prefill():
         with torch.no_grad():
             return model(**batch, logits_to_keep=1)
@@ -88,12 +93,20 @@ def main() -> None:
     s_generate, a = timed(generate)
     s_bare, b = timed(bare)
     s_prefill, _ = timed(prefill)
+    s_project, texts = timed(project)
+    plain = tok.batch_decode(a, skip_special_tokens=True)
+    shared = modelling.shared_length([tok(t, add_special_tokens=False)["input_ids"] for t in texts_in])
     width = min(a.size(1), b.size(1))
     same = bool(torch.equal(a[:, :width], b[:, :width]))
     flops = 2 * n_params * int(mask.sum()) / s_prefill / 1e9
     print(f"model.generate {s_generate:.2f} s ({args.funds / s_generate:.1f} funds/s)")
     print(f"bare loop      {s_bare:.2f} s, the same tokens: {same}")
     print(f"prefill        {s_prefill:.2f} s (~{flops:.0f} GFLOP/s at 2 FLOPs a parameter a token)")
+    same_texts = sum(x == y for x, y in zip(plain, texts))
+    print(
+        f"modelling.generate {s_project:.2f} s ({args.funds / s_project:.1f} funds/s), the first {shared} tokens "
+        f"shared; answers as model.generate's: {same_texts} of {args.funds}"
+    )
 
 
 if __name__ == "__main__":

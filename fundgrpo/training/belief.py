@@ -368,7 +368,7 @@ def from_cache(
     inside a generated token or the candidates do not split off cleanly (`beliefs` reads those).
 
     `sequences`: prompt and answer ids (batch, width + new); `prompt_mask`: the prompt's attention mask
-    (left padding); `answers`: the new tokens decoded, special tokens skipped.
+    (padding anywhere, `modelling.prompt_batch`); `answers`: the new tokens decoded, special tokens skipped.
     """
     import torch
     from transformers.cache_utils import DynamicLayer
@@ -382,7 +382,7 @@ def from_cache(
     cached = cache.get_seq_length()
     rows: list[tuple[int, list]] = []  # per answer: its padding, and (method, trie, end, position, owner)
     for b, text in enumerate(answers):
-        pad = width - int(prompt_mask[b].sum())
+        pad = width - int(prompt_mask[b].sum())  # a position is a column less the padding before it
         new = sequences[b, width:].tolist()
         segments = []
         for m in methods:
@@ -413,7 +413,8 @@ def from_cache(
             n = len(t["input_ids"])
             input_ids[b, at : at + n] = torch.tensor(t["input_ids"])
             positions[b, at : at + n] = position + torch.tensor(t["positions"])
-            allowed[b, at : at + n, pad:end] = True  # the prompt and the answer before the decision point
+            allowed[b, at : at + n, :end] = True  # the prompt and the answer before the decision point,
+            allowed[b, at : at + n, :width] &= prompt_mask[b].bool().cpu()  # less the prompt's padding
             allowed[b, at : at + n, cached + at : cached + at + n] = t["allowed"]
             at += n
     dtype = next(model.parameters()).dtype

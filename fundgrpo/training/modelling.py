@@ -197,7 +197,8 @@ def generate(
     `time.monotonic()` instant) generation stops there: the answers cut short are incomplete (and so
     invalid), and batches not started get none; a server uses it to free the model at a request's timeout.
     `on_batch(start, sequences, prompt_mask, cache, answers)` sees each batch with the key-value cache its
-    generation left (the belief is read there: `belief.from_cache`)."""
+    generation left (the belief is read there: `belief.from_cache`). The beginning a batch's prompts share
+    runs once (`prompt_batch`)."""
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -212,11 +213,8 @@ def generate(
         if deadline is not None and time.monotonic() > deadline:
             out.extend([""] * len(texts[start : start + batch_size]))
             continue
-        batch = tokenizer(
-            texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
-        )
-        batch = {k: v.to(model.device) for k, v in batch.items()}
         with torch.no_grad():
+            batch = prompt_batch(model, tokenizer, texts[start : start + batch_size])
             ids = model.generate(
                 **batch,
                 max_new_tokens=max_new_tokens,
@@ -232,6 +230,50 @@ def generate(
             on_batch(start, sequences, batch["attention_mask"], ids.past_key_values, answers)
         out.extend(answers)
     return out
+
+
+def shared_length(rows: list[list[int]]) -> int:
+    """How many leading tokens every row of `rows` shares, each row keeping at least one of its own
+    (generation starts from a row's last prompt token).
+
+    >>> shared_length([[1, 2, 3, 4], [1, 2, 5], [1, 2, 3]])
+    2
+    >>> shared_length([[1, 2], [1, 2]]), shared_length([[1, 2, 3]]), shared_length([[7], [8]])
+    (1, 2, 0)
+    """
+    n, most = 0, min(len(r) for r in rows) - 1
+    while n < most and all(r[n] == rows[0][n] for r in rows):
+        n += 1
+    return n
+
+
+def prompt_batch(model, tokenizer, texts: list[str]) -> dict:
+    """`model.generate`'s inputs for a batch of prompt texts: `input_ids`, `attention_mask` and, where two or
+    more prompts share a beginning (the system message, the task's first line), `past_key_values`.
+
+    The shared beginning runs once and its key-value cache is copied to every row; each row is laid out as
+    shared tokens, its padding, its own tokens, and the mask hides the padding (positions count real tokens
+    only, as `generate` derives them from the mask), so every row computes what it would alone, to float
+    rounding: the same answers in float32, the same work less the copies (issue 34's notes). A lone prompt,
+    prompts that share nothing and models with sliding-window layers get the tokenizer's own left-padded batch."""
+    import torch
+    from transformers import DynamicCache
+
+    rows = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    cache = DynamicCache(config=model.config)
+    # a sliding-window layer (Gemma 3's) attends to the last columns, padding included: those pad left
+    slides = any(getattr(layer, "is_sliding", False) for layer in cache.layers)
+    shared = shared_length(rows) if len(rows) > 1 and not slides else 0
+    if shared == 0:
+        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        return {k: v.to(model.device) for k, v in batch.items()}
+    width, pad = max(len(r) for r in rows), tokenizer.pad_token_id
+    ids = [r[:shared] + [pad] * (width - len(r)) + r[shared:] for r in rows]
+    mask = [[1] * shared + [0] * (width - len(r)) + [1] * (len(r) - shared) for r in rows]
+    input_ids = torch.tensor(ids, device=model.device)
+    model(input_ids=input_ids[:1, :shared], past_key_values=cache, use_cache=True)
+    cache.batch_repeat_interleave(len(rows))
+    return {"input_ids": input_ids, "attention_mask": torch.tensor(mask, device=model.device), "past_key_values": cache}
 
 
 def corpus(rows: list[dict]) -> list[str]:

@@ -155,11 +155,13 @@ def test_a_chat_prompt_is_tokenized_once_and_the_candidates_as_whole_texts_would
     ]
 
 
-def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small):
-    """`from_cache` runs only the trie over the key-value cache a generation leaves: left-padded
-    prompts, answers of different lengths, both methods in one pass, give what `beliefs` gives by
-    running prompt and answer again. The cache is made as generation makes it (positions from each
-    row's first token), with the answers teacher-forced so they hold a decision point."""
+@pytest.mark.parametrize("layout", ["left", "shared"])
+def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small, layout):
+    """`from_cache` runs only the trie over the key-value cache a generation leaves: prompts laid out
+    as generation lays them (left-padded, or their shared beginning run once and the padding after it:
+    `modelling.prompt_batch`), answers of different lengths, both methods in one pass, give what
+    `beliefs` gives by running prompt and answer again. The cache is made as generation makes it
+    (positions count real tokens), with the answers teacher-forced so they hold a decision point."""
     import torch
 
     model, tokenizer = small
@@ -171,17 +173,24 @@ def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small):
         '{"score": 100, "grade": 3}',
     ]
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    if layout == "left":
+        enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    else:
+        with torch.no_grad():
+            enc = modelling.prompt_batch(model, tokenizer, texts)
+        assert enc["attention_mask"][:, 0].all() and not enc["attention_mask"].all()  # padding after the beginning
     new = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers]
     longest = max(map(len, new))
     pad = tokenizer.pad_token_id
     sequences = torch.cat([enc["input_ids"], torch.tensor([n + [pad] * (longest - len(n)) for n in new])], dim=1)
     mask = torch.cat([enc["attention_mask"], torch.ones((len(new), longest), dtype=torch.long)], dim=1)
+    ran = enc["past_key_values"].get_seq_length() if layout == "shared" else 0
     with torch.no_grad():
         cache = model(
-            input_ids=sequences[:, :-1],
+            input_ids=sequences[:, ran:-1],
             attention_mask=mask[:, :-1],
-            position_ids=(mask[:, :-1].cumsum(-1) - 1).clamp(min=0),
+            position_ids=(mask[:, :-1].cumsum(-1) - 1).clamp(min=0)[:, ran:],
+            past_key_values=enc.get("past_key_values"),
             use_cache=True,
         ).past_key_values
     found = belief.from_cache(
