@@ -53,8 +53,10 @@ CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained
 SHOWN_MODELS = ("none", "gbm")
 REFERENCE_GRADES = ("expert", "explained")
 # Where a model's grade probabilities are read (fundgrpo.training.belief): at the score, at the
-# grade token, or the confidence its answer states (prepare.stated_confidence).
-BELIEF_METHODS = ("score", "grade", "stated")
+# score's digits only (the token that must end a score taken as given: a tenth of the reading),
+# at the grade token, or the confidence its answer states (prepare.stated_confidence).
+BELIEF_METHODS = ("score", "digits", "grade", "stated")
+READ_BELIEFS = ("score", "grade", "stated")  # what calibrate and backtest read unless told
 SERVES = ("auto", "lm", "gbm", "stack")  # what the product serves (fundgrpo.evaluation.calibration)
 # What keeps the GRPO checkpoint (fundgrpo.training.grpo_trainer): the sampled validation reward,
 # an agreement figure of greedy answers, or `evaluation` (shared.evaluation_quality).
@@ -564,7 +566,7 @@ class BacktestParams:
     max_funds: int = 0  # 0 = all test funds
     # Where each language model's grade probabilities are read for the calibration figures
     # (fundgrpo/training/belief.py): at the score (mapped through the bands) and at the grade token.
-    beliefs: tuple[str, ...] = BELIEF_METHODS
+    beliefs: tuple[str, ...] = READ_BELIEFS
     bootstrap: int = 1000  # resamples for the paired intervals in metrics/backtest.json (0: none)
     metrics: str = "metrics/backtest.json"
     plots_dir: str = "plots"
@@ -588,7 +590,7 @@ class CalibrateParams:
     for the SFT start, and the backtest reports each source apart with its own best rule. The
     confidence of an evaluation is the probability of its grade."""
 
-    beliefs: tuple[str, ...] = BELIEF_METHODS  # every one (stated: used when the answers state one)
+    beliefs: tuple[str, ...] = READ_BELIEFS  # of score, digits, grade, stated (stated: where the answers state one)
     serve: str = "auto"  # auto | lm | gbm | stack (auto: the best on validation)
     # The grade reported: expected (the expected grade, cut at points fitted for the best QWK),
     # likeliest (the most probable grade) or greedy (the one the model wrote); auto: the best on

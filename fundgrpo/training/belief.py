@@ -9,6 +9,11 @@ about 1 whatever the model believed (measured: 0.999 on average). The belief is 
   continuation of its own reasoning (`"score": ` then the number and the token the model wrote after
   it: `,`, or `, "grade": ` for a tokenizer that merges across words), and each grade gets the
   probability of the scores in its band.
+* `digits`: the same, less the factors no other valid token competes with: after a two-digit score (or
+  `0`, or `100`) only its end can follow, so its probability is taken as given. With one token a
+  digit that leaves 11 of the trie's ~100 nodes to run; the beliefs differ from `score`'s by the
+  model's doubt about ending a score (measured: at most 0.002 for SmolLM2 fine-tuned, 0.02 for the
+  embedded default, no likeliest grade changed).
 * `grade`: at the grade token after the model's own score (the naive reading, kept to measure it).
 
 Scoring is exact, not sampled: the candidates' tokens form a trie below the shared prefix, run in one
@@ -34,6 +39,7 @@ from fundgrpo.params import BELIEF_METHODS
 
 MIN_MASS = 1e-6  # below this the model does not mean any of the candidates: no belief is read
 METHODS = tuple(m for m in BELIEF_METHODS if m != "stated")  # read from the model's tokens
+GIVEN = ("digits",)  # methods that take a token no other candidate competes with as given
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _FIRST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> {text: its first token's text}
 
@@ -83,15 +89,16 @@ def encode(tokenizer, prefix: str, candidates: list[str]) -> list[list[int]]:
     return tokenizer([prefix + c for c in candidates], add_special_tokens=False)["input_ids"]
 
 
-def _trie(tokenizer, prefix: str, candidates: list[str]) -> dict[str, Any]:
+def _trie(tokenizer, prefix: str, candidates: list[str], given: bool = False) -> dict[str, Any]:
     """The sequence that scores every candidate after `prefix` in one pass: the shared leading tokens,
     then each trie node that has a child, with the mask that lets a node see the prefix and its own
     ancestors only, at the position it would have in its candidate."""
-    return _trie_ids(encode(tokenizer, prefix, candidates))
+    return _trie_ids(encode(tokenizer, prefix, candidates), given)
 
 
-def _trie_ids(ids: list[list[int]]) -> dict[str, Any]:
-    """`_trie` for candidates given as token ids (the prefix's and each candidate's, whole)."""
+def _trie_ids(ids: list[list[int]], given: bool = False) -> dict[str, Any]:
+    """`_trie` for candidates given as token ids (the prefix's and each candidate's, whole). `given`:
+    leave out the nodes with one child (their one continuation is taken as given, `GIVEN`)."""
     import torch
 
     shared = len(os.path.commonprefix(ids))  # type: ignore[type-var]  # of token lists, not only strings
@@ -101,6 +108,13 @@ def _trie_ids(ids: list[list[int]]) -> dict[str, Any]:
     suffix = [tuple(s[shared:]) for s in ids]
     # the nodes whose next-token distribution is needed: every proper, non-empty prefix of a suffix
     nodes = sorted({s[:k] for s in suffix for k in range(1, len(s))}, key=lambda n: (len(n), n))
+    if given:  # a node whose one continuation ends its candidate is not run (no other node is below it)
+        children: dict[tuple, set] = {}
+        for s in suffix:
+            for k in range(1, len(s)):
+                children.setdefault(s[:k], set()).add(s[k])
+        inner = set(nodes)
+        nodes = [n for n in nodes if len(children[n]) > 1 or (*n, *children[n]) in inner]
     where = {n: shared + i for i, n in enumerate(nodes)}  # the node's place in the sequence
     total = shared + len(nodes)
     allowed = torch.zeros((total, total), dtype=torch.bool)
@@ -123,7 +137,7 @@ LOGITS_BUDGET = 2**25  # logits floats held at once (128 MB): fewer funds per pa
 
 
 def candidate_logprobs_many(
-    model, tokenizer, questions: list[tuple[str, list[str]]], batch_size: int = 16
+    model, tokenizer, questions: list[tuple[str, list[str]]], batch_size: int = 16, given: bool = False
 ) -> list[np.ndarray]:
     """log P(candidate | prefix) for each candidate of each (prefix, candidates), exactly (teacher forcing):
     one forward pass per `batch_size` questions.
@@ -135,11 +149,12 @@ def candidate_logprobs_many(
     (tree attention, as in speculative decoding). So the 101 scores of a fund cost one pass over the
     prompt, the answer so far and about a hundred extra tokens, with no copies of a key-value cache.
     Questions share a pass left-padded (padding masked out, positions counted from each one's first
-    token), and logits are kept for the last rows only, where every question's trie ends.
+    token), and logits are kept for the last rows only, where every question's trie ends. `given`: a
+    continuation no other candidate competes with is taken as given, not scored (`GIVEN`).
     """
     import torch
 
-    tries = [_trie(tokenizer, prefix, candidates) for prefix, candidates in questions]
+    tries = [_trie(tokenizer, prefix, candidates, given) for prefix, candidates in questions]
     dtype = next(model.parameters()).dtype
     vocab = model.get_output_embeddings().weight.shape[0]
     out: list[np.ndarray] = []
@@ -176,16 +191,19 @@ def candidate_logprobs_many(
             at = {n: row + 1 + i for i, n in enumerate(t["where"])}
             out.append(
                 np.array(
-                    [lp[b, row, s[0]] + sum(lp[b, at[s[:k]], s[k]] for k in range(1, len(s))) for s in t["suffix"]]
+                    [
+                        lp[b, row, s[0]] + sum(lp[b, at[s[:k]], s[k]] for k in range(1, len(s)) if s[:k] in at)
+                        for s in t["suffix"]
+                    ]  # fmt: skip
                 )
             )
     return out
 
 
-def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str]) -> np.ndarray:
+def candidate_logprobs(model, tokenizer, prefix: str, candidates: list[str], given: bool = False) -> np.ndarray:
     """log P(candidate | prefix) for each candidate string, exactly, in one forward pass
     (`candidate_logprobs_many` for one question)."""
-    return candidate_logprobs_many(model, tokenizer, [(prefix, candidates)])[0]
+    return candidate_logprobs_many(model, tokenizer, [(prefix, candidates)], given=given)[0]
 
 
 def question(
@@ -200,16 +218,18 @@ def question(
     >>> offset, candidates, owner = question('{"score": 71, "grade": 4}', example_methodology(), "score")
     >>> offset, candidates[:2], len(candidates), owner[0], owner[-1]
     (10, ['0,', '1,'], 101, 0, 4)
+    >>> question('{"score": 71, "grade": 4}', example_methodology(), "digits")[1] == candidates
+    True
     """
     if method not in METHODS:
         raise BeliefError(f"belief method must be one of {METHODS}, got {method!r}")
     grades = list(methodology.grades)
-    point = decision_point(answer, method)
+    point = decision_point(answer, "score" if method == "digits" else method)
     if point is None:
         return None
     offset, after = point
     after = first_token(tokenizer, after) if tokenizer is not None else after[0]
-    if method == "score":
+    if method in ("score", "digits"):
         values = list(range(0, 101))
         return offset, [f"{v}{after}" for v in values], [grades.index(methodology.grade_for(v)) for v in values]
     return offset, [f"{g}{after}" for g in grades], list(range(len(grades)))
@@ -260,7 +280,7 @@ def read(
     if asked is None:
         return None
     offset, candidates, owner = asked
-    logp = candidate_logprobs(model, tokenizer, prompt_text + answer[:offset], candidates)
+    logp = candidate_logprobs(model, tokenizer, prompt_text + answer[:offset], candidates, method in GIVEN)
     return probabilities(logp, owner, len(methodology.grades), min_mass)
 
 
@@ -286,7 +306,7 @@ def beliefs(
             (tokenizer.apply_chat_template(prompts[i], tokenize=False, add_generation_prompt=True) + answers[i][:at], c)
             for i, (at, c, _) in chunk
         ]
-        found = candidate_logprobs_many(model, tokenizer, questions, batch_size)
+        found = candidate_logprobs_many(model, tokenizer, questions, batch_size, method in GIVEN)
         for (i, (_, _, owner)), logp in zip(chunk, found):
             out[i] = probabilities(logp, owner, len(methodology.grades))
         bar.update(len(chunk))
@@ -337,17 +357,18 @@ def candidate_ids(tokenizer, prefix: str, candidates: list[str]) -> list[list[in
 _TEMPLATES: dict[tuple, dict[str, Any]] = {}  # candidates' ids -> their trie below a placeholder token
 
 
-def trie_after(first: int, alone: list[list[int]]) -> dict[str, Any]:
+def trie_after(first: int, alone: list[list[int]], given: bool = False) -> dict[str, Any]:
     """`_trie_ids` of `first` followed by each candidate's ids, with `gather`: for every token of every
     candidate, the row whose logits score it, the token, and the candidate (log P of a candidate is the sum
     of its rows'). Every answer's candidates are the same ids after a different last token, so the trie is
-    built once per candidate set and only its first token changes (building it was a quarter of a read)."""
-    key = tuple(map(tuple, alone))
+    built once per candidate set and only its first token changes (building it was a quarter of a read).
+    `given`: see `_trie_ids` (a token taken as given has no row)."""
+    key = (tuple(map(tuple, alone)), given)
     if key not in _TEMPLATES:
-        t = _trie_ids([[0] + a for a in alone])
+        t = _trie_ids([[0] + a for a in alone], given)
         row, node = t["shared"] - 1, t["where"]  # the last shared token's row, each node's
         gather = [(row, c, s[0]) for c, s in enumerate(t["suffix"])]
-        gather += [(node[s[:k]], c, s[k]) for c, s in enumerate(t["suffix"]) for k in range(1, len(s))]
+        gather += [(node[s[:k]], c, s[k]) for c, s in enumerate(t["suffix"]) for k in range(1, len(s)) if s[:k] in node]
         rows_, owners, tokens = (np.array(x, dtype=np.int64) for x in zip(*gather))
         if len(_TEMPLATES) > 64:  # a handful of candidate sets per tokenizer: bounded all the same
             _TEMPLATES.clear()
@@ -396,7 +417,7 @@ def from_cache(
             if k is None or alone is None or width + k - 1 > cached:
                 continue
             end = width + k - 1  # the prefix's last token, run again: its logits give the first digit
-            t = trie_after(int(sequences[b, end]), alone)
+            t = trie_after(int(sequences[b, end]), alone, m in GIVEN)
             segments.append((m, t, end, end - pad, owner))
         rows.append((pad, segments))
     size = max((sum(len(t["input_ids"]) for _, t, *_ in s) for _, s in rows), default=0)

@@ -66,6 +66,37 @@ def test_the_trie_equals_scoring_each_candidate_alone(small):
     )
 
 
+def test_digits_take_the_end_of_a_score_as_given(small):
+    """`digits` scores each candidate's tokens as `score` does, less the one that ends a two-digit score
+    (or 0, or 100), which no other candidate competes with; so its trie runs a tenth of the nodes."""
+    import torch
+
+    model, tokenizer = small
+    prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
+    every = [f"{v}," for v in range(101)]
+    head = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    ids = [tokenizer(prefix + c, add_special_tokens=False)["input_ids"] for c in every]
+    assert all(i[: len(head)] == head for i in ids)
+    suffix = [tuple(i[len(head) :]) for i in ids]
+    prefixes = {s[:k] for s in suffix for k in range(1, len(s))}
+    want = []
+    for i, s in zip(ids, suffix):
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=torch.tensor([i])).logits[0].float(), dim=-1)
+        follow = lambda n: {t[len(n)] for t in suffix if len(t) > len(n) and t[: len(n)] == n}  # noqa: E731
+        # the last token is left out where its node has no other child and nothing continues after it
+        last = len(s) - 1
+        given = last >= 1 and len(follow(s[:last])) == 1 and s not in prefixes
+        want.append(sum(float(lp[len(head) + k - 1, s[k]]) for k in range(len(s)) if not (given and k == last)))
+    got = belief.candidate_logprobs(model, tokenizer, prefix, every, given=True)
+    assert np.allclose(got, want, atol=1e-4)
+    exact = belief.candidate_logprobs(model, tokenizer, prefix, every)
+    if max(map(len, suffix)) > 2:  # scores spelled a digit a token: two-digit scores end with a given token
+        assert not np.allclose(got, exact, atol=1e-3)
+        runs, all_ = (len(belief._trie(tokenizer, prefix, every, g)["where"]) for g in (True, False))
+        assert runs <= 12 and all_ >= 100
+
+
 def test_read_maps_scores_through_the_bands(small):
     model, tokenizer = small
     answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
@@ -159,7 +190,7 @@ def test_a_chat_prompt_is_tokenized_once_and_the_candidates_as_whole_texts_would
 def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small, layout):
     """`from_cache` runs only the trie over the key-value cache a generation leaves: prompts laid out
     as generation lays them (left-padded, or their shared beginning run once and the padding after it:
-    `modelling.prompt_batch`), answers of different lengths, both methods in one pass, give what
+    `modelling.prompt_batch`), answers of different lengths, every method in one pass, give what
     `beliefs` gives by running prompt and answer again. The cache is made as generation makes it
     (positions count real tokens), with the answers teacher-forced so they hold a decision point."""
     import torch
@@ -194,9 +225,9 @@ def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small, l
             use_cache=True,
         ).past_key_values
     found = belief.from_cache(
-        model, tokenizer, sequences, enc["attention_mask"], cache, answers, METHODOLOGY, ("score", "grade")
+        model, tokenizer, sequences, enc["attention_mask"], cache, answers, METHODOLOGY, ("score", "digits", "grade")
     )
-    for method in ("score", "grade"):
+    for method in ("score", "digits", "grade"):
         exact = belief.beliefs(model, tokenizer, prompts, answers, METHODOLOGY, method)
         assert found[method][2] is None and exact[2] is None  # no decision point
         for got, want in zip(found[method], exact):

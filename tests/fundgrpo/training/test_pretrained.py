@@ -52,6 +52,9 @@ def test_converted_smollm2_loads_by_path_and_answers(smollm2_dir):
     together = belief.candidate_logprobs_many(model, tokenizer, questions, batch_size=2)
     for (prefix, candidates), found in zip(questions, together):
         assert np.allclose(found, belief.candidate_logprobs(model, tokenizer, prefix, candidates), atol=1e-3)
+    # one token a digit: the `digits` reading (the smollm2 profile's) runs the ten nodes that have a choice
+    prefix, candidates = questions[0]
+    assert [len(belief._trie(tokenizer, prefix, candidates, g)["where"]) for g in (True, False)] == [10, 101]
 
 
 def test_parse_names_the_form_it_wants():
