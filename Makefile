@@ -17,7 +17,7 @@ export DVC_NO_ANALYTICS=1
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 
-.PHONY: help setup run test test-fast lint bench browser api
+.PHONY: help setup run test test-fast lint bench browser api pages
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
 
@@ -64,6 +64,15 @@ api: setup ## serve the REST API on 127.0.0.1:8000 (docs at /docs; keys: python 
 
 bench: setup ## the benchmarks (benchmarks/run.sh)
 	bash benchmarks/run.sh
+
+# The generated pages, after editing any notes they are built from (CI compares each with what it generates).
+pages: setup ## regenerate the benchmark pages and the README's figures from the recorded runs and notes
+	$(PY) benchmarks/hotspots.py report
+	$(PY) benchmarks/suite.py report
+	$(PY) benchmarks/seeds.py report
+	$(PY) benchmarks/pretrained_report.py report
+	$(PY) benchmarks/make_run.py report
+	$(PY) tools/readme.py
 
 # GRPO sweeps as queued DVC experiments (README "Sweeps"), e.g. make sweep SWEEP_ARGS="--max-steps 20"
 .PHONY: sweep compare
