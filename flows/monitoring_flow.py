@@ -48,7 +48,7 @@ from prefect.states import Completed
 from flows import common
 from flows.training_flow import mlflow_check, training
 from fundgrpo import io
-from fundgrpo.data import analyst_labels
+from fundgrpo.data import analyst_labels, identity
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.reading import IngestReport
 from fundgrpo.data.validation import validate_frame
@@ -285,6 +285,9 @@ def handle_batch(
     summary["as_of"] = str(table["as_of"].iloc[0]) if "as_of" in table and len(table) else None
 
     reference = _reference(root, params)
+    clash = identity.conflicts(table, reference, f"batch {name}")
+    if clash:  # merged, its rows would replace other funds of the universe
+        return quarantined(clash, None)
     try:
         data = data_drift(reference, table, name, params, str(out))
     except drift.DriftError as err:  # e.g. no fund feature in common: bad input, not a verdict

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo import io
+from fundgrpo.data import identity
 from fundgrpo.data.columns import drop_exact_duplicates, to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.params import IngestParams, MonitorParams, load_params
@@ -55,6 +56,7 @@ def load(path: Path, params: IngestParams) -> tuple[pd.DataFrame, IngestReport]:
     and what reading and the settings did (`IngestReport`)."""
 
     raw, report = read_source(path, params.encoding, params.delimiter)
+    identity.positional_ids(params, str(path), raw.columns)  # a batch numbered by row would replace other funds
     if params.drop_duplicate_rows:  # before `as_of` is carried over row by row below
         raw, report = drop_exact_duplicates(raw, params, str(path), report)
     table, report = to_canonical(raw, replace(params, source="table"), str(path), report)

@@ -165,6 +165,17 @@ def predictions_from_texts(texts: list[str], schema: dict) -> list[Prediction]:
     return out
 
 
+def not_rated(reason: str) -> Prediction:
+    """The answer for a fund the methodology does not rate (`compiler.not_rated`): no model is asked, no
+    grade is given, and `reason` says what the fund lacks.
+
+    >>> p = not_rated("not rated: missing: Sharpe ratio")
+    >>> p["grade"], p["valid"], p["reason"]
+    (None, False, 'not rated: missing: Sharpe ratio')
+    """
+    return Prediction(grade=None, written_grade=None, score=None, reasoning=None, valid=False, reason=reason, text="")
+
+
 def annotate(preds: list[Prediction], rows: list[dict], methodology: Methodology) -> None:
     """Each prediction's claims, where its record carries the evidence the prompt showed: what it
     misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""

@@ -10,7 +10,9 @@ score is formed, and the output fields. It compiles into
 Missing metrics: a criterion whose metric is NaN for a fund is left out and the
 other weights renormalised. With return criteria for 3, 5 and 10 years weighted
 0.2 / 0.3 / 0.5 this gives exactly the Morningstar rule of 100 % / 60-40 / 50-30-20
-by length of history.
+by length of history. How little may be left is the file's `coverage`: a fund with data
+for less than `min_weight` of the criteria weight, or without a `required` criterion, is
+not rated (no rule grade, no model grade; `not_rated` says what it lacks).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from fundgrpo.data.peers import percentile_within, percentiles_within
 
 LANGUAGES = ("en", "ko")
 SCORING = ("weighted", "ranked")
+# The least share of the criteria weight a fund needs data for when the file says nothing
+# (`coverage.min_weight`): below half the weight, a grade would rest on the minor criteria.
+MIN_COVERAGE = 0.5
 
 
 class MethodologyError(ValueError):
@@ -74,6 +79,10 @@ class Methodology:
     # Metrics the evaluator is shown beside the criteria but that carry no weight in
     # the rule scorer (weight 0): what an analyst also looks at before grading.
     context: tuple[Criterion, ...] = ()
+    # A fund is rated only with data for at least this share of the criteria weight and for
+    # every `required` criterion (ids); otherwise it is "not rated" (`not_rated`).
+    min_coverage: float = MIN_COVERAGE
+    required: tuple[str, ...] = ()
 
     @property
     def grades(self) -> list[int]:
@@ -240,6 +249,8 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         )
     bands = _check_bands(bands, where)
 
+    min_coverage, required = _coverage(raw.get("coverage"), ids, where)
+
     output = raw.get("output", {}) or {}
     reasoning = output.get("reasoning", {}) or {}
     low = int(number(reasoning.get("min_chars", 20), "output.reasoning.min_chars"))
@@ -259,7 +270,39 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         reasoning_max_chars=high,
         cite_top=int(output.get("cite_top", 3)),
         context=tuple(context),
+        min_coverage=min_coverage,
+        required=required,
     )
+
+
+def _coverage(value: Any, ids: list[str], where: str) -> tuple[float, tuple[str, ...]]:
+    """(min_weight, required criterion ids) of the file's `coverage` block, checked.
+
+    >>> _coverage(None, ["a"], "m.yaml"), _coverage({"min_weight": 0.2, "required": ["a"]}, ["a"], "m.yaml")
+    ((0.5, ()), (0.2, ('a',)))
+    >>> _coverage({"required": ["b"]}, ["a"], "m.yaml")
+    Traceback (most recent call last):
+    ...
+    fundgrpo.methodology.compiler.MethodologyError: m.yaml: coverage.required names 'b', not a criterion id (['a'])
+    """
+    if value is None:
+        return MIN_COVERAGE, ()
+    if not isinstance(value, dict) or set(value) - {"min_weight", "required"}:
+        raise MethodologyError(
+            f"{where}: coverage must be a mapping with min_weight (0-1) and required (criterion ids), got {value!r}"
+        )
+    weight = value.get("min_weight", MIN_COVERAGE)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1:
+        raise MethodologyError(
+            f"{where}: coverage.min_weight must be a share of the criteria weight in (0, 1], got {weight!r}"
+        )
+    required = value.get("required") or []
+    if not isinstance(required, list):
+        raise MethodologyError(f"{where}: coverage.required must be a list of criterion ids, got {required!r}")
+    for cid in required:
+        if str(cid) not in ids:
+            raise MethodologyError(f"{where}: coverage.required names {cid!r}, not a criterion id ({ids})")
+    return float(weight), tuple(str(c) for c in required)
 
 
 def _label(value: Any, language: str, where: str) -> dict[str, str]:
@@ -356,6 +399,7 @@ def rubric(m: Methodology) -> dict[str, Any]:
         ],
         "reasoning": {"min_chars": m.reasoning_min_chars, "max_chars": m.reasoning_max_chars},
         "cite_top": m.cite_top,
+        "coverage": {"min_weight": m.min_coverage, "required": list(m.required)},
         "context": [
             {"id": c.id, "metric": c.metric, "higher_is_better": c.higher_is_better, "label": c.text(m.language)}
             for c in m.context
@@ -397,6 +441,7 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
             ],
             "output": {"reasoning": r["reasoning"], "cite_top": r["cite_top"]},
             "context": r.get("context", []),
+            "coverage": r.get("coverage"),
         },
         where="rubric",
     )
@@ -422,9 +467,54 @@ def criterion_percentiles(
     return pct.reindex(columns=[c.id for c in m.criteria + (m.context if with_context else ())])
 
 
+def coverage(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:
+    """Per fund, the share of the criteria weight it has data for (a criterion's percentile is known).
+
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> coverage(example_methodology(), pd.DataFrame({"sharpe_3y": [50.0, None], "cost": [None, None]})).tolist()
+    [0.6, 0.0]
+    """
+    weights = pd.Series({c.id: c.weight for c in m.criteria})
+    return percentiles[[c.id for c in m.criteria]].notna().mul(weights, axis=1).sum(axis=1).round(6)
+
+
+def not_rated(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:
+    """Per fund, why the methodology does not rate it (in its language), or None when it does: data for
+    less than `m.min_coverage` of the criteria weight, or a `required` criterion missing. The reason
+    names the criteria the fund lacks, so a reader knows what data would rate it.
+
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> r = not_rated(example_methodology(), pd.DataFrame({"sharpe_3y": [50.0, None], "cost": [10.0, 20.0]}))
+    >>> r[0] is None, r[1]
+    (True, 'not rated: data for 40% of the criteria weight, the methodology needs 50%; missing: Sharpe ratio')
+    """
+    share = coverage(m, percentiles)
+    present = percentiles[[c.id for c in m.criteria]].notna()
+    out = []
+    for i in percentiles.index:
+        lacking = [c for c in m.criteria if not present.at[i, c.id]]
+        short = share[i] < m.min_coverage - 1e-9
+        unmet = [c for c in lacking if c.id in m.required]
+        if not short and not unmet:
+            out.append(None)
+            continue
+        names = ", ".join(m.label(c) for c in lacking)
+        needed = ", ".join(m.label(c) for c in unmet)
+        if m.language == "ko":
+            why = (f"기준 가중치의 {share[i]:.0%}만 자료가 있어 방법론 기준 {m.min_coverage:.0%}에 미달" if short
+                   else f"필수 기준({needed}) 자료 없음")  # fmt: skip
+            out.append(f"평가 제외: {why}; 자료 없는 기준: {names}")
+        else:
+            why = (f"data for {share[i]:.0%} of the criteria weight, the methodology needs {m.min_coverage:.0%}"
+                   if short else f"no data for the required criterion {needed}")  # fmt: skip
+            out.append(f"not rated: {why}; missing: {names}")
+    return pd.Series(out, index=percentiles.index, dtype=object)
+
+
 def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | None = None) -> pd.DataFrame:
     """Apply the methodology to funds: columns `rule_score` (0-100) and `rule_grade`; both missing
-    (NaN, <NA>) for a fund with no data on any criterion: no placeholder a reader could take for a verdict.
+    (NaN, <NA>) for a fund the methodology does not rate (`not_rated`: too little of the criteria
+    weight has data, or a required criterion none): no placeholder a reader could take for a verdict.
 
     `percentiles` (from `criterion_percentiles` over the whole peer universe) may be
     passed so a subset of funds is scored against all its peers.
@@ -440,6 +530,7 @@ def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | 
     present = pct.notna()
     weight_sum = present.mul(weights, axis=1).sum(axis=1)
     composite = pct.fillna(0).mul(weights, axis=1).sum(axis=1) / weight_sum.replace(0, np.nan)
+    composite = composite.where(not_rated(m, pct).isna())  # too little data: no score, and not ranked below
     if m.scoring == "ranked":
         frame = pd.DataFrame({"category": funds["category"], "composite": composite})
         score = percentile_within(frame, "composite")

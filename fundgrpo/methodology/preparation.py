@@ -4,7 +4,9 @@ Peer context (category medians, within-category percentiles) is computed over th
 whole validated universe, as an analyst sees the market, before the split. The
 split is by `fund_id`, so share classes of one fund never straddle train and test.
 Rows without an expert grade cannot be trained or tested on: they are counted in
-metrics/prepare.json, not silently lost.
+metrics/prepare.json, not silently lost. Nor can funds the methodology does not rate (too little
+of its criteria weight has data, `compiler.not_rated`): they go to `not_rated.jsonl` beside the
+splits, where the backtest counts them apart.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def build_records(
         else None
     )
     rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
+    unrated = meth.not_rated(m, pct[[c.id for c in m.criteria]])
     metrics = [c.metric for c in shown if c.metric in funds]
     medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
     peers = funds.groupby("category")["share_class_id"].transform("count")
@@ -159,6 +162,8 @@ def build_records(
                     else {}
                 ),
                 "rule_score": rule_score,
+                # why the methodology does not rate the fund (None: it does); no model rates it either
+                "not_rated": unrated.at[i],
                 **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
             }
         )
@@ -192,10 +197,14 @@ def run(
         estimates = for_records(estimates, ids, splits, "prepare")
     records = build_records(funds, methodology, params, estimates=estimates)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
-    datasets = {s: [r for r, w in zip(records, split) if w == s] for s in SPLITS}
+    rated = [r["not_rated"] is None for r in records]
+    datasets = {s: [r for r, w, ok in zip(records, split, rated) if w == s and ok] for s in SPLITS}
+    # counted apart, each with its split: the backtest reports the test split's
+    datasets["not_rated"] = [{**r, "split": w} for r, w, ok in zip(records, split, rated) if not ok]
     summary = {
         "rows": int(len(funds)),
         "unlabelled_rows_excluded": int((~labelled).sum()),
+        "not_rated_rows_excluded": len(datasets["not_rated"]),
         **{f"{s}_rows": len(datasets[s]) for s in SPLITS},
         **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
         "analyst_labels": sum(r["label_source"] == "analyst" for r in records),

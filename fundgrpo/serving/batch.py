@@ -40,7 +40,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import offline
-from fundgrpo.data import ingestion
+from fundgrpo.data import identity, ingestion
 from fundgrpo.data.canonical import BY_NAME
 from fundgrpo.data.columns import to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
@@ -67,6 +67,7 @@ OUTPUT_COLUMNS = (
     "score",
     "reasoning",
     "valid",
+    "rated",  # false: the methodology does not rate the fund (too little data); `reason` says what it lacks
     "reason",
     "confidence",
     "expected_grade",
@@ -114,6 +115,8 @@ def read_funds(path: Path, params: Params) -> tuple[pd.DataFrame, IngestReport]:
             return table, IngestReport(source=str(path), encoding="parquet")
     settings = replace(params.ingest, source="table", path=str(path.resolve()), batches_dir="")
     raw, report = read_source(path, settings.encoding, settings.delimiter)
+    if params.ingest.source != "table" or path.resolve() != Path(params.ingest.path).resolve():
+        identity.positional_ids(params.ingest, str(path), raw.columns)  # ids by row only in the training file
     absent = {
         name: source
         for name, source in settings.column_map.items()
@@ -263,6 +266,9 @@ def evaluate(
     repeated = repeated_ids(funds, report)
     if repeated:
         raise EvaluateError(repeated)
+    clash = identity.conflicts(funds, reference, report.source or "the fund file")
+    if clash:
+        raise EvaluateError(clash)
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
     estimator = load_estimator(Path(params.evidence.out_dir))
@@ -300,13 +306,19 @@ def evaluate(
 
 def agreement(evaluations: pd.DataFrame, grades: list[int]) -> dict | None:
     """The backtest's metrics for the model, the rule scorer and gradient boosting on the rows
-    with an expert grade that no model learnt from, or None when there are none."""
+    with an expert grade that no model learnt from, or None when there are none. Funds the
+    methodology does not rate are counted apart (`not_rated`), as in the backtest."""
 
-    labelled = evaluations[evaluations["expert_grade"].notna() & ~evaluations["seen_in_training"].astype(bool)]
+    unseen = evaluations[evaluations["expert_grade"].notna() & ~evaluations["seen_in_training"].astype(bool)]
+    labelled = unseen[unseen["rated"].astype(bool)]
     if labelled.empty:
         return None
     expert = labelled["expert_grade"].astype(int).tolist()
-    out: dict[str, Any] = {"n": len(labelled), "model_valid_json": round(float(labelled["valid"].mean()), 4)}
+    out: dict[str, Any] = {
+        "n": len(labelled),
+        "not_rated": len(unseen) - len(labelled),
+        "model_valid_json": round(float(labelled["valid"].mean()), 4),
+    }
     for name, column in (("model", "grade"), ("rule", "rule_grade"), ("gbm", "gbm_grade")):
         predicted = [None if pd.isna(g) else int(g) for g in labelled[column]]  # an invalid answer: a miss
         found = grade_metrics(expert, filled(expert, predicted, grades).tolist(), grades)

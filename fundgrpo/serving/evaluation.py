@@ -23,13 +23,14 @@ class Evaluation:
     fund_id: str
     name: str | None
     category: str
-    grade: int | None  # served: None for an invalid answer (`reason` says why)
+    grade: int | None  # served: None for an invalid answer or a fund not rated (`reason` says why)
     written_grade: int | None  # what the model wrote in its evaluation
     grade_note: str | None
     score: float | None
     reasoning: str | None
     valid: bool
-    reason: str | None  # an invalid answer's reason; for a fund with gaps, what it lacks and what others say
+    rated: bool  # False: the methodology does not rate the fund (too little data); no model was asked
+    reason: str | None  # why there is no grade: what a fund not rated lacks, or why the answer is invalid
     probabilities: list[float] | None  # per grade of the methodology, in order
     expected_grade: float | None
     confidence: float | None
@@ -58,9 +59,14 @@ def flags(record: dict, lacking: str, prediction: Prediction, methodology: Metho
     >>> flags(r, "sharpe_3y", {"valid": False, "reason": "not one JSON object", "unsupported": []},
     ...       example_methodology())
     ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
+    >>> flags({**r, "not_rated": "not rated: missing: Sharpe ratio"}, "", {"valid": False, "reason": "-"},
+    ...       example_methodology())[0]
+    'not rated: missing: Sharpe ratio'
     """
     out = []
-    if not prediction["valid"]:
+    if record.get("not_rated"):
+        out.append(record["not_rated"])
+    elif not prediction["valid"]:
         out.append(f"invalid answer: {prediction['reason']}")
     if record.get("peers", 2) <= 1:
         out.append(f"no peers: {record['category']} has no other share class")
@@ -102,8 +108,9 @@ def build(
         score=p["score"],
         reasoning=p["reasoning"],
         valid=p["valid"],
+        rated=not record.get("not_rated"),
         reason=p["reason"]
-        if p["valid"]
+        if p["valid"] or record.get("not_rated")
         else refusal(p["reason"], lacking, methodology, record["rule_grade"], record.get("gbm_grade")),
         probabilities=p.get("probs"),
         expected_grade=p.get("expected_grade"),
@@ -134,6 +141,7 @@ def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extr
         "score": e.score,
         "reasoning": e.reasoning,
         "valid": e.valid,
+        "rated": e.rated,
         "reason": e.reason,
         "probabilities": {str(g): q for g, q in zip(grades, e.probabilities)} if e.probabilities is not None else None,
         "expected_grade": e.expected_grade,
@@ -173,6 +181,7 @@ def as_row(e: Evaluation, grades: list[int], **extra: Any) -> dict[str, Any]:
         "score": e.score,
         "reasoning": e.reasoning,
         "valid": e.valid,
+        "rated": e.rated,
         "reason": e.reason,
         "confidence": e.confidence,
         "expected_grade": e.expected_grade,

@@ -1,6 +1,7 @@
 """The review queue: which evaluations an analyst should look at, and in what order.
 
 An evaluation needs an analyst when any of these holds (each gives a line of `why`):
+  - the methodology does not rate the fund (too little data: its `reason` says what it lacks);
   - the answer is invalid (no grade);
   - its confidence is below `evaluate.review_below`;
   - its grade is `evaluate.disagree_by` grades or more from the methodology's (rule) grade,
@@ -35,10 +36,16 @@ def why(evaluation: dict, rule: EvaluateParams, known: set[str] | frozenset = fr
     'invalid answer: no JSON'
     >>> why({**e, "confidence": 0.9, "rule_grade": 4}, EvaluateParams(), known={"B"})
     ['new to the universe']
+    >>> why({**e, "grade": None, "valid": False, "rated": False, "reason": "not rated: missing: Sharpe ratio"},
+    ...     EvaluateParams())[0]
+    'not rated: missing: Sharpe ratio'
+
     """
     out = []
     grade = evaluation.get("grade")
-    if grade is None or not evaluation.get("valid", True):
+    if evaluation.get("rated") is False:
+        out.append(evaluation.get("reason") or "not rated")
+    elif grade is None or not evaluation.get("valid", True):
         out.append(f"invalid answer: {evaluation.get('reason') or 'no grade'}")
     confidence = evaluation.get("confidence")
     if grade is not None and (confidence is None or confidence < rule.review_below):

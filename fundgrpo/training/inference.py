@@ -170,8 +170,26 @@ def answer(
     expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`.
 
     Beliefs are read from each batch's key-value cache as it is generated (`belief.from_cache`): the
-    fit's method, and each method `cached` names (its list is filled, one entry per row, for the caller)."""
+    fit's method, and each method `cached` names (its list is filled, one entry per row, for the caller).
+    A row the methodology does not rate (`not_rated`, from serving's records) is not generated for: its
+    answer says why (`answers.not_rated`), and its beliefs are None."""
     cached = {} if cached is None else cached
+    if any(r.get("not_rated") for r in rows):
+        keep = [i for i, r in enumerate(rows) if not r.get("not_rated")]
+        inner: dict[str, list] = {method: [] for method in cached}
+        got = answer(
+            model, tokenizer, [rows[i] for i in keep], methodology, schema, max_new_tokens, batch_size, desc, fit,
+            deadline, inner,
+        ) if keep else []  # fmt: skip
+        out = [answers.not_rated(r["not_rated"]) for r in rows]
+        for method, column in inner.items():
+            filled: list = [None] * len(rows)
+            for i, value in zip(keep, column):
+                filled[i] = value
+            cached.setdefault(method, [])[:] = filled  # in place: the caller holds the list
+        for i, p in zip(keep, got):
+            out[i] = p
+        return out
     if fit is not None and fit["method"] in belief.METHODS:
         cached.setdefault(fit["method"], [])
     for column in cached.values():

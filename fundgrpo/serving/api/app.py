@@ -7,12 +7,15 @@ import asyncio
 import importlib.util
 import json
 import logging
+import math
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -108,6 +111,12 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
         )
         return response
 
+    @app.exception_handler(RequestValidationError)
+    async def refused(request: Request, err: RequestValidationError):
+        # FastAPI's own handler echoes each bad input, and a NaN or Infinity sent in a body made the
+        # refusal itself unserialisable (a 500): the same list of errors, its non-finite inputs as text
+        return JSONResponse({"detail": json_safe(jsonable_encoder(err.errors()))}, status_code=422)
+
     @app.exception_handler(sa.exc.OperationalError)
     async def store_unreachable(request: Request, err: Exception):
         # the database is down or locked past its timeout: nothing was written, the client may retry
@@ -119,6 +128,21 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
 
     app.include_router(routes.router)
     return app
+
+
+def json_safe(value):
+    """`value` with every non-finite float as text, so that it serialises as strict JSON.
+
+    >>> json_safe([{"input": float("nan"), "loc": ["body", "funds", 0]}, float("-inf"), 1.5])
+    [{'input': 'nan', 'loc': ['body', 'funds', 0]}, '-inf', 1.5]
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def store_url(root: Path, settings: ApiSettings) -> str:

@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 
+from fundgrpo.data import identity
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
 from fundgrpo.serving.api import review_page, schemas
@@ -89,6 +91,10 @@ async def post_evaluations(request: Request, body: EvaluationRequest, _: str = D
     if len(set(ids)) != len(ids):
         raise HTTPException(422, "funds: share_class_id repeats within the request")
     evaluator: Evaluator = api.evaluator
+    funds = [f.model_dump() for f in body.funds]  # type: ignore[attr-defined]  # Fund is built at import
+    clash = identity.conflicts(pd.DataFrame(funds), evaluator.reference, "funds")
+    if clash:  # another fund's id: scored under it, this fund would replace that one among the peers
+        raise HTTPException(422, clash)
     if evaluator.current is None:  # none at start-up: try again, the alias may have been set since
         try:
             await asyncio.get_running_loop().run_in_executor(None, lambda: evaluator.serving(force=True))
@@ -97,7 +103,7 @@ async def post_evaluations(request: Request, body: EvaluationRequest, _: str = D
             api.load_error = str(err)
             raise HTTPException(503, f"no model to serve: {err}") from None
     try:
-        version, rows = await evaluator.evaluate([f.model_dump() for f in body.funds])  # type: ignore[attr-defined]  # Fund is built at import
+        version, rows = await evaluator.evaluate(funds)
     except asyncio.TimeoutError:
         raise HTTPException(504, f"generation took over {api.settings.timeout_s} s") from None
     except RuntimeError as err:

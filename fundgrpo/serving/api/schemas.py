@@ -12,6 +12,9 @@ from fundgrpo.data.canonical import COLUMNS
 # Text fields are capped: a 200 KB fund name once held every later evaluation behind it (its prompt
 # is generated token by token). Ids and categories are short in every export seen; names under 200.
 MAX_TEXT = {"share_class_id": 100, "fund_id": 100, "category": 200, "name": 300}
+# Ids the store hands out are 32-bit integers (PostgreSQL's INTEGER; SQLite's is wider): a larger one
+# names no evaluation or decision, and is refused as such instead of overflowing the database driver.
+MAX_ID = 2**31 - 1
 
 
 def _fund_field(c) -> tuple[Any, Any]:
@@ -22,7 +25,8 @@ def _fund_field(c) -> tuple[Any, Any]:
         return (Optional[str], Field(None, max_length=cap))
     if c.kind == "grade":
         return (Optional[int], Field(None, ge=int(c.low), le=int(c.high)))
-    return (Optional[float], Field(None, ge=c.low, le=c.high, description=c.description))
+    # NaN and Infinity parse from JSON bodies; a metric must be a finite number (or null: missing)
+    return (Optional[float], Field(None, ge=c.low, le=c.high, allow_inf_nan=False, description=c.description))
 
 
 # One fund as canonical metrics: ranges from fundgrpo/data/canonical.py, unknown fields refused;
@@ -48,11 +52,11 @@ class DecisionRequest(BaseModel):
     grade: int = Field(..., description="a grade of the methodology")
     reason: str = Field(..., max_length=2000, description="why, in the analyst's words (not empty)")
     # the evaluation answered: the share class's latest stored one when absent
-    evaluation_id: Optional[int] = Field(None, ge=1)
+    evaluation_id: Optional[int] = Field(None, ge=1, le=MAX_ID)
     # the version that made the evaluation, when the client wants it checked
     model_version: Optional[str] = Field(None, max_length=300)
     # the latest decision the analyst saw (None: none yet); another since then is a conflict (409)
-    based_on: Optional[int] = Field(None, ge=1)
+    based_on: Optional[int] = Field(None, ge=1, le=MAX_ID)
 
     @field_validator("reason")
     @classmethod
@@ -112,7 +116,10 @@ class Evaluation(Answer):
     score: Optional[float] = None
     reasoning: Optional[str] = None
     valid: bool
-    reason: Optional[str] = Field(None, description="why the answer is invalid")
+    rated: bool = Field(
+        ..., description="false: the methodology does not rate the fund (too little data; `reason` says what it lacks)"
+    )
+    reason: Optional[str] = Field(None, description="why there is no grade: not rated, or an invalid answer")
     probabilities: Optional[Grades] = None
     expected_grade: Optional[float] = None
     confidence: Optional[float] = Field(None, description="the probability of the served grade")
