@@ -104,7 +104,7 @@ def prediction_drift(
     if few:  # no verdict possible: do not spend minutes generating
         return {"drift": drift.PredictionDrift(None, few), "records": batch_records}
     with tempfile.TemporaryDirectory() as tmp:
-        loaded = champion.load_champion(uri, params.register.model_name, Path(tmp))
+        loaded = champion.load_champion(uri, params.register.model_name, Path(tmp), methodology)
         if loaded is None:
             logger.info("no champion in the registry: prediction drift skipped")
             return {

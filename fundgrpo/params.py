@@ -689,11 +689,16 @@ class GateParams:
     # Calibration no worse than the champion's: the candidate's expected calibration error (its
     # confidence on the test funds) may exceed the champion's by at most this; empty: not checked.
     ece_tolerance: float | None = None
-    # What the candidate must beat, each of them: champion (the version serving, re-scored with its
-    # own fit where the test set changed; the rule scorer where there is none), rule (the rule
-    # scorer), gbm_rule (gradient boosting with its validation-chosen rule: the firm's best
-    # alternative without a language model). The gate record names the baseline that decided.
-    against: tuple[str, ...] = ("champion",)
+    # What the candidate is compared with, each of them: champion (the version serving, re-scored with
+    # its own fit where the test set changed; the rule scorer where there is none) and rule (the rule
+    # scorer), which it must beat by more than `margin`; gbm_rule (gradient boosting with its
+    # validation-chosen rule: the firm's best alternative without a language model), which it must not
+    # fall below by more than `statistical_margin`. The gate record names the baseline that decided.
+    against: tuple[str, ...] = ("champion", "gbm_rule")
+    # Non-inferiority to gbm_rule: the candidate's metric may be at most this far below it; 0: at least
+    # equal; negative: it must beat gradient boosting by that much. A candidate that serves gradient
+    # boosting's grade alone equals it, and its gate reason says so.
+    statistical_margin: float = 0.0
 
     def __post_init__(self) -> None:
         _choice("register.gate.metric", self.metric, GATE_METRICS)

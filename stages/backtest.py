@@ -32,7 +32,9 @@ def main() -> None:
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
         fits = {"grpo": json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))}  # the policy's confidence
         answered, reused = evaluate_models(models, rows, methodology, schema, p.backtest.beliefs, fits, p.generation)
-        result = backtest(p.backtest, rows, methodology, answered, fits, reused)
+        apart = Path(p.prepare.out_dir) / "not_rated.jsonl"  # funds the methodology does not rate, counted apart
+        not_rated = [r for r in io.read_jsonl(apart) if r["split"] == "test"] if apart.exists() else []
+        result = backtest(p.backtest, rows, methodology, answered, fits, reused, not_rated)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         plots = Path(p.backtest.plots_dir)
         for name, preds in predictions.items():

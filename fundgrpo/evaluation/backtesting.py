@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from fundgrpo import io
-from fundgrpo.evaluation import calibration, contest
+from fundgrpo.evaluation import calibration, contest, story
 from fundgrpo.evaluation.agreement import (
     bootstrap_diff,
     departures,
@@ -103,12 +103,14 @@ def backtest(
     answered: dict[str, tuple[dict, list[Prediction]]],
     fits: dict[str, dict] | None = None,
     reused: dict[str, str] | None = None,
+    not_rated: list[dict] | None = None,
 ) -> dict:
     """Every evaluator scored on the test `rows`: each model's figures and predictions as its
     inference gave them (`answered`: name -> (figures, predictions), `fundgrpo.training.inference`),
     the rule scorer and, when the records carry it, the gradient-boosting baseline (block "gbm",
     whose `trust` uses its class probabilities); with `fits["grpo"]`, the served evaluator's parts
-    apart; `comparisons` holds paired bootstrap intervals."""
+    apart; `comparisons` holds paired bootstrap intervals. `not_rated`: the test funds the
+    methodology does not rate (prepare's `not_rated.jsonl`), counted apart (`apart`)."""
     fits = fits or {}
     results = {name: found for name, (found, _) in answered.items()}
     predictions = {name: preds for name, (_, preds) in answered.items()}
@@ -130,6 +132,7 @@ def backtest(
             predictions[key], results[key] = preds, scored(rows, preds, grades)
         if "gbm_rule" in predictions:
             results["grpo"]["served"] = contest.served(rows, predictions["grpo"], predictions["gbm_rule"], fit, grades)
+        results["grpo"]["story"] = told(predictions["grpo"], fit, methodology.language)
         if fit.get("sft") and "sft" in predictions:  # SFT under its own validation-chosen rule
             predictions["sft_served"] = contest.applied(rows, predictions["sft"], fit["sft"], grades)
             results["sft_served"] = scored(rows, predictions["sft_served"], grades)
@@ -139,6 +142,7 @@ def backtest(
             results[name]["departures"] = departures(rows, preds)
     return {
         "n_funds": len(rows),
+        "not_rated": apart(not_rated or [], grades),
         "test_fingerprint": fingerprint(rows),
         "peak_rss_mb": io.peak_rss_mb(),
         "models": results,
@@ -148,6 +152,27 @@ def backtest(
         "predictions": predictions,
         "rows": rows,
     }
+
+
+def told(preds: list[Prediction], fit: dict, language: str) -> dict[str, Any]:
+    """Text against grade for a served evaluator (`story.counted`): the evaluations whose text was written
+    for another grade than the one served, how many say so in their note, and the share whose text
+    contradicts the grade without saying so (`untold`, the serving note being `story.written_note`)."""
+    served = [p["grade"] for p in preds]
+    written = [p.get("written_grade") for p in preds]
+    notes = [story.written_note(g, w, fit, language) for g, w in zip(served, written)]
+    return story.counted(served, written, notes, [p.get("unsupported") or [] for p in preds])
+
+
+def apart(records: list[dict], grades: list[int]) -> dict[str, Any]:
+    """The labelled test funds the methodology does not rate (too little data): how many, and the
+    grades the experts gave them. No evaluator is scored on them: none rates them.
+
+    >>> apart([{"expert_grade": 3}, {"expert_grade": 5}, {"expert_grade": 3}], [1, 2, 3, 4, 5])
+    {'n': 3, 'expert_grades': {'1': 0, '2': 0, '3': 2, '4': 0, '5': 1}}
+    """
+    counts = {str(g): sum(int(r["expert_grade"]) == g for r in records) for g in grades}
+    return {"n": len(records), "expert_grades": counts}
 
 
 def scored(rows: list[dict], preds: list[Prediction], grades: list[int]) -> dict[str, Any]:

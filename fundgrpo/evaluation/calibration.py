@@ -404,10 +404,12 @@ def fit_choice(
     written grade, the likeliest, the expected grade cut at fitted points). Each option is scored by
     cross-validation over the validation funds (`folds` by fund, `groups`): its transform and
     cut-points fitted on the other folds, so a rule with more fitted parts gains no in-sample edge.
-    The chosen option maximises QWK - `contradiction_cost` x the share of grades the served
-    probabilities contradict (`contradicted`), among those `serve` and `grade_from` allow ("auto":
-    all); it and the best option of each source (`by_source`, what the backtest reports apart) are
-    then refitted on every validation fund. An invalid answer (None) keeps no grade under any option.
+    The objective is QWK - `contradiction_cost` x the share of grades the served probabilities
+    contradict (`contradicted`); among the options `serve` and `grade_from` allow ("auto": all) the
+    best plain one (no pooling, no cut-points) is served unless a fitted one beats it by more than one
+    standard error over the folds (`simplest_within_noise`; `choice` records what was weighed). It and
+    the option each source would serve (`by_source`, what the backtest reports apart) are then
+    refitted on every validation fund. An invalid answer (None) keeps no grade under any option.
 
     >>> sure = {"score": [[0.99, 0.01], [0.01, 0.99], [0.99, 0.01], [0.99, 0.01]] * 3}
     >>> fit = fit_choice([1, 2, 2, 1] * 3, [1, 2, 1, 1] * 3, sure, [1, 2], grade_from="likeliest", folds=2)
@@ -456,15 +458,18 @@ def fit_choice(
                 p[grades.index(int(g))] if p is not None and g is not None else 0.0 for g, p in zip(predicted, probs)
             ]
             against = contradicted(predicted, probs, grades)
+            by_fold = [  # the objective on each fold's held-out funds: how much the option's edge varies
+                _objective(expert, predicted, probs, grades, [i for i in range(n) if fold[i] == k], contradiction_cost)
+                for k in sorted(set(fold))
+            ]
             options[f"{source}/{method}/{way}"] = {
                 "serves": source, "method": method, "grade_from": way, "exact": exact, "qwk": qwk,
                 "contradicted": against, "objective": round(qwk - contradiction_cost * against, 4),
-                **summary(expert, predicted, probs, conf, grades, bins),
+                "fold_objective": by_fold, **summary(expert, predicted, probs, conf, grades, bins),
             }  # fmt: skip
 
     def best(keys):  # on a tie, the option with fewer fitted parts (no pooling, no cut-points), then Brier
-        parts = {k: (options[k]["serves"] == "stack") + (options[k]["grade_from"] == "expected") for k in keys}
-        return max(keys, key=lambda k: (options[k]["objective"], -parts[k], -options[k]["brier"]))
+        return max(keys, key=lambda k: (options[k]["objective"], -fitted_parts(options[k]), -options[k]["brier"]))
 
     allowed = [
         k for k, o in options.items() if serve in ("auto", o["serves"]) and grade_from in ("auto", o["grade_from"])
@@ -482,16 +487,86 @@ def fit_choice(
         fit = fit_option(o["serves"], o["method"], o["grade_from"], expert, written, lm, gbm, grades, seen)
         return {**fit, "chosen": key, "weights": weights(fit)}
 
-    key = best(allowed)
+    key, why = simplest_within_noise(options, allowed, best)
     by_source = {
-        s: refit(best([k for k in options if options[k]["serves"] == s]))
+        s: refit(simplest_within_noise(options, [k for k in options if options[k]["serves"] == s], best)[0])
         for s in SOURCES
         if any(options[k]["serves"] == s for k in options)
     }
     return {
-        **refit(key), "options": options, "by_source": by_source,
+        **refit(key), "options": options, "by_source": by_source, "choice": why,
         "folds": folds, "contradiction_cost": contradiction_cost,
     }  # fmt: skip
+
+
+def fitted_parts(option: dict[str, Any]) -> int:
+    """How many parts of an option are fitted on validation beyond a temperature: the pooling weights
+    of a stack, the cut-points of the expected grade (0: a plain likeliest or written grade).
+
+    >>> fitted_parts({"serves": "stack", "grade_from": "expected"})
+    2
+    >>> fitted_parts({"serves": "gbm", "grade_from": "likeliest"})
+    0
+    """
+    return int(option["serves"] == "stack") + int(option["grade_from"] == "expected")
+
+
+def edge(better: list[float], base: list[float]) -> tuple[float, float]:
+    """(mean, standard error) over folds of one option's objective less another's, paired by fold;
+    the standard error is infinite with fewer than two folds to tell.
+
+    >>> edge([0.8, 0.7, 0.9], [0.7, 0.7, 0.8])
+    (0.0667, 0.0333)
+    >>> edge([0.8], [0.7])
+    (0.1, inf)
+    """
+    d = np.asarray(better, dtype=float) - np.asarray(base, dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) < 2:
+        return (round(float(d.mean()), 4) if len(d) else 0.0), float("inf")
+    return round(float(d.mean()), 4), round(float(d.std(ddof=1) / np.sqrt(len(d))), 4)
+
+
+def simplest_within_noise(options: dict[str, dict], keys: list[str], best) -> tuple[str, dict[str, Any]]:
+    """The option served among `keys`: the best with no fitted part (a plain likeliest or written grade),
+    unless an option with more fitted parts (pooling, cut-points) beats it by more than one standard
+    error over the folds (`edge`), level by level: a rule fitted on a few validation funds must earn its
+    place by more than its own uncertainty. With what was weighed (`why`: the simpler option, the edge).
+
+    >>> o = {"gbm/score/likeliest": {"serves": "gbm", "grade_from": "likeliest", "objective": 0.80,
+    ...                               "fold_objective": [0.8, 0.7, 0.9]},
+    ...      "gbm/score/expected": {"serves": "gbm", "grade_from": "expected", "objective": 0.81,
+    ...                             "fold_objective": [0.9, 0.6, 0.93]}}
+    >>> pick = lambda ks: max(ks, key=lambda k: o[k]["objective"])
+    >>> simplest_within_noise(o, list(o), pick)[0]  # +0.01 on average, give or take 0.05: not earned
+    'gbm/score/likeliest'
+    >>> o["gbm/score/expected"]["fold_objective"] = [0.85, 0.75, 0.95]
+    >>> simplest_within_noise(o, list(o), pick)[0]
+    'gbm/score/expected'
+    """
+    levels = sorted({fitted_parts(options[k]) for k in keys})
+    chosen = best([k for k in keys if fitted_parts(options[k]) == levels[0]])
+    why: dict[str, Any] = {"rule": "one standard error over folds", "plain": chosen}
+    for level in levels[1:]:
+        earned = []
+        for k in keys:
+            if fitted_parts(options[k]) == level:
+                mean, se = edge(options[k]["fold_objective"], options[chosen]["fold_objective"])
+                why[k] = {"edge": mean, "se": se if np.isfinite(se) else None, "over": chosen}
+                if mean > se:
+                    earned.append(k)
+        if earned:
+            chosen = best(earned)
+    why["chosen"] = chosen
+    return chosen, why
+
+
+def _objective(expert, predicted, probs, grades: list[int], rows: list[int], cost: float) -> float:
+    """An option's objective (QWK less `cost` x the contradicted share) on the funds `rows`; NaN for none."""
+    if not rows:
+        return float("nan")
+    _, qwk = _agreement([expert[i] for i in rows], [predicted[i] for i in rows], grades)
+    return round(qwk - cost * contradicted([predicted[i] for i in rows], [probs[i] for i in rows], grades), 4)
 
 
 def _agreement(expert, predicted, grades: list[int]) -> tuple[float, float]:

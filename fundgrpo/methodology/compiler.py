@@ -17,9 +17,10 @@ not rated (no rule grade, no model grade; `not_rated` says what it lacks).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace  # noqa: F401 (replace: the doctests')
 from pathlib import Path
 from typing import Any
 
@@ -383,6 +384,7 @@ def rubric(m: Methodology) -> dict[str, Any]:
     return {
         "name": m.name,
         "version": m.version,
+        "fingerprint": fingerprint(m),  # what a model trained on it depends on: serving checks it
         "language": m.language,
         "scoring": m.scoring,
         "grades": m.grades,
@@ -405,6 +407,37 @@ def rubric(m: Methodology) -> dict[str, Any]:
             for c in m.context
         ],
     }
+
+
+def fingerprint(m: Methodology) -> str:
+    """What a model trained on `m` depends on, hashed: the language, the criteria and context metrics
+    (ids, metrics, weights, directions, labels) and the grades (bands and labels). A model trained on one
+    methodology writes its words and grades; serving it under another gives answers that mean nothing
+    (or none that parse), so serving refuses a version whose fingerprint is not the compiled one's.
+    The name, version and reasoning lengths are left out: renaming a file changes no answer.
+
+    >>> m = example_methodology()
+    >>> same, other = replace(m, name="renamed"), replace(m, language="ko")
+    >>> fingerprint(m) == fingerprint(same), fingerprint(m) == fingerprint(other)
+    (True, False)
+    """
+    words = {
+        "language": m.language,
+        "scoring": m.scoring,
+        "criteria": [[c.id, c.metric, c.weight, c.higher_is_better, c.text(m.language)] for c in m.criteria],
+        "context": [[c.id, c.metric, c.higher_is_better, c.text(m.language)] for c in m.context],
+        "grades": [[b.grade, b.low, b.high, b.label.get(m.language) or b.label.get("en")] for b in m.bands],
+    }
+    return hashlib.sha256(json.dumps(words, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def described(m: Methodology) -> str:
+    """The methodology compiled now, named for a message.
+
+    >>> described(example_methodology())
+    "the methodology compiled now ('example' v1, en, fingerprint ...)"
+    """
+    return f"the methodology compiled now ({m.name!r} v{m.version}, {m.language}, fingerprint {fingerprint(m)})"
 
 
 def compile_file(path: str | Path) -> dict[str, dict]:

@@ -64,8 +64,15 @@ class Decision:
     baseline_name: str
 
 
-def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_name: str, gate: GateParams) -> Decision:
-    """The promotion rule, pure.
+def decide(
+    candidate: dict[str, float],
+    baseline: dict[str, float],
+    baseline_name: str,
+    gate: GateParams,
+    non_inferior: bool = False,
+) -> Decision:
+    """The promotion rule, pure: beat the baseline by more than `gate.margin`, or, `non_inferior` (the
+    statistical model with its rule), fall below it by no more than `gate.statistical_margin`.
 
     >>> g = GateParams(metric="qwk", margin=0.01, min_valid_json=0.9)
     >>> decide({"qwk": 0.5, "valid_json": 1.0}, {"qwk": 0.4}, "rule", g).promote
@@ -73,6 +80,10 @@ def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_nam
     >>> decide({"qwk": 0.405, "valid_json": 1.0}, {"qwk": 0.4}, "champion v1", g).reason
     'qwk 0.405 does not beat champion v1 0.4 by more than 0.01'
     >>> decide({"qwk": 0.9, "valid_json": 0.5}, {"qwk": 0.4}, "rule", g).promote
+    False
+    >>> decide({"qwk": 0.7, "valid_json": 1.0}, {"qwk": 0.7}, "gradient boosting", g, non_inferior=True).reason
+    'qwk 0.7 is not below gradient boosting 0.7 by more than 0'
+    >>> decide({"qwk": 0.69, "valid_json": 1.0}, {"qwk": 0.7}, "gradient boosting", g, non_inferior=True).promote
     False
     """
     value, base = float(candidate[gate.metric]), float(baseline[gate.metric])
@@ -87,6 +98,14 @@ def decide(candidate: dict[str, float], baseline: dict[str, float], baseline_nam
             base,
             baseline_name,
         )
+    if non_inferior:
+        m = gate.statistical_margin
+        ok = value >= base - m - 1e-12
+        if m >= 0:
+            said = f"is {'not ' if ok else ''}below {baseline_name} {base:.4g} by more than {m:g}"
+        else:
+            said = f"{'beats' if ok else 'does not beat'} {baseline_name} {base:.4g} by at least {-m:g}"
+        return Decision(ok, f"{gate.metric} {value:.4g} {said}", value, base, baseline_name)
     if value > base + gate.margin:
         return Decision(
             True,
@@ -393,28 +412,84 @@ def promoted_by_gate(record: dict | None) -> bool:
     return bool(record and record.get("promoted") is True)
 
 
+def trained_on(record: dict | None) -> str:
+    """The methodology a gate record says its version was trained on, in words.
+
+    >>> trained_on({"methodology": {"name": "House", "version": "2", "language": "ko", "fingerprint": "ab12"}})
+    "'House' v2 (ko, fingerprint ab12)"
+    >>> trained_on(None)
+    'an unrecorded methodology'
+    """
+    m = (record or {}).get("methodology")
+    if not m:
+        return "an unrecorded methodology"
+    return f"{m['name']!r} v{m['version']} ({m['language']}, fingerprint {m['fingerprint']})"
+
+
+def matches(record: dict | None, methodology: str | None) -> bool:
+    """Whether a version may answer under the compiled methodology (its fingerprint, `methodology`):
+    its gate record names the same one; a record without one (older versions) is not refused.
+
+    >>> matches({"methodology": {"fingerprint": "a"}}, "a"), matches({"methodology": {"fingerprint": "a"}}, "b")
+    (True, False)
+    >>> matches({"promoted": True}, "b"), matches({"methodology": {"fingerprint": "a"}}, None)
+    (True, True)
+    """
+    recorded = ((record or {}).get("methodology") or {}).get("fingerprint")
+    return methodology is None or recorded is None or recorded == methodology
+
+
 def served_version(
-    client, name: str, alias: str, keep: str | None = None, cache: dict | None = None
+    client,
+    name: str,
+    alias: str,
+    keep: str | None = None,
+    cache: dict | None = None,
+    methodology: str | None = None,
+    compiled: str = "the methodology compiled now",
 ) -> tuple[str, str | None]:
     """(version to serve, note) for models:/name@alias. For `champion`, only a version the gate
-    promoted: when the alias points at another (moved by hand, in the MLflow UI), `keep` (the version
-    serving now) if the gate promoted it, else the newest version the gate promoted; the note says
-    so. An AliasError when nothing servable exists."""
+    promoted and, given the compiled methodology's fingerprint (`methodology`; `compiled` names it), one
+    trained on that methodology: when the alias points at another (moved by hand, in the MLflow UI; or
+    trained before the methodology file changed), `keep` (the version serving now) if it qualifies, else
+    the newest version that does; the note says so. Another alias is served as it is, but never under
+    another methodology. An AliasError when nothing servable exists, naming both methodologies."""
     version = version_by_alias(client, name, alias)
+    record = gate_record(client, name, version, cache) if alias == CHAMPION or methodology else None
+    other = not matches(record, methodology)
     if alias != CHAMPION:
+        if other:
+            raise AliasError(
+                f"models:/{name}@{alias} is v{version}, trained on {trained_on(record)}; {compiled} is another "
+                f"(fingerprint {methodology}): it would answer in another methodology's words and grades. Retrain "
+                "(`dvc repro`), or compile the methodology it was trained on"
+            )
         return version, None
-    record = gate_record(client, name, version, cache)
-    if promoted_by_gate(record):
+    if promoted_by_gate(record) and not other:
         return version, None
-    why = record.get("reason") if record else "no gate record: the alias was set by hand"
-    note = f"{alias} points at v{version}, which the gate did not promote ({why})"
-    if keep is not None and keep != version and promoted_by_gate(gate_record(client, name, keep, cache)):
+    if other:
+        note = (
+            f"{alias} points at v{version}, trained on {trained_on(record)}, but {compiled} is another "
+            f"(fingerprint {methodology})"
+        )
+    else:
+        why = record.get("reason") if record else "no gate record: the alias was set by hand"
+        note = f"{alias} points at v{version}, which the gate did not promote ({why})"
+
+    def servable(v: str) -> bool:
+        found = gate_record(client, name, v, cache)
+        return promoted_by_gate(found) and matches(found, methodology)
+
+    if keep is not None and keep != version and servable(keep):
         return keep, f"{note}; serving v{keep}, the version the gate promoted that was serving"
     numbers = sorted((int(v.version) for v in client.search_model_versions(f"name = '{name}'")), reverse=True)
     for number in numbers:
-        if str(number) != version and promoted_by_gate(gate_record(client, name, str(number), cache)):
-            return str(number), f"{note}; serving v{number}, the newest version the gate promoted"
-    raise AliasError(f"models:/{name}@{alias}: {note}, and no version the gate promoted is left to serve")
+        if str(number) != version and servable(str(number)):
+            return str(number), f"{note}; serving v{number}, the newest version the gate promoted on it"
+    raise AliasError(
+        f"models:/{name}@{alias}: {note}, and no version the gate promoted is left to serve"
+        + (" under it: retrain (`dvc repro`), or compile the methodology the champion was trained on" if other else "")
+    )
 
 
 CALIBRATION_FILE = "calibration.json"  # a version's confidence fit, written beside its weights

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from fundgrpo.cli import StageError
 from fundgrpo.evaluation import contest
-from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.evaluation.story import served_words
+from fundgrpo.methodology.compiler import Methodology, fingerprint
 from fundgrpo.params import Params, to_dict
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.training import modelling
@@ -103,20 +104,22 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
 def baselines(
     client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict
 ) -> list[tuple]:
-    """(metrics, name) of each baseline `register.gate.against` names, in order: the champion (the
-    rule scorer where there is none), the rule scorer, gradient boosting with its validation-chosen
-    rule (the backtest's `gbm_rule`: the firm's best alternative without a language model)."""
+    """(metrics, name, non-inferiority) of each baseline `register.gate.against` names, in order: the
+    champion (the rule scorer where there is none) and the rule scorer, to beat; gradient boosting
+    with its validation-chosen rule (the backtest's `gbm_rule`: the firm's best alternative without a
+    language model), not to fall below (`gate.statistical_margin`)."""
     found = []
     for against in params.register.gate.against:
         if against == "champion":
-            found.append(
-                champion_baseline(client, params, backtest, rows, methodology, schema)
-                or (backtest["models"]["rule"], "rule scorer")
+            metrics, name = champion_baseline(client, params, backtest, rows, methodology, schema) or (
+                backtest["models"]["rule"],
+                "rule scorer",
             )
+            found.append((metrics, name, False))
         elif against == "rule":
-            found.append((backtest["models"]["rule"], "rule scorer"))
+            found.append((backtest["models"]["rule"], "rule scorer", False))
         elif "gbm_rule" in backtest["models"]:
-            found.append((backtest["models"]["gbm_rule"], "gradient boosting with its validation-chosen rule"))
+            found.append((backtest["models"]["gbm_rule"], "gradient boosting with its validation-chosen rule", True))
         else:
             raise StageError(
                 "register.gate.against names gbm_rule, but the backtest has no gbm_rule block "
@@ -159,6 +162,7 @@ def register(
             {
                 "test_fingerprint": backtest["test_fingerprint"],
                 "methodology": f"{methodology.name} v{methodology.version}",
+                "methodology_fingerprint": fingerprint(methodology),
             }
         )
         info = log_model(Path(params.grpo.out_dir), params.generation.max_new_tokens, calibration)
@@ -185,7 +189,7 @@ def register(
         with mlflow_registry.promotion_lock(client, name):
             mlflow_registry.finish_pending(client, name)
             version, decision, gate_passed = gate_and_register(
-                client, params, backtest, rows, methodology, schema, info, active.info.run_id
+                client, params, backtest, rows, methodology, schema, info, active.info.run_id, calibration
             )
     return {
         "model_name": name,
@@ -203,22 +207,34 @@ def register(
 
 
 def gate_and_register(
-    client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict, info, run_id: str
+    client,
+    params: Params,
+    backtest: dict,
+    rows: list[dict],
+    methodology: Methodology,
+    schema: dict,
+    info,
+    run_id: str,
+    calibration: dict | None = None,
 ):
-    """Compare with the champion (or, without one, the rule scorer), register the version last
-    (everything before it succeeded, so it is complete), move its alias; (version, decision, gate passed)."""
+    """Compare with the champion (or, without one, the rule scorer) and the other baselines the gate
+    names, register the version last (everything before it succeeded, so it is complete), move its
+    alias; (version, decision, gate passed). The reason ends with what the candidate serves, in words
+    (`story.served_words`): whether its grade is gradient boosting's alone is never left to be inferred."""
     import mlflow
 
     name = params.register.model_name
     decisions = [
-        mlflow_registry.decide(backtest["models"]["grpo"], metrics, who, params.register.gate)
-        for metrics, who in baselines(client, params, backtest, rows, methodology, schema)
+        mlflow_registry.decide(backtest["models"]["grpo"], metrics, who, params.register.gate, non_inferior)
+        for metrics, who, non_inferior in baselines(client, params, backtest, rows, methodology, schema)
     ]
-    # the first baseline not beaten decides; when every one is beaten, the strongest is the one named
+    # the first baseline not passed decides; when every one is passed, the strongest is the one named
     failed = [d for d in decisions if not d.promote]
     decision = failed[0] if failed else max(decisions, key=lambda d: d.baseline)
     if not failed and len(decisions) > 1:
         decision = replace(decision, reason="; ".join(d.reason for d in decisions))
+    if calibration:
+        decision = replace(decision, reason=f"{decision.reason}; it serves {served_words(calibration)}")
     gate_passed = decision.promote
     if gate_passed and not params.register.promote:
         decision = replace(
@@ -236,7 +252,8 @@ def gate_and_register(
     version = mlflow.register_model(info.model_uri, name, tags=tags)  # the version and its tags in one request
     try:
         # the record serving trusts (an artifact: the UI can move aliases and edit tags, not this)
-        mlflow.log_dict(gate_record(decision, gate_passed, version.version, params), mlflow_registry.GATE_RECORD)
+        record = gate_record(decision, gate_passed, version.version, params, methodology, calibration)
+        mlflow.log_dict(record, mlflow_registry.GATE_RECORD)
         client.set_registered_model_alias(
             name, mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER, version.version
         )
@@ -254,9 +271,31 @@ def gate_and_register(
     return version, decision, gate_passed
 
 
-def gate_record(decision, gate_passed: bool, version: str, params: Params) -> dict:
-    """What the gate decided for one version, as logged with its run (mlflow_registry.GATE_RECORD)."""
+def gate_record(
+    decision,
+    gate_passed: bool,
+    version: str,
+    params: Params,
+    methodology: Methodology | None = None,
+    calibration: dict | None = None,
+) -> dict:
+    """What the gate decided for one version, as logged with its run (mlflow_registry.GATE_RECORD): with
+    the methodology it was trained on (serving refuses it under another: its fingerprint) and what it
+    serves, in words."""
     return {
+        **(
+            {
+                "methodology": {
+                    "name": methodology.name,
+                    "version": methodology.version,
+                    "language": methodology.language,
+                    "fingerprint": fingerprint(methodology),
+                }
+            }
+            if methodology is not None
+            else {}
+        ),  # fmt: skip
+        **({"serves": served_words(calibration)} if calibration else {}),
         "version": str(version),
         "promoted": bool(decision.promote),
         "passed": bool(gate_passed),

@@ -46,7 +46,7 @@ from fundgrpo.data.columns import to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.evaluation.statistical import load_estimator
-from fundgrpo.methodology.compiler import Methodology, load_compiled
+from fundgrpo.methodology.compiler import Methodology, described, fingerprint, load_compiled
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
@@ -224,8 +224,12 @@ def training_mask(reference: pd.DataFrame, params: Params) -> pd.Series:
     return (reference["expert_grade"].notna() & in_train).astype(bool)
 
 
-def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]:
-    """(local folder, a name for the output's `model` column) for a folder or a models:/ URI."""
+def resolve_model(
+    model: str, params: Params, scratch: Path, methodology: Methodology | None = None
+) -> tuple[Path, str]:
+    """(local folder, a name for the output's `model` column) for a folder or a models:/ URI; a
+    registered version trained on another methodology than `methodology` (the compiled one) is refused,
+    the champion falling back to the newest promoted version trained on it (`served_version`)."""
     if not model.startswith("models:/"):
         folder = Path(model)
         if not folder.is_dir():
@@ -239,7 +243,14 @@ def resolve_model(model: str, params: Params, scratch: Path) -> tuple[Path, str]
     name, _, alias = model[len("models:/") :].partition("@")
     client = MlflowClient(tracking_uri=uri)
     try:  # `champion`: a version the gate promoted (served_version says which, and why)
-        version, note = mlflow_registry.served_version(client, name, alias) if alias else (None, None)
+        version, note = (
+            mlflow_registry.served_version(
+                client, name, alias, methodology=fingerprint(methodology) if methodology else None,
+                compiled=described(methodology) if methodology else "the methodology compiled now",
+            )
+            if alias
+            else (None, None)
+        )  # fmt: skip
     except mlflow_registry.AliasError as err:
         raise EvaluateError(f"--model: {err} (registry: {uri})") from err
     if note:
@@ -373,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"evaluate: warning: {warning}", file=sys.stderr)
         with tempfile.TemporaryDirectory() as scratch:
             folder, name = resolve_model(
-                args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch)
+                args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch), methodology
             )
             evaluations = evaluate(
                 funds, pd.read_parquet(reference_path), folder, methodology, schema, params, name, report

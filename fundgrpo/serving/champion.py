@@ -18,7 +18,7 @@ from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
 from fundgrpo.methodology.answers import Prediction
-from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.compiler import Methodology, fingerprint
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import GenerationParams, Params, PrepareParams
@@ -76,16 +76,20 @@ def sample(records: list[dict], n: int, seed: int) -> list[dict]:
     return [records[i] for i in keep]
 
 
-def load_champion(tracking_uri: str, model_name: str, dst: Path) -> tuple[Path, int] | None:
-    """(local folder, version) of the champion as serving sees it (a version the gate promoted; see
-    mlflow_registry.served_version), or None when there is none to serve."""
+def load_champion(
+    tracking_uri: str, model_name: str, dst: Path, methodology: Methodology | None = None
+) -> tuple[Path, int] | None:
+    """(local folder, version) of the champion as serving sees it (a version the gate promoted, trained
+    on `methodology` when given; see mlflow_registry.served_version), or None when there is none to serve."""
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)
     if mlflow_registry.champion_version(client, model_name) is None:
         return None
     try:
-        version, _ = mlflow_registry.served_version(client, model_name, mlflow_registry.CHAMPION)
+        version, _ = mlflow_registry.served_version(
+            client, model_name, mlflow_registry.CHAMPION, methodology=fingerprint(methodology) if methodology else None
+        )
     except mlflow_registry.AliasError:
         return None
     import mlflow

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from fundgrpo.evaluation.story import written_note
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import EvaluateParams
@@ -96,7 +97,13 @@ def build(
     applied), with its flags and the reasons it needs an analyst (`review.why`)."""
     p = prediction
     language = methodology.language
-    said = served_from(fit, p)
+    said = served_from(fit, p, language)
+    # one story: whose grade is served when the text was written for another, then why a grade its
+    # own probabilities do not put first
+    notes = [
+        written_note(p["grade"], said["written_grade"], fit, language),
+        grade_note(p["grade"], p.get("probs"), methodology.grades, p.get("expected_grade"), fit, language),
+    ]
     e = Evaluation(
         share_class_id=record["share_class_id"],
         fund_id=record["fund_id"],
@@ -104,7 +111,7 @@ def build(
         category=record["category"],
         grade=p["grade"],
         written_grade=said["written_grade"],
-        grade_note=grade_note(p["grade"], p.get("probs"), methodology.grades, p.get("expected_grade"), fit, language),
+        grade_note=" ".join(n for n in notes if n) or None,
         score=p["score"],
         reasoning=p["reasoning"],
         valid=p["valid"],

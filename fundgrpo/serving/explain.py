@@ -11,17 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fundgrpo.evaluation import calibration
+from fundgrpo.evaluation.story import particle, served_words, serves
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
-
-
-def _ko(n: int, batchim: str, plain: str) -> str:
-    """A Korean particle after a number read aloud in Sino-Korean (일 이 삼 사 오 ...).
-
-    >>> _ko(1, "은", "는"), _ko(2, "은", "는"), _ko(3, "이", "가"), _ko(5, "이", "가")
-    ('1은', '2는', '3이', '5가')
-    """
-    return f"{n}{batchim if n % 10 in (0, 1, 3, 6, 7, 8) else plain}"
 
 
 def _range(i: int, cutpoints: Sequence[float], language: str) -> str:
@@ -76,8 +68,8 @@ def grade_note(
         where = _range(list(grades).index(grade), cutpoints, language)
         if language == "ko":
             return (
-                f"등급 {grade}: 확률로는 등급 {_ko(top, '이', '가')} 가장 높지만 "
-                f"({p_top:.0%}, 등급 {_ko(grade, '은', '는')} {mine:.0%}), 등급은 기대 등급 {expected:.2f}에서 "
+                f"등급 {grade}: 확률로는 등급 {particle(top, '이', '가')} 가장 높지만 "
+                f"({p_top:.0%}, 등급 {particle(grade, '은', '는')} {mine:.0%}), 등급은 기대 등급 {expected:.2f}에서 "
                 f"정해집니다 ({where}; 기준점은 검증 펀드에서 전문가 등급에 맞춘 값)."
             )
         return (
@@ -87,8 +79,9 @@ def grade_note(
         )
     if language == "ko":
         return (
-            f"등급 {_ko(grade, '은', '는')} 모델이 쓴 등급입니다. 확률로는 등급 {_ko(top, '이', '가')} 가장 높습니다 "
-            f"({p_top:.0%}, 등급 {_ko(grade, '은', '는')} {mine:.0%})."
+            f"등급 {particle(grade, '은', '는')} 모델이 쓴 등급입니다. "
+            f"확률로는 등급 {particle(top, '이', '가')} 가장 높습니다 "
+            f"({p_top:.0%}, 등급 {particle(grade, '은', '는')} {mine:.0%})."
         )
     return (
         f"Grade {grade} is the grade the model wrote; its probabilities put grade {top} first "
@@ -132,16 +125,20 @@ def refusal(reason: str | None, lacking: str, methodology: Methodology, rule_gra
     )
 
 
-def served_from(fit: dict, prediction: Prediction) -> dict:
-    """What an answer's grade is (the calibration fit's choice and weights) and the grade the model wrote.
+def served_from(fit: dict, prediction: Prediction, language: str = "en") -> dict:
+    """What an answer's grade is (the calibration fit's choice and weights, and in words: `summary`)
+    and the grade the model wrote.
 
-    >>> served_from({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6], "chosen": "stack/score/expected"},
-    ...             {"grade": 4, "written_grade": 3})["weights"]
-    {'language_model': 0.25, 'gradient_boosting': 0.75}
+    >>> said = served_from({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6],
+    ...                     "chosen": "stack/score/expected"}, {"grade": 4, "written_grade": 3})
+    >>> said["weights"], said["summary"]
+    ({'language_model': 0.25, 'gradient_boosting': 0.75}, "the language model's grade probabilities (25%) pooled \
+with gradient boosting's (75%)")
     """
     return {
-        "serves": fit.get("serves") or ("stack" if fit.get("confidence") == "pooled" else "lm"),
+        "serves": serves(fit),
         "weights": fit.get("weights") or calibration.weights(fit),
+        "summary": served_words(fit, language),
         "written_grade": prediction["written_grade"],
         "rule": fit.get("chosen"),
     }

@@ -16,6 +16,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 
 from fundgrpo.data import identity
+from fundgrpo.evaluation.story import served_words
+from fundgrpo.methodology.compiler import described
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import review
 from fundgrpo.serving.api import review_page, schemas
@@ -229,7 +231,13 @@ def model_card(root: Path, evaluator: Evaluator) -> dict:
     version served is not the one the alias names."""
     assert evaluator.current is not None  # get_model answers 503 before: no model is served
     version = evaluator.current.version
-    card: dict[str, Any] = {"model_version": version, "target": evaluator.target, "note": evaluator.note}
+    card: dict[str, Any] = {
+        "model_version": version,
+        "target": evaluator.target,
+        "note": evaluator.note,
+        "serves": served_words(evaluator.current.fit, evaluator.methodology.language),
+        "methodology": described(evaluator.methodology),
+    }
     run_id = None
     if version.startswith("models:/"):
         from mlflow import MlflowClient

@@ -100,6 +100,11 @@ class ServedFrom(Answer):
         "model's own (lm), gradient boosting's (gbm) or the two pooled (stack)",
     )
     weights: dict[str, float] = Field(..., description="shares of the belief: language_model, gradient_boosting")
+    summary: str = Field(
+        ...,
+        description="what the grade is, in words (in the methodology's language): above all whether it is "
+        "gradient boosting's alone",
+    )
     written_grade: Optional[int] = Field(None, description="the grade the language model wrote in its evaluation")
     rule: Optional[str] = Field(None, description="the validation-chosen option: source/belief/decision rule")
 
@@ -111,7 +116,9 @@ class Evaluation(Answer):
     name: Optional[str] = None
     grade: Optional[int] = Field(..., description="the served grade; null for an invalid answer (`reason` says why)")
     grade_note: Optional[str] = Field(
-        None, description="why the grade is not the likeliest under its own probabilities, in words; null when it is"
+        None,
+        description="whose grade is served when the reasoning was written for another grade, and why a grade is "
+        "not the likeliest under its own probabilities, in words; null when neither applies",
     )
     score: Optional[float] = None
     reasoning: Optional[str] = None
@@ -194,6 +201,10 @@ class ModelCard(Answer):
     model_version: str = Field(..., description="what answers: models:/NAME/VERSION or a folder")
     target: str = Field(..., description="what the server was told to serve")
     note: Optional[str] = Field(None, description="why the version served is not the one the alias names")
+    serves: str = Field(
+        ..., description="what its grades are, in words: above all whether they are gradient boosting's alone"
+    )
+    methodology: str = Field(..., description="the methodology it answers under (the compiled one), fingerprinted")
     aliases: Optional[list[str]] = None
     backtest: Optional[dict[str, float]] = None
     gate: Optional[dict[str, Any]] = Field(None, description="the gate's record for this version")

@@ -52,7 +52,9 @@ def test_the_choice_weighs_contradicted_grades_and_keeps_to_the_settings(funds):
         fit = choose(expert, lm, gbm, groups, contradiction_cost=cost)
         for option in fit["options"].values():  # scored out of fold; the objective as documented
             assert option["objective"] == pytest.approx(option["qwk"] - cost * option["contradicted"], abs=1e-4)
-        assert fit["options"][fit["chosen"]]["objective"] == max(o["objective"] for o in fit["options"].values())
+        # the best plain option, or a fitted one that beats it by more than its noise (the next test)
+        plain = fit["options"][fit["choice"]["plain"]]["objective"]
+        assert fit["options"][fit["chosen"]]["objective"] >= plain
     # a high cost of contradicting the probabilities shown: a rule that never does is chosen
     assert fit["options"][fit["chosen"]]["contradicted"] == 0.0
     only = choose(expert, lm, gbm, groups, serve="stack", grade_from="expected")
@@ -89,3 +91,23 @@ def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):
     rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
     graded = contest.parts(rows, [{"grade": None}] * len(rows), fit, GRADES)["gbm_rule"]
     assert all(p["grade"] in GRADES for p in graded)
+
+
+def test_a_fitted_rule_is_served_only_when_it_beats_the_plain_grade_by_more_than_its_noise(funds):
+    """A decision rule fitted on validation (cut-points, pooling) is chosen over the plain likeliest grade
+    only when its edge over the folds exceeds one standard error: on test, a rule chosen on 65 funds
+    by a hair once lost to gradient boosting's plain likeliest grade."""
+    expert, rng, groups = funds
+    noise = [rng.dirichlet(np.ones(5)).tolist() for _ in expert]
+    # gradient boosting one grade too high everywhere: cut-points on its expected grade undo that
+    high = beliefs(np.minimum(expert + 1, 6), 0.3, rng)
+    fit = choose(expert, noise, high, groups, serve="gbm")
+    assert fit["chosen"] == "gbm/score/expected"
+    weighed = fit["choice"][fit["chosen"]]
+    assert fit["choice"]["plain"] == "gbm/score/likeliest" and weighed["edge"] > weighed["se"] > 0
+    # an honest gradient boosting on a few funds: whatever cut-points gain is within their noise
+    few = slice(0, 60)
+    fit = choose(expert[few], noise[few], beliefs(expert, 0.6, rng)[few], groups[few], serve="gbm")
+    assert fit["chosen"] == "gbm/score/likeliest" and fit["grade_from"] == "likeliest" and not fit["cutpoints"]
+    weighed = fit["choice"]["gbm/score/expected"]
+    assert weighed["over"] == "gbm/score/likeliest" and not weighed["edge"] > weighed["se"]

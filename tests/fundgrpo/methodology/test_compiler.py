@@ -71,6 +71,7 @@ def test_rule_scorer_orders_funds_and_renormalises_missing_metrics():
                 {"metric": "return_5y", "weight": 0.6},
             ],
             "grades": [{"grade": 1, "min": 0, "max": 50}, {"grade": 2, "min": 50, "max": 100}],
+            "coverage": {"min_weight": 0.4},  # the 3-year criterion alone rates a fund
         }
     )
     funds = pd.DataFrame({"category": ["a"] * 3, "return_3y": [1.0, 2.0, 3.0], "return_5y": [1.0, np.nan, 3.0]})
@@ -148,3 +149,65 @@ def test_grades_and_bands_of_the_wrong_shape_are_named(raw):
         meth.MethodologyError, match=r"m.yaml: grade band 3 must be a mapping \(key: value, \.\.\.\), got 3"
     ):
         meth.parse(raw, where="m.yaml")
+
+
+# ------------------------------------------------------------------- coverage
+
+
+def five_funds() -> pd.DataFrame:
+    """Five funds of one category; the last has only an ongoing cost (one criterion of five, 20 % of the weight)."""
+    return pd.DataFrame(
+        {
+            "share_class_id": list("abcde"),
+            "category": ["x"] * 5,
+            "sharpe_3y": [0.1, 0.5, 0.9, 1.2, np.nan],
+            "return_3y": [1.0, 3.0, 5.0, 7.0, np.nan],
+            "ongoing_cost": [1.5, 1.0, 0.8, 0.5, 0.1],
+            "max_drawdown_3y": [-30.0, -20.0, -15.0, -10.0, np.nan],
+            "information_ratio_3y": [-0.5, 0.0, 0.3, 0.6, np.nan],
+        }
+    )
+
+
+def test_a_fund_with_one_criterion_of_five_is_not_rated_and_told_what_it_lacks(raw):
+    """Renormalising the missing criteria's weights onto a cheap fee once rated such a fund 5."""
+    m = meth.parse(raw)
+    funds = five_funds()
+    scored = meth.rule_score(m, funds)
+    assert scored["rule_grade"].iloc[:4].notna().all() and pd.isna(scored["rule_grade"].iloc[4])
+    assert np.isnan(scored["rule_score"].iloc[4])
+    reasons = meth.not_rated(m, meth.criterion_percentiles(m, funds))
+    assert reasons.iloc[:4].isna().all()
+    assert reasons.iloc[4] == (
+        "not rated: data for 20% of the criteria weight, the methodology needs 50%; "
+        "missing: Sharpe ratio, 3-year return, max drawdown, information ratio"
+    )
+    # the other funds are ranked among themselves: the unrated fund takes no rank below them
+    alone = meth.rule_score(m, funds.iloc[:4])
+    assert scored["rule_score"].iloc[:4].tolist() == alone["rule_score"].tolist()
+
+
+def test_coverage_reads_the_files_rule_and_says_it_in_korean(raw, repo_root):
+    funds = five_funds().assign(sharpe_3y=[0.1, 0.5, 0.9, np.nan, 0.3])  # d lacks its Sharpe ratio (35 %)
+    m = meth.parse({**raw, "coverage": {"min_weight": 0.2, "required": ["sharpe"]}})
+    reasons = meth.not_rated(m, meth.criterion_percentiles(m, funds))
+    assert reasons.iloc[3] == ("not rated: no data for the required criterion Sharpe ratio; missing: Sharpe ratio")
+    assert reasons.iloc[4] is None  # 20 % and the Sharpe ratio: enough under this file's rule
+    ko = meth.load(repo_root / "methodology/default_ko.yaml")
+    said = meth.not_rated(ko, meth.criterion_percentiles(ko, five_funds())).iloc[4]
+    assert said.startswith("평가 제외: 기준 가중치의 20%만 자료가 있어 방법론 기준 50%에 미달") and "샤프지수" in said
+    assert meth.from_rubric(meth.rubric(m)).required == ("sharpe",)  # the rule survives compilation
+
+
+@pytest.mark.parametrize(
+    "coverage, message",
+    [
+        ({"min_weight": 0}, r"coverage.min_weight must be a share of the criteria weight in \(0, 1\], got 0"),
+        ({"min_weight": 1.5}, r"in \(0, 1\], got 1.5"),
+        ({"required": ["tenure"]}, r"coverage.required names 'tenure', not a criterion id"),
+        ({"min_share": 0.5}, r"coverage must be a mapping with min_weight"),
+    ],
+)
+def test_a_bad_coverage_rule_is_named(raw, coverage, message):
+    with pytest.raises(meth.MethodologyError, match=message):
+        meth.parse({**raw, "coverage": coverage})

@@ -25,12 +25,17 @@ def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
     blank = funds.index[0]
     funds.loc[blank, [c.metric for c in m.criteria]] = float("nan")
     rules = meth.rule_score(m, funds)
-    assert rules.loc[blank].isna().all() and rules.drop(index=blank).notna().all().all()
+    rated = meth.not_rated(m, meth.criterion_percentiles(m, funds)).isna()
+    assert rules.loc[blank].isna().all() and not rated[blank]
+    # the young funds (no 3-year figures, only a fee: 20 % of the weight) are not rated either
+    assert 0 < (~rated).sum() < len(funds) / 2
+    assert rules[rated].notna().all().all() and rules[~rated].isna().all().all()
 
     params = replace(PrepareParams(), answer_style="evaluation")
     records = prepare.build_records(funds, methodology, params)
     first = next(r for r in records if r["share_class_id"] == str(funds.at[blank, "share_class_id"]))
-    others = [r for r in records if r is not first]
+    assert first["not_rated"].startswith({"en": "not rated: data for 0%", "ko": "평가 제외"}[m.language])
+    others = [r for r in records if r["not_rated"] is None]
     assert first["rule_grade"] is None and first["rule_score"] is None and "shown_grade" not in first
     assert all(isinstance(r["rule_grade"], int) for r in others)
     rule_line = {"en": "Methodology score", "ko": "방법론 점수"}[methodology.language]
@@ -79,3 +84,17 @@ def test_an_explained_reference_departs_from_the_shown_estimate_only_to_the_meth
 
     with pytest.raises(ParamsError, match="show_model"):
         replace(PrepareParams(), reference_grade="explained")
+
+
+def test_funds_the_methodology_does_not_rate_are_neither_trained_nor_tested_on_but_counted():
+    m = meth.load(REPO / "methodology" / "default.yaml")
+    funds = synthetic.later_batch(SyntheticParams(n_funds=120, n_months=48), 3)
+    funds = funds.assign(expert_grade=funds["expert_grade"].fillna(3))  # every fund labelled
+    rated = meth.not_rated(m, meth.criterion_percentiles(m, funds)).isna()
+    datasets, summary = prepare.run(funds, m, PrepareParams())
+    kept = [r for s in ("train", "validation", "test") for r in datasets[s]]
+    assert len(kept) == int(rated.sum()) and all(r["not_rated"] is None for r in kept)
+    apart = datasets["not_rated"]
+    assert len(apart) == summary["not_rated_rows_excluded"] == int((~rated).sum()) > 0
+    assert {r["split"] for r in apart} <= {"train", "validation", "test"}
+    assert all(r["not_rated"].startswith("not rated: ") and r["rule_grade"] is None for r in apart)
