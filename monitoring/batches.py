@@ -30,6 +30,7 @@ from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.params import IngestParams, MonitorParams, load_params
 
 SUFFIXES = (".csv", ".parquet", ".pq")
+LISTING = "accepted.json"  # written by the `batches` stage: the accepted batches' file names
 
 
 def incoming(params: MonitorParams, root: Path) -> list[Path]:
@@ -106,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m monitoring.batches",
         description="The DVC stage `batches`: makes sure ingest.batches_dir exists and lists the accepted "
         "batches in it (the monitoring flow accepts them; `ingest` lays them over the source). "
-        "Reads params.yaml; writes nothing but the folder.",
+        f"Reads params.yaml; writes the folder and its list, {LISTING}.",
     ).parse_args(argv)
     folder = Path(load_params().ingest.batches_dir)
     folder.mkdir(parents=True, exist_ok=True)
     files = sorted(folder.glob("*.parquet"))
+    # the list beside the batches: DVC warns at every run about an empty output folder, which no user can act on
+    io.write_json({"accepted": [f.name for f in files]}, folder / LISTING)
     names = ", ".join(f.stem for f in files) or "none"
     print(f"batches: {len(files)} accepted batch(es) in {folder}: {names}")
     return 0

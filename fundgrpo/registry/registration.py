@@ -34,17 +34,27 @@ def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = 
     calibrate stage's fit travels in the model's metadata (`calibration`), so whoever serves a
     version reads its confidence as the backtest did.
     """
+    import logging
+
     import mlflow
 
     model, tokenizer = modelling.load(policy_dir)
-    return mlflow.transformers.log_model(
-        transformers_model={"model": model, "tokenizer": tokenizer},
-        name="model",
-        task="text-generation",
-        model_config={"max_new_tokens": max_new_tokens},
-        pip_requirements=[f"{p}=={version(p)}" for p in ("torch", "transformers", "accelerate")],
-        metadata={"calibration": serving_fit(calibration)} if calibration else None,
-    )
+    # Offline, MLflow's transformers flavour warns that it cannot fetch a model card and licence from the
+    # hub for every model it logs; the model card that matters is the registry's gate record.
+    quiet = logging.getLogger("mlflow.transformers")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        return mlflow.transformers.log_model(
+            transformers_model={"model": model, "tokenizer": tokenizer},
+            name="model",
+            task="text-generation",
+            model_config={"max_new_tokens": max_new_tokens},
+            pip_requirements=[f"{p}=={version(p)}" for p in ("torch", "transformers", "accelerate")],
+            metadata={"calibration": serving_fit(calibration)} if calibration else None,
+        )
+    finally:
+        quiet.setLevel(level)
 
 
 def serving_fit(fit: dict) -> dict:

@@ -88,7 +88,7 @@ def grpo_config(params: GrpoParams, model_params: ModelParams, checkpoint_dir: P
         seed=params.seed,
         bf16=params.bf16,
         use_cpu=use_cpu(),
-        gradient_checkpointing=False,
+        activation_checkpointing=False,  # TRL turns it on by default; `gradient_checkpointing`, its old name, warns
         use_vllm=params.use_vllm,
         vllm_mode=params.vllm_mode,
         model_init_kwargs=model_init_kwargs(model_params),

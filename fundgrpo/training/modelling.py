@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -18,6 +19,10 @@ from tqdm.auto import tqdm
 
 from fundgrpo.params import ModelArchParams, ModelParams
 from fundgrpo.training import pretrained
+
+# TRL's trainers read transformers' deprecated `is_gradient_checkpointing`: a warning at every step that
+# no user of this project can act on.
+warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHATML = (

@@ -43,7 +43,7 @@ def sft_config(params: SftParams, model_params: ModelParams, output_dir: Path):
         use_cpu=use_cpu(),
         model_init_kwargs=model_init_kwargs(model_params),
         activation_offloading=False,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,  # TRL turns it on by default; `gradient_checkpointing`, its old name, warns
     )
 
 

@@ -102,9 +102,24 @@ def test_incoming_quarantine_and_archive_move_never_delete(tmp_path):
 def test_dvc_accepts_the_batches_folder_empty_or_absent(trained):
     root, _ = trained  # its first repro started with no data/ folder at all
     dvc = [sys.executable, "-m", "dvc"]
-    assert (root / "data/batches").is_dir() and not any((root / "data/batches").iterdir())
+    # no batch yet: the folder holds only its listing (an empty folder made DVC warn at every run)
+    assert [p.name for p in (root / "data/batches").iterdir()] == [batches.LISTING]
     assert "up to date" in run([*dvc, "status", "batches", "ingest"], root).stdout
     shutil.rmtree(root / "data/batches")
-    out = run([*dvc, "repro", "--single-item", "batches"], root).stdout
-    assert "0 accepted batch(es)" in out and (root / "data/batches").is_dir()
+    done = run([*dvc, "repro", "--single-item", "batches"], root)
+    assert "0 accepted batch(es)" in done.stdout and (root / "data/batches").is_dir()
+    assert "is empty" not in done.stdout + done.stderr
     assert "up to date" in run([*dvc, "status", "ingest"], root).stdout  # same (empty) content: nothing downstream
+
+
+def test_a_batch_numbered_by_row_is_refused_not_laid_over_other_funds(tmp_path):
+    """`ingest.share_class_id_generate` numbers a file's rows: a batch's "row-1" is not the universe's, and
+    accepted it would replace that other fund's row. It cannot be read, naming the settings that give stable ids."""
+    from fundgrpo.data.reading import IngestError
+
+    path = write(tmp_path / "batch-2025-06.csv", "Name,category,return_1y\nAlpha,Bonds,1.0\nBeta,Bonds,2.0\n")
+    numbered = IngestParams(source="table", path="src.csv", share_class_id_generate=True)
+    with pytest.raises(IngestError, match="ingest.share_class_id_generate numbers share classes by data row"):
+        batches.load(path, numbered)
+    named = IngestParams(source="table", path="src.csv", share_class_id_from=("Name",))
+    assert batches.load(path, named)[0]["share_class_id"].tolist() == ["Alpha", "Beta"]

@@ -50,7 +50,7 @@ def test_bad_batches_are_quarantined_kept_and_never_merged(trained):
     assert "file is empty" in results["batch-empty"]["reason"]
     assert (root / results["batch-empty"]["quarantine"] / "batch-empty.csv").exists()
     assert json.loads((newest_report(root, "batch-bad") / "summary.json").read_text())["verdict"] == "quarantined"
-    assert not list((root / "data/incoming").glob("*.csv")) and not list((root / "data/batches").iterdir())
+    assert not list((root / "data/incoming").glob("*.csv")) and not list((root / "data/batches").glob("*.parquet"))
     assert (root / "metrics/register.json").read_text() == register_before  # no training ran
 
 
@@ -64,7 +64,7 @@ def test_a_batch_with_too_few_rows_gets_no_verdict_and_no_retrain(trained):
     assert result["reason"] == "too few rows for a verdict: the batch has 12 rows, monitor.min_rows is 30"
     assert result["retrain"]["status"] == "not needed"
     assert "too few rows for a verdict" in (newest_report(root, "batch-small") / "drift.html").read_text()
-    assert (root / result["processed"]).exists() and not list((root / "data/batches").iterdir())
+    assert (root / result["processed"]).exists() and not list((root / "data/batches").glob("*.parquet"))
 
 
 def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(trained, capsys):
@@ -86,7 +86,7 @@ def test_calm_batch_no_retrain_then_drifted_batch_relearns_to_a_gate_decision(tr
     # the same share classes graded on the reference and the batch: their grades pair up for the migration
     assert calm["prediction_drift"]["paired"] >= 30 and calm["prediction_drift"]["migration"] is not None
     assert "rating migration" in calm["prediction_drift"]["reason"]
-    assert not list((root / "data/batches").iterdir()) and support.versions(root) == versions
+    assert not list((root / "data/batches").glob("*.parquet")) and support.versions(root) == versions
 
     drop(root, *simulate.make_batch(TINY, 6, "vol_spike"))
     start = time.monotonic()

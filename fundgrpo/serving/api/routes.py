@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Any
 
 import pandas as pd
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 
@@ -117,7 +117,11 @@ async def post_evaluations(request: Request, body: EvaluationRequest, _: str = D
 
 
 @router.get("/v1/evaluations/{share_class_id}", **documented(schemas.StoredEvaluation))
-def get_evaluation(request: Request, share_class_id: str, _: str = Depends(need("read"))) -> dict:
+def get_evaluation(
+    request: Request,
+    share_class_id: str = Path(..., max_length=schemas.MAX_TEXT["share_class_id"], pattern=schemas.NO_NUL),
+    _: str = Depends(need("read")),
+) -> dict:
     api = request.app.state
     found = api.store.latest(share_class_id)
     if found is None:
@@ -168,7 +172,9 @@ def post_decision(request: Request, body: DecisionRequest, analyst: str = Depend
 
 @router.get("/v1/decisions", **documented(schemas.Decisions))
 def get_decisions(
-    request: Request, share_class_id: str | None = Query(None, max_length=100), _: str = Depends(need("read"))
+    request: Request,
+    share_class_id: str | None = Query(None, max_length=100, pattern=schemas.NO_NUL),
+    _: str = Depends(need("read")),
 ):
     api = request.app.state
     return {"decisions": api.store.list_decisions(share_class_id)}
@@ -225,7 +231,7 @@ def get_model(request: Request, _: str = Depends(need("read"))) -> dict:
     return model_card(api.root, evaluator)
 
 
-def model_card(root: Path, evaluator: Evaluator) -> dict:
+def model_card(root: FilePath, evaluator: Evaluator) -> dict:
     """The serving version, its backtest metrics and the gate's decision for it (the record logged
     with its MLflow run; metrics/register.json only when it is that run's), and `note` when the
     version served is not the one the alias names."""

@@ -15,14 +15,16 @@ MAX_TEXT = {"share_class_id": 100, "fund_id": 100, "category": 200, "name": 300}
 # Ids the store hands out are 32-bit integers (PostgreSQL's INTEGER; SQLite's is wider): a larger one
 # names no evaluation or decision, and is refused as such instead of overflowing the database driver.
 MAX_ID = 2**31 - 1
+# Text never holds a NUL character: PostgreSQL refuses it in any text column (a 500 from the driver).
+NO_NUL = r"^[^\x00]*$"
 
 
 def _fund_field(c) -> tuple[Any, Any]:
     if c.kind in ("id", "text"):
         cap = MAX_TEXT.get(c.name, 300)
         if c.name in ("share_class_id", "category"):
-            return (str, Field(..., min_length=1, max_length=cap))
-        return (Optional[str], Field(None, max_length=cap))
+            return (str, Field(..., min_length=1, max_length=cap, pattern=NO_NUL))
+        return (Optional[str], Field(None, max_length=cap, pattern=NO_NUL))
     if c.kind == "grade":
         return (Optional[int], Field(None, ge=int(c.low), le=int(c.high)))
     # NaN and Infinity parse from JSON bodies; a metric must be a finite number (or null: missing)
@@ -35,7 +37,10 @@ Fund = create_model(  # type: ignore[call-overload]  # fields built from the can
     "Fund",
     __config__=ConfigDict(extra="forbid"),
     **{c.name: _fund_field(c) for c in COLUMNS},
-    as_of=(Optional[str], Field(None, max_length=40, description="the date the metrics cover (not used to grade)")),
+    as_of=(
+        Optional[str],
+        Field(None, max_length=40, pattern=NO_NUL, description="the date the metrics cover (not used to grade)"),
+    ),
 )
 
 
@@ -48,13 +53,13 @@ class DecisionRequest(BaseModel):
     """An analyst's grade for a share class, answering one stored evaluation."""
 
     model_config = ConfigDict(extra="forbid")
-    share_class_id: str = Field(..., min_length=1, max_length=MAX_TEXT["share_class_id"])
+    share_class_id: str = Field(..., min_length=1, max_length=MAX_TEXT["share_class_id"], pattern=NO_NUL)
     grade: int = Field(..., description="a grade of the methodology")
-    reason: str = Field(..., max_length=2000, description="why, in the analyst's words (not empty)")
+    reason: str = Field(..., max_length=2000, pattern=NO_NUL, description="why, in the analyst's words (not empty)")
     # the evaluation answered: the share class's latest stored one when absent
     evaluation_id: Optional[int] = Field(None, ge=1, le=MAX_ID)
     # the version that made the evaluation, when the client wants it checked
-    model_version: Optional[str] = Field(None, max_length=300)
+    model_version: Optional[str] = Field(None, max_length=300, pattern=NO_NUL)
     # the latest decision the analyst saw (None: none yet); another since then is a conflict (409)
     based_on: Optional[int] = Field(None, ge=1, le=MAX_ID)
 

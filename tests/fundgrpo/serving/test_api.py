@@ -207,30 +207,96 @@ def test_waiting_requests_share_a_records_call_only_where_no_fund_s_peers_change
 
 
 def test_thin_or_peerless_funds_are_flagged_not_graded_as_real(setup):
-    """A fund sent with only its id and category, or in a category with no peers: the evaluation says
-    what is missing and needs an analyst; whatever the model writes, no made-up middle grade."""
+    """A fund sent with only its id and category, or with one criterion of five, is not rated: no model is
+    asked, no grade is given (no made-up middle grade), and the reason names what it lacks; a fund in a
+    category with no peers is graded and flagged. Each needs an analyst."""
     root, settings, keys, reference = setup
     h = {"X-API-Key": keys["analyst"]}
     bare = {"share_class_id": "BARE", "category": reference["category"].iloc[0]}
+    fee_only = {**bare, "share_class_id": "FEE", "ongoing_cost": 0.1, "return_1y": 9.0}  # a fund of funds' export row
     alone = fund(reference, 0, category="A category of its own")
     with TestClient(create_app(root, settings)) as client:
-        done = client.post("/v1/evaluations", json={"funds": [bare, alone]}, headers=h)
+        done = client.post("/v1/evaluations", json={"funds": [bare, fee_only, alone]}, headers=h)
         assert done.status_code == 200, done.text
-        thin, lonely = done.json()["evaluations"]
-    assert thin["needs_analyst"] and sum(f.startswith("no data:") for f in thin["flags"]) == 5  # every criterion
-    assert "sharpe_3y" in " ".join(thin["flags"])
-    assert lonely["needs_analyst"] and any(f.startswith("no peers:") for f in lonely["flags"])
-    for e in (thin, lonely):
-        assert (e["grade"] is None) == (not e["valid"])
-    # no criterion data: no methodology grade either (no placeholder a reader could take for a verdict)
-    assert thin["rule_grade"] is None and thin["evidence"]["rule_score"] is None and lonely["rule_grade"] is not None
-    if not thin["valid"]:  # a refusal that names what the fund lacks and what the others say
-        assert thin["reason"].startswith("not graded: the fund lacks") and "(sharpe_3y)" in thin["reason"]
-        assert "the methodology has no grade for it (no criterion data)" in thin["reason"]
+        thin, fee, lonely = done.json()["evaluations"]
+    for e in (thin, fee):
+        assert e["rated"] is False and e["grade"] is None and e["valid"] is False and e["reasoning"] is None
+        assert e["rule_grade"] is None and e["evidence"]["rule_score"] is None and e["probabilities"] is None
+        assert e["needs_analyst"] and e["review"][0] == e["reason"] and e["flags"][0] == e["reason"]
+    assert thin["reason"] == (
+        "not rated: data for 0% of the criteria weight, the methodology needs 50%; "
+        "missing: Sharpe ratio, 3-year return, ongoing cost, max drawdown, information ratio"
+    )
+    assert fee["reason"] == (
+        "not rated: data for 20% of the criteria weight, the methodology needs 50%; "
+        "missing: Sharpe ratio, 3-year return, max drawdown, information ratio"
+    )
+    assert sum(f.startswith("no data:") for f in thin["flags"]) == 5 and "sharpe_3y" in " ".join(thin["flags"])
+    assert lonely["rated"] and lonely["needs_analyst"] and any(f.startswith("no peers:") for f in lonely["flags"])
+    assert (lonely["grade"] is None) == (not lonely["valid"]) and lonely["rule_grade"] is not None
     # a canonical row as the pipeline writes it (its `as_of` too) is accepted as it is
     dated = {**fund(reference, 2), "as_of": "2026-10-31"}
     with TestClient(create_app(root, settings)) as client:
         assert client.post("/v1/evaluations", json={"funds": [dated]}, headers=h).status_code == 200
+
+
+NON_FINITE = ("NaN", "Infinity", "-Infinity", "1e999")
+BEYOND = (2**31, 2**63, 10**30, -1, 0)
+
+
+def test_no_request_ends_in_a_500(setup):
+    """What a careless or hostile client sends, to every route: non-finite numbers (JSON's NaN and
+    Infinity, 1e999), ids past the store's integer, text where numbers go. Each is refused in words naming
+    the field (422), or answered; never a server error, never a refusal that is itself not JSON."""
+    root, settings, keys, reference = setup
+    review = {"X-API-Key": keys["reviewer"], "Content-Type": "application/json"}
+    analyst = {"X-API-Key": keys["analyst"], "Content-Type": "application/json"}
+    base = json.dumps(fund(reference, 0))[:-1]  # a fund's JSON, open for one more field
+    metrics = [c.name for c in COLUMNS if c.kind in ("number", "grade")]
+    codes: dict[str, int] = {}
+    with TestClient(create_app(root, settings), raise_server_exceptions=False) as client:
+        for name in metrics:
+            for value in NON_FINITE:
+                r = client.post(
+                    "/v1/evaluations", content=f'{{"funds": [{base}, "{name}": {value}}}]}}', headers=analyst
+                )
+                codes[f"evaluations {name}={value}"] = r.status_code
+                assert r.status_code == 422, (name, value, r.text)
+                assert name in json.dumps(r.json()) and "finite" in json.dumps(r.json()) or "less than" in r.text
+        # another fund's id with this fund's name: refused, naming the row and both names
+        other = {**fund(reference, 5), "share_class_id": str(reference["share_class_id"].iloc[0])}
+        clash = client.post("/v1/evaluations", json={"funds": [other]}, headers=analyst)
+        assert clash.status_code == 422 and "carry the share_class_id of another fund" in clash.json()["detail"]
+        # a NUL character in text: PostgreSQL's driver refuses it, so the API does first, naming the field
+        nul = client.post("/v1/evaluations", json={"funds": [fund(reference, 2, name="A\u0000B")]}, headers=analyst)
+        assert nul.status_code == 422 and "name" in nul.text
+        stored = client.post("/v1/evaluations", json={"funds": [fund(reference, 1)]}, headers=analyst).json()
+        said = client.post("/v1/decisions", json={"share_class_id": "API-1", "grade": 3, "reason": "a\u0000b"},
+                           headers=review)  # fmt: skip
+        assert said.status_code == 422 and "reason" in said.text
+        assert stored["evaluations"][0]["share_class_id"] == "API-1"
+        for field in ("evaluation_id", "based_on"):
+            for value in (*BEYOND, *NON_FINITE, '"seven"'):
+                body = f'{{"share_class_id": "API-1", "grade": 3, "reason": "checked", "{field}": {value}}}'
+                r = client.post("/v1/decisions", content=body, headers=review)
+                codes[f"decisions {field}={value}"] = r.status_code
+                assert r.status_code in (404, 409, 422), (field, value, r.text)
+                assert field in r.text or r.status_code != 422
+        for value in (*NON_FINITE, str(2**63), "1e400"):
+            r = client.post(
+                "/v1/decisions",
+                content=f'{{"share_class_id": "API-1", "grade": {value}, "reason": "r"}}',
+                headers=review,
+            )
+            codes[f"decisions grade={value}"] = r.status_code
+            assert r.status_code == 422 and "grade" in r.text, (value, r.text)
+        for path in ("/v1/review-queue?limit=1e999", "/v1/review-queue?limit=NaN", f"/v1/review-queue?limit={2**63}",
+                     "/v1/decisions?share_class_id=" + "x" * 500, "/v1/evaluations/" + "%00" * 3,
+                     "/v1/evaluations/" + "9" * 400):  # fmt: skip
+            r = client.get(path, headers=review)
+            codes[f"GET {path[:40]}"] = r.status_code
+            assert r.status_code in (200, 404, 422), (path, r.text)
+    assert 500 not in codes.values() and len(codes) > 100
 
 
 def test_keys_scopes_limits_and_bad_input(setup, caplog):
@@ -606,6 +672,84 @@ def test_serving_never_follows_champion_past_the_gate(trained, tmp_path, monkeyp
         assert "decision" not in card and card["gate"]["reason"] == "qwk beat"
         (view / "metrics/register.json").write_text(json.dumps({**decision, "run_id": promoted_run}))
         assert app.get("/v1/model", headers=h).json()["decision"]["run_id"] == promoted_run
+
+
+def test_serving_refuses_a_champion_trained_on_another_methodology(trained, tmp_path, monkeypatch):
+    """The methodology file switched to its Korean version after the champion was trained on the English
+    one: that champion would answer every fund invalidly. Serving refuses it, naming both methodologies,
+    and keeps the newest promoted version trained on the compiled one; with none, 503 saying so."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    from fundgrpo.methodology import compiler
+    from fundgrpo.params import load_params
+    from fundgrpo.registry import mlflow_registry
+    from fundgrpo.serving.batch import EvaluateError, resolve_model
+
+    root, _ = trained
+    view = workspace_view(root, tmp_path / "ws")
+    shutil.copy(root / "mlflow.db", tmp_path / "registry.db")
+    uri = f"sqlite:///{tmp_path}/registry.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(mlflow.tracking._tracking_service.utils, "_tracking_uri", None)
+    client = MlflowClient(tracking_uri=uri)
+    compiled = compiler.load_methodology(root / "data/schema")
+    korean = compiler.load(REPO / "methodology/default_ko.yaml")
+    assert compiler.fingerprint(korean) != compiler.fingerprint(compiled)
+    source = client.get_model_version("fund-evaluator", "1").source
+    experiment = client.get_run(client.get_model_version("fund-evaluator", "1").run_id).info.experiment_id
+
+    def version(name: str, methodology):
+        with mlflow.start_run(experiment_id=experiment) as run:
+            made = client.create_model_version(name, source, run.info.run_id)
+            trained_on = {
+                "name": methodology.name,
+                "version": methodology.version,
+                "language": methodology.language,
+                "fingerprint": compiler.fingerprint(methodology),
+            }
+            record = {"version": made.version, "promoted": True, "reason": "beat", "methodology": trained_on}
+            mlflow.log_dict(record, mlflow_registry.GATE_RECORD)
+        return made
+
+    keys = tmp_path / "keys.json"
+    env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "fundgrpo.serving.api", "add-key", "desk", "--scopes", "read,evaluate"]
+    h = {"X-API-Key": subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout.strip()}
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    one = {"funds": [fund(reference, 0)]}
+
+    # only a Korean-trained champion: nothing to serve under the English methodology, and the 503 says why
+    client.create_registered_model("ko-only")
+    client.set_registered_model_alias("ko-only", "champion", version("ko-only", korean).version)
+    only = ApiSettings(keys_file=keys, db_url=f"sqlite:///{tmp_path}/a.db", alias_check_s=0.0,
+                       model="models:/ko-only@champion")  # fmt: skip
+    with TestClient(create_app(view, only)) as app:
+        ready = app.get("/readyz").json()
+        assert not ready["ready"] and f"trained on {korean.name!r} v1.0 (ko, fingerprint" in ready["error"]
+        assert f"fingerprint {compiler.fingerprint(compiled)}" in ready["error"]
+        assert app.post("/v1/evaluations", json=one, headers=h).status_code == 503
+
+    # an English-trained version promoted before: champion moved to the Korean one is refused, the English served
+    client.create_registered_model("switched")
+    english = version("switched", compiled)
+    switched = version("switched", korean)
+    client.set_registered_model_alias("switched", "champion", switched.version)
+    settings = replace(only, model="models:/switched@champion", db_url=f"sqlite:///{tmp_path}/b.db")
+    with TestClient(create_app(view, settings)) as app:
+        answer = app.post("/v1/evaluations", json=one, headers=h).json()
+        assert answer["model_version"] == f"models:/switched/{english.version}"
+        card = app.get("/v1/model", headers=h).json()
+        assert "(ko, fingerprint" in card["note"] and "but the methodology compiled now" in card["note"]
+        assert card["methodology"].startswith("the methodology compiled now ('Fund Quality Rating' v1.0, en")
+    # batch scoring the same: the champion's English predecessor, or a clear refusal for another alias
+    params = load_params(root / "params.yaml")
+    params = replace(params, register=replace(params.register, tracking_uri=uri))
+    folder, served = resolve_model("models:/switched@champion", params, tmp_path / "scratch", compiled)
+    assert served == f"models:/switched/{english.version}" and folder.is_dir()
+    client.set_registered_model_alias("switched", "korean", switched.version)
+    with pytest.raises(EvaluateError, match=f"trained on '{korean.name}' v1.0 \\(ko"):
+        resolve_model("models:/switched@korean", params, tmp_path / "scratch2", compiled)
 
 
 @pytest.mark.skipif(not support.has_browser(), reason=support.NO_BROWSER)
