@@ -155,7 +155,7 @@ def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[s
     """The new candidate (models/policy) and the rule scorer on the batch's rated test-split funds."""
 
     methodology, schema = _schema(Path(root), params)
-    rows = [r for r in records if r["labelled"] and r["split"] == "test"]
+    rows = [r for r in records if r["labelled"] and r["split"] == "test" and not r.get("not_rated")]
     if not rows:
         return {"n": 0, "note": "no rated test-split fund in the batch sample"}
     preds = champion.grade(

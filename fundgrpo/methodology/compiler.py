@@ -523,7 +523,7 @@ def not_rated(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:
     """
     share = coverage(m, percentiles)
     present = percentiles[[c.id for c in m.criteria]].notna()
-    out = []
+    out: list[str | None] = []
     for i in percentiles.index:
         lacking = [c for c in m.criteria if not present.at[i, c.id]]
         short = share[i] < m.min_coverage - 1e-9

@@ -142,9 +142,14 @@ def estimator_for(params: Params, root: Path = Path(".")) -> Estimator | None:
 
 
 def scored(records: list[dict], predictions: list[dict], methodology: Methodology) -> dict[str, float] | None:
-    """Backtest metrics over the labelled test-split records (funds never trained on), or None if there are none."""
+    """Backtest metrics over the labelled test-split records (funds never trained on) the methodology rates,
+    or None if there are none."""
 
-    pairs = [(r, p) for r, p in zip(records, predictions) if r["labelled"] and r["split"] == "test"]
+    pairs = [
+        (r, p)
+        for r, p in zip(records, predictions)
+        if r["labelled"] and r["split"] == "test" and not r.get("not_rated")
+    ]
     if not pairs:
         return None
     rows, preds = zip(*pairs)

@@ -352,6 +352,7 @@ def test_register_gate_in_both_directions(
         bt = json.loads(json.dumps({k: v for k, v in backtest_result.items() if k not in ("rows", "predictions")}))
         bt["models"]["grpo"].update(qwk=qwk, valid_json=1.0)
         bt["models"]["rule"]["qwk"] = 0.5
+        bt["models"]["gbm_rule"] = {"qwk": 0.5, "valid_json": 1.0}  # the default gate compares with it too
         return bt
 
     # 1. first model, worse than the rule scorer: challenger, no champion
@@ -423,16 +424,27 @@ def test_register_gate_in_both_directions(
     )
     assert client.get_model_version_by_alias(reg.model_name, "champion").version == champion
 
-    # 6. a gate against gradient boosting with its validation-chosen rule too: beating the champion
-    #    is not enough; the record names the baseline that decided
-    firm = replace(params, register=replace(reg, gate=replace(reg.gate, against=("champion", "gbm_rule"))))
+    # 6. the default gate compares with gradient boosting with its validation-chosen rule too: beating the
+    #    champion is not enough when the candidate falls below it; the record names the baseline that decided
+    assert reg.gate.against == ("champion", "gbm_rule") and reg.gate.statistical_margin == 0.0
     strong = dict(candidate(0.99), test_fingerprint="different")
     strong["models"]["gbm_rule"] = {"qwk": 0.995, "valid_json": 1.0}
-    d6 = register(firm, strong, train, [], rows, methodology, schema, [])
+    d6 = register(params, strong, train, [], rows, methodology, schema, [])
     assert not d6["promoted"] and d6["baseline_name"] == "gradient boosting with its validation-chosen rule"
-    strong["models"]["gbm_rule"]["qwk"] = 0.9
-    d7 = register(firm, strong, train, [], rows, methodology, schema, [])
-    assert d7["promoted"] and "gradient boosting" in d7["reason"] and "champion" in d7["reason"]
+    assert "qwk 0.99 is below gradient boosting with its validation-chosen rule 0.995 by more than 0" in d6["reason"]
+    # 7. a candidate that serves gradient boosting's grade alone equals it: not inferior, and said plainly
+    alone = {**fit, "serves": "gbm", "confidence": "gbm", "grade_from": "likeliest", "chosen": "gbm/score/likeliest"}
+    strong["models"]["gbm_rule"]["qwk"] = 0.99
+    d7 = register(params, strong, train, [], rows, methodology, schema, [], alone)
+    assert d7["promoted"] and "champion" in d7["reason"]
+    assert "is not below gradient boosting with its validation-chosen rule 0.99 by more than 0" in d7["reason"]
+    assert d7["reason"].endswith("it serves gradient boosting's grade alone (the language model's weight is 0: "
+                                 "on validation funds it added nothing)")  # fmt: skip
+    from fundgrpo.registry import mlflow_registry
+
+    record = mlflow_registry.gate_record(client, reg.model_name, str(d7["version"]))
+    assert record["serves"].startswith("gradient boosting's grade alone")
+    assert record["methodology"]["fingerprint"] == meth.fingerprint(methodology)
     run = client.get_run(d5["run_id"])
     assert (
         run.info.run_name == "wooly-bear"

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 
 import fundgrpo.serving.api as api_package
 from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.evaluation.story import served_words
 from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.settings import ApiSettings
@@ -121,9 +122,12 @@ def test_evaluate_store_and_read_back(setup):
         for e in body["evaluations"]:
             said = e["served_from"]
             assert (said["serves"], said["weights"], said["rule"]) == (fit["serves"], fit["weights"], fit["chosen"])
-        for e in body["evaluations"]:  # a grade its probabilities do not put first says why in words
+        for e in body["evaluations"]:  # a grade its probabilities do not put first, or not the text's, says why
             top = max(e["probabilities"], key=e["probabilities"].get) if e["valid"] else None
-            assert (e["grade_note"] is not None) == (e["valid"] and e["probabilities"][top] > e["confidence"] + 1e-9)
+            contradicted = e["valid"] and e["probabilities"][top] > e["confidence"] + 1e-9
+            other = e["valid"] and e["grade"] != e["served_from"]["written_grade"]
+            assert (e["grade_note"] is not None) == (contradicted or other)
+            assert e["served_from"]["summary"] == served_words(fit)
         stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
         schemas.StoredEvaluation.model_validate(stored)
         assert stored["created_at"].endswith("+00:00")  # with its time zone, on SQLite too
