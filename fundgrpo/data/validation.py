@@ -145,9 +145,11 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path, notes: Seque
         results = [r.to_json_dict() for vr in outcome.run_results.values() for r in vr.results]
         results.sort(key=lambda r: order.get(r["expectation_config"].get("id"), len(order)))
         checks = [_check(r) for r in results]
-        for c in checks:  # GX knows no row numbers: where the repeated ids are, and what drops them
+        for c in checks:  # GX knows no row numbers: which rows fail, by table row and share class
             if not c["success"] and c["expectation"] == "expect_column_values_to_be_unique" and c["column"] in df:
                 c["message"] += f"; {repeated_rows(df, c['column'])}"
+            elif not c["success"] and c["column"] in df and (where := failing_rows(df, c)):
+                c["message"] += f"; {where}"
         failures = [c["message"] for c in checks if not c["success"]]
         summary = {
             "success": bool(outcome.success),
@@ -235,19 +237,44 @@ def repeated_rows(df: pd.DataFrame, column: str) -> str:
             "them cell for cell, set ingest.drop_duplicate_rows: true to drop them"
         )
     return text
-    if len(exact):
-        frame = df.reset_index(drop=True)
-        firsts = []
-        for position in exact[:3]:
-            same = frame.iloc[:position].eq(frame.iloc[position]) | (
-                frame.iloc[:position].isna() & frame.iloc[position].isna()
-            )
-            firsts.append(f"row {position + 1} = row {int(np.flatnonzero(same.all(axis=1).to_numpy())[0]) + 1}")
-        text += (
-            f"; {len(exact)} row(s) equal an earlier row in every column ({', '.join(firsts)}): if the source repeats "
-            "them cell for cell, set ingest.drop_duplicate_rows: true to drop them"
-        )
-    return text
+
+
+def failing_rows(df: pd.DataFrame, check: dict) -> str | None:
+    """The first table rows (1-based, in order) an expectation on a column fails on, with their share class
+    and value: null, outside the plausible range, or not an allowed value. None for other expectations.
+
+    >>> df = pd.DataFrame({"share_class_id": ["a", "b", "c"], "ongoing_cost": [1.0, -0.5, None]})
+    >>> failing_rows(df, {"expectation": "expect_column_values_to_be_between", "column": "ongoing_cost",
+    ...                   "kwargs": {"min_value": 0, "max_value": 15}})
+    "rows (1-based): 2 ('b': -0.5)"
+    >>> failing_rows(df, {"expectation": "expect_column_values_to_not_be_null", "column": "ongoing_cost", "kwargs": {}})
+    "rows (1-based): 3 ('c')"
+    """
+    values, kw = df[check["column"]].reset_index(drop=True), check.get("kwargs") or {}
+    kind = check["expectation"]
+    if kind == "expect_column_values_to_not_be_null":
+        bad = values.isna()
+    elif kind == "expect_column_values_to_be_between":
+        number = pd.to_numeric(values, errors="coerce")
+        bad = number.notna() & ((number < kw.get("min_value", -np.inf)) | (number > kw.get("max_value", np.inf)))
+    elif kind == "expect_column_values_to_be_in_set":
+        bad = values.notna() & ~values.isin(kw.get("value_set") or [])
+    else:
+        return None
+    rows = np.flatnonzero(bad.to_numpy())
+    if not len(rows):
+        return None
+    ids = df["share_class_id"].reset_index(drop=True) if "share_class_id" in df else None
+
+    def one(i: int) -> str:
+        sid = f"{ids.iloc[i]!r}" if ids is not None else ""
+        value = values.iloc[i]
+        value = value.item() if hasattr(value, "item") else value  # 3.5, not np.float64(3.5)
+        shown = "" if kind == "expect_column_values_to_not_be_null" else f": {value!r}"
+        return f"{i + 1} ({sid}{shown})"
+
+    more = f", ... ({len(rows)} in all)" if len(rows) > 5 else ""
+    return f"rows (1-based): {', '.join(one(i) for i in rows[:5])}{more}"
 
 
 def _check(r: dict) -> dict[str, Any]:

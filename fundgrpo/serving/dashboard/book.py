@@ -19,10 +19,14 @@ from fundgrpo.data import analyst_labels
 COLUMNS = [
     "share_class_id", "name", "category", "in_universe", "grade", "confidence", "needs_analyst", "review",
     "reason", "evaluated_at", "model_version", "source", "decided_grade", "decided_by", "state",
+    "reasoning", "grade_note", "probabilities",
 ]  # fmt: skip
 STATES = ("needs an analyst", "decided", "evaluated", "not evaluated")
 EVALUATION = ["share_class_id", "name", "category", "grade", "confidence", "needs_analyst", "review",
-              "reason", "evaluated_at", "model_version", "source"]  # fmt: skip
+              "reason", "evaluated_at", "model_version", "source", "reasoning", "grade_note",
+              "probabilities"]  # fmt: skip
+# what the fund page shows of an evaluation beside its grade: the text, the note on whose grade it is, and
+# the probabilities (grade as text -> probability) its chart draws
 
 
 def stored_latest(url: str) -> pd.DataFrame:
@@ -59,6 +63,9 @@ def stored_latest(url: str) -> pd.DataFrame:
                 "evaluated_at": (at if at.tzinfo else at.tz_localize("UTC")).isoformat(),
                 "model_version": r["model_version"],
                 "source": "API",
+                "reasoning": e.get("reasoning"),
+                "grade_note": e.get("grade_note"),
+                "probabilities": e.get("probabilities"),
             }
         )
     return pd.DataFrame(out, columns=EVALUATION)
@@ -92,6 +99,9 @@ def batch_latest(folder: Path) -> pd.DataFrame:
                     "evaluated_at": at.fillna(when).astype(str),
                     "model_version": table.get("model"),
                     "source": f"batch {path.relative_to(folder).as_posix()}",
+                    "reasoning": table.get("reasoning"),
+                    "grade_note": table.get("grade_note"),
+                    "probabilities": probabilities(table),
                 }
             )
         )
@@ -100,6 +110,21 @@ def batch_latest(folder: Path) -> pd.DataFrame:
     every = pd.concat(frames, ignore_index=True)
     order = every["evaluated_at"].map(_utc)
     return every.loc[order.sort_values().index].groupby("share_class_id", as_index=False).tail(1)
+
+
+def probabilities(table: pd.DataFrame) -> pd.Series:
+    """A batch file's grade probabilities (columns p_<grade>) as one {grade: probability} per row, None
+    where the row has none (an invalid answer, a fund not rated).
+
+    >>> probabilities(pd.DataFrame({"p_1": [0.25, None], "p_2": [0.75, None]})).tolist()
+    [{'1': 0.25, '2': 0.75}, None]
+    """
+    columns = [c for c in table.columns if str(c).startswith("p_") and str(c)[2:].isdigit()]
+    out = []
+    for _, row in table[columns].iterrows():
+        found = {c[2:]: float(row[c]) for c in columns if pd.notna(row[c])}
+        out.append(found or None)
+    return pd.Series(out, index=table.index, dtype=object)
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -112,10 +137,15 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def assemble(
-    universe: pd.DataFrame, stored: pd.DataFrame, batch: pd.DataFrame, decisions: pd.DataFrame
+    universe: pd.DataFrame,
+    stored: pd.DataFrame,
+    batch: pd.DataFrame,
+    decisions: pd.DataFrame,
+    tested: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per share class in any source: its latest evaluation (the newer of the store's and
-    the batch files'), its latest decision, and its state: needs an analyst (the newest evaluation
+    """One row per share class in any source: its latest evaluation (the newest of the store's, the
+    batch files' and, with `tested`, the shown version's backtest of its test funds, dated when the
+    version was made), its latest decision, and its state: needs an analyst (the newest evaluation
     says so and no decision came after it), decided, evaluated, or not evaluated.
 
     >>> universe = pd.DataFrame({"share_class_id": ["A", "B", "C"], "name": ["Alpha", "Beta", "Gamma"],
@@ -136,9 +166,8 @@ def assemble(
     >>> book.loc["N", "name"], bool(book.loc["N", "in_universe"]), book.loc["N", "state"]
     ('New', False, 'needs an analyst')
     """
-    evaluated = pd.concat([f for f in (stored, batch) if len(f)], ignore_index=True) if len(stored) + len(batch) else (
-        pd.DataFrame(columns=EVALUATION)
-    )  # fmt: skip
+    sources = [f for f in (stored, batch, tested) if f is not None and len(f)]
+    evaluated = pd.concat(sources, ignore_index=True) if sources else pd.DataFrame(columns=EVALUATION)
     if len(evaluated):
         order = evaluated["evaluated_at"].map(_utc)
         evaluated = evaluated.loc[order.sort_values().index].groupby("share_class_id", as_index=False).tail(1)
@@ -194,7 +223,8 @@ def search(book: pd.DataFrame, text: str = "", categories: list[str] | None = No
     keep = pd.Series(True, index=book.index)
     if text.strip():
         needle = text.strip().casefold()
-        hay = book[["name", "category", "share_class_id"]].fillna("").astype(str)
+        fields = ["name", "category", "share_class_id"] + (["category_data"] if "category_data" in book else [])
+        hay = book[fields].fillna("").astype(str)
         keep &= hay.apply(lambda col: col.str.casefold().str.contains(needle, regex=False)).any(axis=1)
     if categories:
         keep &= book["category"].isin(categories)
@@ -203,7 +233,13 @@ def search(book: pd.DataFrame, text: str = "", categories: list[str] | None = No
     return book[keep]
 
 
-def read(universe: pd.DataFrame, store_url: str, evaluations_dir: Path) -> pd.DataFrame:
+def sources(store_url: str, evaluations_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(the store's latest evaluations, the batch files' latest, the latest decisions) of a workspace."""
+    return stored_latest(store_url), batch_latest(evaluations_dir), analyst_labels.export(store_url)
+
+
+def read(
+    universe: pd.DataFrame, store_url: str, evaluations_dir: Path, tested: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The book of a workspace (see the module docstring)."""
-    decisions = analyst_labels.export(store_url)
-    return assemble(universe, stored_latest(store_url), batch_latest(evaluations_dir), decisions)
+    return assemble(universe, *sources(store_url, evaluations_dir), tested)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from fundgrpo.evaluation.calibration import weights
+from fundgrpo.evaluation.story import serves
+
 LABELS: dict[str, dict[str, str]] = {
     "en": {
         "title": "fund-grpo: evaluations",
@@ -23,7 +26,7 @@ LABELS: dict[str, dict[str, str]] = {
         "share_class": "Share class",
         "category": "Category",
         "expert": "Expert",
-        "model": "Model",
+        "model": "Served grade",
         "rule": "Methodology",
         "gbm": "Gradient boosting",
         "confidence": "Confidence",
@@ -135,6 +138,18 @@ LABELS: dict[str, dict[str, str]] = {
         "source": "From",
         "decided": "Analyst's grade",
         "decided_by": "Decided by",
+        "decided_line": "Decided by an analyst: grade {grade} ({by}). It needs no analyst now.",
+        "whose_grade": "Whose grade",
+        "story_line": "Text against grade: on {differ} test funds the evaluation's text was written for another grade "
+        "than the one served, and {said} of them say so in their note; evaluations whose text contradicts their "
+        "grade without saying so: {untold:.1%}.",
+        "not_rated_line": "{n} test funds are not rated by the methodology (too little data): counted apart, "
+        "graded by no evaluator.",
+        "serves_now": "Grades served: {what}.",
+        "evaluation_id": "Evaluation",
+        "at": "At",
+        "decision_id": "Decision",
+        "decided_at": "Decided",
         "unknown_fund": "No share class `{id}` in the universe, the API's store or the batch evaluations. "
         "Search the Book for it.",
         "not_tested_here": "Not among this version's tested share classes: its latest evaluation and the "
@@ -166,7 +181,7 @@ LABELS: dict[str, dict[str, str]] = {
         "share_class": "클래스 코드",
         "category": "유형",
         "expert": "전문가",
-        "model": "모델",
+        "model": "제공 등급",
         "rule": "방법론",
         "gbm": "그래디언트 부스팅",
         "confidence": "확신도",
@@ -277,6 +292,17 @@ LABELS: dict[str, dict[str, str]] = {
         "source": "출처",
         "decided": "애널리스트 등급",
         "decided_by": "결정자",
+        "decided_line": "애널리스트가 결정함: 등급 {grade} ({by}). 이제 검토가 필요하지 않습니다.",
+        "whose_grade": "누구의 등급인가",
+        "story_line": "평가 글과 등급: 테스트 펀드 {differ}건은 평가 글이 제공 등급과 다른 등급으로 "
+        "쓰였고, 그중 {said}건이 메모로 이를 밝힙니다. 밝히지 않고 등급과 어긋나는 평가의 비율: {untold:.1%}.",
+        "not_rated_line": "테스트 펀드 {n}건은 자료가 부족해 방법론이 평가하지 않습니다: 따로 세며, "
+        "어떤 평가자도 등급을 주지 않습니다.",
+        "serves_now": "제공 등급: {what}.",
+        "evaluation_id": "평가",
+        "at": "시각",
+        "decision_id": "결정",
+        "decided_at": "결정 시각",
         "unknown_fund": "유니버스, API 저장소, 배치 평가 어디에도 `{id}` 클래스가 없습니다. 전체 펀드에서 검색하세요.",
         "not_tested_here": "이 버전의 테스트 대상이 아닙니다: 최근 평가와 방법론 판정을 보여 줍니다. "
         "평가자별 테스트 등급은 테스트 대상 클래스에만 있습니다.",
@@ -312,6 +338,57 @@ EVALUATORS = {
         "sft_served": "강화학습 전 모델, 검증 세트로 고른 규칙 (SFT)",
     },
 }
+
+
+# The embedded universe's categories (params.synthetic.categories) in the page's language; a firm's own
+# category names are shown as its data gives them.
+CATEGORIES = {
+    "ko": {
+        "Global Equity": "글로벌 주식", "Korea Equity": "국내 주식", "US Large-Cap": "미국 대형주",
+        "Emerging Markets": "신흥국 주식", "Bond Aggregate": "종합 채권", "Balanced": "혼합형",
+    },
+}  # fmt: skip
+
+
+def category_words(category, language: str):
+    """A category as the page names it.
+
+    >>> category_words("Korea Equity", "ko"), category_words("Korea Equity", "en"), category_words("UK Equity", "ko")
+    ('국내 주식', 'Korea Equity', 'UK Equity')
+    """
+    return CATEGORIES.get(language, {}).get(category, category) if isinstance(category, str) else category
+
+
+def served_name(fit: dict, language: str) -> str:
+    """The served evaluator named for what it serves (a fit that serves gradient boosting alone is
+    not "the model"); the registered versions before fits were logged: the model.
+
+    >>> served_name({"serves": "gbm"}, "en")
+    'Served: gradient boosting alone'
+    >>> served_name({"serves": "stack", "pool": [1, 3], "confidence": "pooled"}, "en")
+    'Served: model 25% + gradient boosting 75%'
+
+    >>> served_name({}, "ko")
+    '제공 등급: 모델 (GRPO)'
+    """
+    if not fit:
+        return {"en": "Served: the model (GRPO)", "ko": "제공 등급: 모델 (GRPO)"}[language]
+    w = fit.get("weights") or weights(fit)
+    lm, gbm = w["language_model"], w["gradient_boosting"]
+    words = {
+        "en": {
+            "gbm": "Served: gradient boosting alone",
+            "stack": f"Served: model {lm:.0%} + gradient boosting {gbm:.0%}",
+            "lm": "Served: the model (GRPO)",
+        },
+        "ko": {
+            "gbm": "제공 등급: 그래디언트 부스팅 단독",
+            "stack": f"제공 등급: 모델 {lm:.0%} + 그래디언트 부스팅 {gbm:.0%}",
+            "lm": "제공 등급: 모델 (GRPO)",
+        },
+    }
+    return words[language][serves(fit)]
+
 
 # The peer metrics in words (fundgrpo/data/canonical.py's columns), per language
 METRICS = {

@@ -20,10 +20,11 @@ import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
+from fundgrpo.evaluation.story import served_words, written_note
 from fundgrpo.serving.dashboard import book, charts
 from fundgrpo.serving.dashboard import workspace as wsm
 from fundgrpo.serving.dashboard.client import API_URL, api
-from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS, METRICS
+from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS, METRICS, category_words, served_name
 from fundgrpo.serving.explain import grade_note
 
 MAX_HISTORY = 20  # versions read for a fund's grade history (each is one artifact download, cached)
@@ -64,9 +65,23 @@ def records() -> dict[str, dict]:
 
 
 @st.cache_data(ttl=15, show_spinner=False)
-def book_table() -> pd.DataFrame:
+def book_sources() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     ws = workspace()
-    return book.read(funds(), ws.store_url(), ws.root / ws.params.evaluate.out_dir)
+    return book.sources(ws.store_url(), ws.root / ws.params.evaluate.out_dir)
+
+
+def book_table() -> pd.DataFrame:
+    """The book, with the shown version's backtest of its test funds among the evaluations (dated when the
+    version was made): the Funds page and the book never disagree on whether a fund has a grade."""
+    entry = next((v for v in versions() if v["version"] == FIG.version), None)
+    if entry is not None:
+        when, name = entry["created"].isoformat(), f"v{FIG.version}"
+    else:  # this workspace's run: when its backtest was written
+        made = WS.root / WS.params.backtest.metrics
+        stamp = made.stat().st_mtime if made.exists() else 0
+        when, name = pd.Timestamp(stamp, unit="s", tz="UTC").isoformat(), "workspace"
+    tested = wsm.backtest_evaluations(FIG.predictions, when, name, WS.params.evaluate)
+    return book.assemble(funds(), *book_sources(), tested)
 
 
 def chosen() -> tuple[wsm.Figures, bool]:
@@ -102,7 +117,9 @@ def funds_page() -> None:
     if not FIG.predictions:
         st.info(T["no_run"])
         return
-    table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate)
+    decided = set(book_table().query("state == 'decided'")["share_class_id"].astype(str))
+    table = wsm.fund_table(FIG.predictions, funds(), WS.params.evaluate, decided)
+    table = table.assign(category=table["category"].map(lambda c: category_words(c, WS.language())))
     left, mid, right = st.columns(3)
     search = left.text_input(T["search"], key="search")
     categories = mid.multiselect(
@@ -147,6 +164,9 @@ def funds_page() -> None:
 def book_page() -> None:
     st.title(T["book"])
     table = book_table()
+    # categories in the page's language; the search still finds a fund by the category its data names
+    table = table.assign(category_data=table["category"], category=table["category"].map(
+        lambda c: category_words(c, WS.language())))  # fmt: skip
     left, mid, right = st.columns(3)
     search = left.text_input(T["search"], key="book_search")
     categories = mid.multiselect(
@@ -157,7 +177,11 @@ def book_page() -> None:
     )
     shown = book.search(table, search, categories, states)
     st.write(T["book_n"].format(shown=len(shown), total=len(table)))
-    view = shown.assign(state=shown["state"].map(lambda k: T[f"state_{k}"]))
+    view = shown.assign(
+        state=shown["state"].map(lambda k: T[f"state_{k}"]),
+        evaluated_at=shown["evaluated_at"].map(wsm.short_time),
+        model_version=shown["model_version"].map(wsm.short_version),
+    )
     view = view.assign(**{c: dashed(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")})
     event = st.dataframe(
         view,
@@ -166,6 +190,7 @@ def book_page() -> None:
         on_select="rerun",
         selection_mode="single-row",
         key="book_table",
+        # every column fits a 1,900-pixel screen: times to the minute, versions as vN, the long review last
         column_order=[
             "name",
             "category",
@@ -182,19 +207,21 @@ def book_page() -> None:
             "review",
         ],  # fmt: skip
         column_config={
-            "share_class_id": st.column_config.TextColumn(T["share_class"]),
-            "name": st.column_config.TextColumn(T["name"], width="large"),
-            "category": T["category"],
-            "grade": st.column_config.TextColumn(T["model"]),
-            "confidence": st.column_config.ProgressColumn(T["confidence"], min_value=0.0, max_value=1.0, format="%.2f"),
-            "state": T["states"],
-            "decided_grade": st.column_config.TextColumn(T["decided"]),
-            "decided_by": T["decided_by"],
-            "evaluated_at": T["evaluated_at"],
-            "source": T["source"],
-            "model_version": T["version"],
-            "in_universe": st.column_config.CheckboxColumn(T["in_universe"]),
-            "review": T["why"],
+            "share_class_id": st.column_config.TextColumn(T["share_class"], width="small"),
+            "name": st.column_config.TextColumn(T["name"], width="medium"),
+            "category": st.column_config.TextColumn(T["category"], width="small"),
+            "grade": st.column_config.TextColumn(T["model"], width="small"),
+            "confidence": st.column_config.ProgressColumn(
+                T["confidence"], min_value=0.0, max_value=1.0, format="%.2f", width="small"
+            ),
+            "state": st.column_config.TextColumn(T["states"], width="small"),
+            "decided_grade": st.column_config.TextColumn(T["decided"], width="small"),
+            "decided_by": st.column_config.TextColumn(T["decided_by"], width="small"),
+            "evaluated_at": st.column_config.TextColumn(T["evaluated_at"], width="small"),
+            "source": st.column_config.TextColumn(T["source"], width="small"),
+            "model_version": st.column_config.TextColumn(T["version"], width="small"),
+            "in_universe": st.column_config.CheckboxColumn(T["in_universe"], width="small"),
+            "review": st.column_config.TextColumn(T["why"], width="medium"),
         },
     )
     st.caption(T["open_fund"])
@@ -230,15 +257,18 @@ def fund_page() -> None:
     entry = found.iloc[0].to_dict() if len(found) else {}
     record = records().get(sid, {})
     st.header(names.get(sid) or sid)
-    category = (row or entry).get("category")
-    label = (row or record).get("label_source") or "-"
-    split = T.get(f"split_{record.get('split')}", "")
-    st.caption(f"{sid} · {category} · {split} · {T['label_now']}: {T.get(label, label)}")
+    category = category_words((row or entry).get("category") or record.get("category"), WS.language())
+    label = (row or record).get("label_source")
+    split = T.get(f"split_{record.get('split')}")
+    said = [sid, category, split, f"{T['label_now']}: {T.get(label, label)}" if label else None]
+    st.caption(" · ".join(str(x) for x in said if x and not (isinstance(x, float) and pd.isna(x))))
+    if entry.get("state") == "decided":  # the analyst's word first, on every page that shows the fund
+        st.success(T["decided_line"].format(grade=entry.get("decided_grade"), by=entry.get("decided_by")))
 
     left, right = st.columns(2)
     with left:
         if row is not None:
-            tested_grades(row)
+            tested_grades(row, entry)
         else:
             latest_evaluation(entry)
     with right:
@@ -259,18 +289,23 @@ def fund_page() -> None:
     st.markdown(f"**{T['history_versions']}**")
     if len(history) > 1:
         st.altair_chart(charts.history(history, T), width="stretch")
-    st.dataframe(dashed(history), hide_index=True, width="stretch")
+    if history.empty:  # said in words: an empty table reads "empty" in English whatever the language
+        st.write(T["not_tested"])
+    else:
+        st.dataframe(dashed(worded(history)), hide_index=True, width="stretch")
     evaluations, decisions = WS.store_history(sid)
     if evaluations or decisions:
         st.markdown(f"**{T['history_store']}**")
         if evaluations:
-            st.dataframe(dashed(pd.DataFrame(evaluations)), hide_index=True, width="stretch")
+            st.dataframe(dashed(worded(pd.DataFrame(evaluations))), hide_index=True, width="stretch")
         if decisions:
-            st.dataframe(dashed(pd.DataFrame(decisions)), hide_index=True, width="stretch")
+            st.dataframe(dashed(worded(pd.DataFrame(decisions))), hide_index=True, width="stretch")
 
 
-def tested_grades(row: dict) -> None:
-    """A tested share class: every evaluator's grade, the model's probabilities, reasoning and flags."""
+def tested_grades(row: dict, entry: dict) -> None:
+    """A tested share class: every evaluator's grade, the served probabilities, the reasoning (with whose
+    grade is served where the text was written for another) and flags; `entry`, its row of the book, says
+    whether an analyst has decided it since."""
     st.subheader(T["grades"])
     grades = [{T["evaluator"]: T["expert"], T["grade"]: row.get("expert_grade"), T["confidence"]: None}]
     for key in ("grpo", "sft", "rule", "gbm"):  # not the untrained base: no analyst weighs it
@@ -297,8 +332,13 @@ def tested_grades(row: dict) -> None:
         answer = json.loads(row.get("grpo_text") or "{}")
     except json.JSONDecodeError:
         answer = {}
-    st.write(answer.get("reasoning") if isinstance(answer, dict) and answer.get("reasoning") else "—")
-    flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) else []
+    answer = answer if isinstance(answer, dict) else {}
+    whose = written_note(row.get("grpo_grade"), answer.get("grade"), FIG.fit, WS.language())
+    if whose:  # the text argues for another grade than the one served: said before it is read
+        st.warning(f"**{T['whose_grade']}:** {whose}")
+    st.write(answer.get("reasoning") or "—")
+    decided = entry.get("state") == "decided"
+    flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) and not decided else []
     if row.get("grpo_reason"):
         flags.append(str(row["grpo_reason"]))
     if row.get("grpo_unsupported"):  # the claims check's finding, in the methodology's words
@@ -311,12 +351,21 @@ def tested_grades(row: dict) -> None:
 
 
 def latest_evaluation(entry: dict) -> None:
-    """A share class outside this version's test funds: its latest evaluation and decision, from the book."""
+    """A share class outside this version's test funds: its latest evaluation (from the API's store or a
+    batch file: grade, note, probabilities, reasoning) and decision, from the book."""
     st.info(T["not_tested_here"])
     st.subheader(T["latest"])
     if entry.get("state") in (None, "not evaluated"):
         st.write(T["no_evaluation"])
     else:
+        probs = entry.get("probabilities")
+        if isinstance(probs, dict) and probs:
+            st.markdown(f"**{T['probabilities']}**")
+            st.altair_chart(charts.probabilities([probs[g] for g in sorted(probs, key=int)], T), width="stretch")
+        if isinstance(entry.get("grade_note"), str) and entry["grade_note"]:
+            st.warning(f"**{T['whose_grade']}:** {entry['grade_note']}")
+        st.markdown(f"**{T['reasoning']}**")
+        st.write(entry["reasoning"] if isinstance(entry.get("reasoning"), str) and entry["reasoning"] else "—")
         shown = {
             T["model"]: entry.get("grade"),
             T["confidence"]: entry.get("confidence"),
@@ -373,6 +422,12 @@ def backtest_page() -> None:
     st.dataframe(dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
     st.caption(T["legend"])
     served_section(FIG.fit, FIG.backtest["models"].get("grpo", {}).get("served"))
+    story = FIG.backtest["models"].get("grpo", {}).get("story")
+    if story:  # text against grade: how many texts argue for another grade, and whether each says so
+        st.write(T["story_line"].format(**story))
+    apart = FIG.backtest.get("not_rated") or {}
+    if apart.get("n"):
+        st.write(T["not_rated_line"].format(n=apart["n"]))
     st.subheader(T["confusion"])
     names = [n for n in ("grpo", "gbm", "rule", "sft") if n in FIG.backtest["models"]]
     for col, name in zip(st.columns(len(names)), names):
@@ -485,6 +540,11 @@ def drift_page() -> None:
             components.html(report.read_text(encoding="utf-8"), height=700, scrolling=True)
 
 
+def worded(table: pd.DataFrame) -> pd.DataFrame:
+    """A table with its columns named in the page's language (`COLUMN_WORDS`), values as they are."""
+    return table.rename(columns={c: T.get(wsm.COLUMN_WORDS.get(c, ""), c) for c in table.columns})
+
+
 def dashed(table: pd.DataFrame) -> pd.DataFrame:
     """A table for reading: missing values as a dash, never "None" (the cells become text)."""
     return table.astype(object).where(table.notna(), "—")
@@ -504,7 +564,7 @@ def review_page() -> None:
         st.error(T["unreachable"].format(url=API_URL, error=getattr(err, "reason", err)))
         return
     if status != 200:
-        st.error(T["refused"].format(status=status, detail=body.get("detail")))
+        st.error(T["refused"].format(status=status, detail=wsm.refusal_words(body.get("detail"))))
         return
     items = body.get("items", [])
     st.write(T["queue_n"].format(n=body.get("total", len(items))))
@@ -552,9 +612,8 @@ def review_page() -> None:
         if status == 201:  # said above the queue, which is read again without it
             st.session_state["recorded"] = T["recorded"].format(id=answer.get("id"), sid=sid, grade=grade)
             st.rerun()
-        else:
-            detail = answer.get("detail")
-            st.error(T["refused"].format(status=status, detail=json.dumps(detail, ensure_ascii=False)[:500]))
+        else:  # in words, naming the field: never the API's raw list of errors
+            st.error(T["refused"].format(status=status, detail=wsm.refusal_words(answer.get("detail"))[:500]))
 
 
 # -- the app: read once per rerun, then the chosen page. Streamlit runs this file as __main__;
@@ -563,7 +622,6 @@ def review_page() -> None:
 if __name__ == "__main__":
     WS = workspace()
     T = LABELS[WS.language()]
-    NAMES = EVALUATORS[WS.language()]
     st.set_page_config(page_title=T["title"], layout="wide")
     PAGES = {
         "funds": st.Page(funds_page, title=T["funds"], default=True),  # at /: the default page has no path
@@ -576,11 +634,15 @@ if __name__ == "__main__":
     }
     NAV = st.navigation(list(PAGES.values()))
     FIG, REGISTERED = chosen()
+    # the served evaluator named for what it serves: often mostly (or only) gradient boosting's grade
+    NAMES = {**EVALUATORS[WS.language()], "grpo": served_name(FIG.fit, WS.language())}
     last = WS.last_run()
     if last is None and not REGISTERED:
         st.caption(T["no_run"])
     else:
         model = (last or {}).get("model_name", WS.params.register.model_name)
         line = wsm.shown_line(T, FIG, champion_number(), REGISTERED, model)
+        if FIG.fit:  # the first line says plainly whose grades these are
+            line += " " + T["serves_now"].format(what=served_words(FIG.fit, WS.language()))
         st.caption(line)
     NAV.run()

@@ -194,6 +194,8 @@ def test_a_range_failure_names_the_setting_that_relaxes_it(tmp_path: Path) -> No
     assert "2 unexpected values (6.7 % of non-null)" in msg
     assert "validate.range_budget" in msg and "now 0 for ongoing_cost" in msg
     assert "range_budget: {ongoing_cost: 0.067}" in msg
+    ids = df["share_class_id"]
+    assert f"rows (1-based): 5 ({ids[4]!r}: -0.01), 8 ({ids[7]!r}: -0.01)" in msg  # which rows, not only how many
     relaxed = dataclasses.replace(PARAMS, range_budget={"ongoing_cost": 0.067})
     assert run(df, relaxed, tmp_path / "r2").success
 

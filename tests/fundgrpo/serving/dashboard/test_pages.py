@@ -345,7 +345,19 @@ def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(
                 assert "review" in text
                 page.type_into('input[type="password"]', made["ana"])
                 page.wait_text(t["queue_n"].format(n=len(queue)))
-                page.choose(t["new_grade"], "5")  # the reason typed before is still there (a refusal keeps it)
+                # a reason of spaces: refused in words naming the field, never the API's raw list of errors
+                area = page.wait_css('[data-testid="stTextArea"] textarea')[0]
+                area.send_keys(Keys.CONTROL, "a")
+                area.send_keys(Keys.DELETE)
+                area.send_keys("   ")
+                page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
+                text = page.wait_text(refused.format(status=422))
+                assert "reason: reason is empty: say why the grade is what it is" in text and '"type"' not in text
+                area = page.wait_css('[data-testid="stTextArea"] textarea')[0]
+                area.send_keys(Keys.CONTROL, "a")
+                area.send_keys(Keys.DELETE)
+                area.send_keys(reason)
+                page.choose(t["new_grade"], "5")
                 page.wait_css('[data-testid="stFormSubmitButton"] button')[0].click()
                 page.wait_text(recorded.format(sid=target, grade=5).strip())
                 # the decided one has left (the page reruns once more to show the next fund's form)
@@ -466,5 +478,93 @@ def test_the_book_finds_every_fund_and_a_contradicted_grade_says_why(trained, tm
             assert ("2.03" in text) and (("expected grade" in text) if language == "en" else ("기대 등급" in text))
             page.wait_css(".vega-embed", 2)
             page.shot(f"dashboard_grade_note_{language}.png")
+        finally:
+            page.quit()
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_the_fund_page_is_true_to_what_is_served_decided_and_scored(trained, tmp_path, language):
+    """Served by a stack (a quarter the model's, three quarters gradient boosting's): the served evaluator is
+    named for that, the first line says it, and a fund whose text was written for another grade says whose
+    grade it is. A fund an analyst decided says so and no longer "needs an analyst"; a fund the API scored opens
+    with its reasoning, note and chart; the book's every column fits 1,900 pixels. English and Korean."""
+    root, _ = trained
+    ws = tmp_path / "ws"
+    for rel in (
+        "params.yaml",
+        "data/schema",
+        "data/validated",
+        "data/prepared",
+        "metrics",
+        "reports/backtest",
+        "plots",
+    ):
+        src, dst = root / rel, ws / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy(src, dst)
+    rubric = json.loads((ws / "data/schema/rubric.json").read_text())
+    (ws / "data/schema/rubric.json").write_text(json.dumps({**rubric, "language": language}, ensure_ascii=False))
+    fit = {"serves": "stack", "method": "score", "confidence": "pooled", "pool": [0.4, 1.2], "temperature": 1.0,
+           "grade_from": "likeliest", "cutpoints": None, "chosen": "stack/score/likeliest"}  # fmt: skip
+    (ws / "models").mkdir()
+    (ws / "models/calibration.json").write_text(json.dumps(fit))
+    path = ws / "reports/backtest/predictions.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    stacked, decided = rows[0]["share_class_id"], rows[1]["share_class_id"]
+    wrote = {"grade": 5, "score": 95, "reasoning": "Excellent. Sharpe ratio top 10%"}
+    rows[0].update(grpo_grade=3, grpo_valid=True, grpo_text=json.dumps(wrote), grpo_probs=[0.05, 0.2, 0.4, 0.3, 0.05],
+                   grpo_confidence=0.4)  # fmt: skip
+    rows[1].update(grpo_grade=2, grpo_valid=True, grpo_confidence=0.1, grpo_probs=[0.3, 0.35, 0.2, 0.1, 0.05])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    funds = pd.read_parquet(ws / "data/validated/funds.parquet")
+    tested = {r["share_class_id"] for r in rows}
+    scored = funds[~funds["share_class_id"].isin(tested)].iloc[0]
+    store = Store(f"sqlite:///{ws}/evaluations.db")
+    note = "Grade 4 is the language model's grade probabilities (25%) pooled with gradient boosting's (75%)"
+    store.add([{"share_class_id": str(scored["share_class_id"]), "name": scored["name"], "category": scored["category"],
+                "grade": 4, "confidence": 0.55, "needs_analyst": False, "review": [], "reasoning": "Steady and cheap.",
+                "grade_note": note, "probabilities": {"1": 0.05, "2": 0.1, "3": 0.25, "4": 0.55, "5": 0.05}}],
+              "models:/fund-evaluator/1")  # fmt: skip
+    unsure = {"share_class_id": decided, "grade": 2, "needs_analyst": True, "review": ["confidence 0.10 below 0.50"]}
+    store.add([unsure], "models:/fund-evaluator/1")
+    store.decide(store.latest(decided), 4, "peers lag it", "ana", None)
+    t = LABELS[language]
+    served = {"en": "Served: model 25% + gradient boosting 75%", "ko": "제공 등급: 모델 25% + 그래디언트 부스팅 75%"}
+    with dashboard(ws) as base:
+        page = Page("1900,1300")
+        try:
+            text = page.open(f"{base}/fund?id={stacked}", t["whose_grade"])
+            for section in (t["grades"], t["reasoning"], t["history"]):
+                text = page.wait_text(section)
+            first = {
+                "en": "Grades served: the language model's grade probabilities (25%) pooled with gradient",
+                "ko": "제공 등급: 언어 모델의 등급 확률(25%)과 그래디언트 부스팅의 확률(75%)을 합친 등급",
+            }
+            assert first[language] in text
+            page.wait_grid_text(served[language])  # the evaluator is named for what it serves
+            assert {"en": "written for grade 5", "ko": "등급 5로 쓴 것입니다"}[language] in text
+            page.shot(f"dashboard_fund_stack_{language}.png")
+
+            text = page.open(f"{base}/fund?id={decided}", t["decided_line"].split("{")[0].strip())
+            text = page.wait_text(t["reasoning"])
+            assert t["decided_line"].format(grade=4, by="ana") in text and t["needs_analyst"] not in text
+            page.shot(f"dashboard_fund_decided_{language}.png")
+
+            text = page.open(f"{base}/fund?id={scored['share_class_id']}", t["latest"])
+            text = page.wait_text("Steady and cheap.")
+            assert note in text and str(scored["name"]) in text
+            page.wait_css(".vega-embed", 2)  # the probabilities, and the percentiles among peers
+            page.shot(f"dashboard_fund_api_{language}.png")
+
+            # the funds page: the decided fund needs no analyst there either; the book: every column fits
+            page.open(base, t["shown_n"].split("{")[0].strip() or t["funds"])
+            page.open(f"{base}/book", t["book"])
+            page.wait_grid_text(t["state_decided"])
+            scroller = page.wait_css('[data-testid="stDataFrame"] .dvn-scroller')[0]
+            fits = page.driver.execute_script(
+                "return arguments[0].scrollWidth <= arguments[0].clientWidth + 2", scroller
+            )
+            page.shot(f"dashboard_book_1900_{language}.png")
+            assert fits, "the book's right-hand columns are cut off at 1,900 pixels"
         finally:
             page.quit()
