@@ -358,14 +358,6 @@ def latest_evaluation(entry: dict) -> None:
     if entry.get("state") in (None, "not evaluated"):
         st.write(T["no_evaluation"])
     else:
-        probs = entry.get("probabilities")
-        if isinstance(probs, dict) and probs:
-            st.markdown(f"**{T['probabilities']}**")
-            st.altair_chart(charts.probabilities([probs[g] for g in sorted(probs, key=int)], T), width="stretch")
-        if isinstance(entry.get("grade_note"), str) and entry["grade_note"]:
-            st.warning(f"**{T['whose_grade']}:** {entry['grade_note']}")
-        st.markdown(f"**{T['reasoning']}**")
-        st.write(entry["reasoning"] if isinstance(entry.get("reasoning"), str) and entry["reasoning"] else "—")
         shown = {
             T["model"]: entry.get("grade"),
             T["confidence"]: entry.get("confidence"),
@@ -381,6 +373,14 @@ def latest_evaluation(entry: dict) -> None:
         clean = {k: ("—" if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA else str(v))
                  for k, v in shown.items()}  # fmt: skip
         st.dataframe(pd.DataFrame({"": list(clean), " ": list(clean.values())}), hide_index=True, width="stretch")
+        probs = entry.get("probabilities")
+        if isinstance(probs, dict) and probs:
+            st.markdown(f"**{T['probabilities']}**")
+            st.altair_chart(charts.probabilities([probs[g] for g in sorted(probs, key=int)], T), width="stretch")
+        if isinstance(entry.get("grade_note"), str) and entry["grade_note"]:
+            st.warning(f"**{T['why_grade']}:** {entry['grade_note']}")
+        st.markdown(f"**{T['reasoning']}**")
+        st.write(entry["reasoning"] if isinstance(entry.get("reasoning"), str) and entry["reasoning"] else "—")
 
 
 def verdict_and_peers(sid: str, record: dict, category) -> pd.DataFrame:

@@ -250,6 +250,8 @@ def fund_table(
     >>> t = fund_table(rows, pd.DataFrame({"share_class_id": ["A"], "name": ["Alpha Bond"]}), EvaluateParams())
     >>> t.loc[0, "name"], int(t.loc[0, "direction"]), bool(t.loc[0, "needs_analyst"])
     ('Alpha Bond', 1, True)
+    >>> bool(fund_table(rows, pd.DataFrame({"share_class_id": ["A"]}), EvaluateParams(), {"A"}).loc[0, "needs_analyst"])
+    False
     """
     names = dict(zip(funds["share_class_id"].astype(str), funds["name"])) if "name" in funds else {}
     out = []
