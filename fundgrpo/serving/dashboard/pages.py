@@ -81,7 +81,8 @@ def book_table() -> pd.DataFrame:
         stamp = made.stat().st_mtime if made.exists() else 0
         when, name = pd.Timestamp(stamp, unit="s", tz="UTC").isoformat(), "workspace"
     tested = wsm.backtest_evaluations(FIG.predictions, when, name, WS.params.evaluate)
-    return book.assemble(funds(), *book_sources(), tested)
+    stored, batch, decisions = book_sources()
+    return book.assemble(funds(), stored, batch, decisions, tested)
 
 
 def chosen() -> tuple[wsm.Figures, bool]:
