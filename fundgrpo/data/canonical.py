@@ -5,7 +5,7 @@ to these columns by `stages.ingest`. Units: returns, volatility, drawdown and
 tracking error in percent (15.4 = 15.4 %), annualised; ratios plain; costs in
 percent a year; fund size in millions of the fund currency; tenure and age in years.
 The table a user maps an export to, with what reads each column: docs/columns.md
-(generated from here by `python tools/columns.py`).
+(generated from here by `python tools/canonical_columns.py`).
 """
 
 from __future__ import annotations

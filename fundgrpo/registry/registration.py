@@ -9,6 +9,7 @@ half-registered; the `champion` alias moves only when the gate says so.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import time
@@ -34,8 +35,6 @@ def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = 
     calibrate stage's fit travels in the model's metadata (`calibration`), so whoever serves a
     version reads its confidence as the backtest did.
     """
-    import logging
-
     import mlflow
 
     model, tokenizer = modelling.load(policy_dir)

@@ -82,8 +82,12 @@ def test_prepare_and_the_gbm_evidence_on_the_real_split(real):
     assert (
         counts["rows"]
         == len(table)
-        == sum(counts[f"{s}_rows"] for s in prepare.SPLITS) + counts["unlabelled_rows_excluded"]
+        == sum(counts[f"{s}_rows"] for s in prepare.SPLITS)
+        + counts["unlabelled_rows_excluded"]
+        + counts["not_rated_rows_excluded"]
     )
+    # rated with a 3-year history, as Morningstar rates: the share classes without one are counted apart
+    assert counts["not_rated_rows_excluded"] == len(datasets["not_rated"]) == int(table["mrar_3y"].isna().sum()) > 0
     funds = {s: {r["fund_id"] for r in datasets[s]} for s in prepare.SPLITS}
     assert not funds["train"] & funds["test"] and not funds["train"] & funds["validation"]
     prompt = datasets["test"][0]["prompt"][1]["content"]

@@ -407,7 +407,7 @@ def test_register_gate_in_both_directions(
     other = candidate(0.9)
     other["test_fingerprint"] = "different"
     d4 = register(params, other, train, [], rows, methodology, schema, [])
-    assert "re-evaluated" in d4["baseline_name"]
+    assert "re-evaluated" in d4["reason"]  # every baseline passed: the reason names each, the champion re-scored
 
     # 5. a sweep member (register.promote false, inside `dvc exp run`): the gate passes, the
     #    champion stays; the MLflow run is named and tagged after the DVC experiment

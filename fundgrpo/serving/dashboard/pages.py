@@ -21,7 +21,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from fundgrpo.evaluation.story import served_words, written_note
-from fundgrpo.serving.dashboard import book, charts
+from fundgrpo.serving.dashboard import book, charts, tables
 from fundgrpo.serving.dashboard import workspace as wsm
 from fundgrpo.serving.dashboard.client import API_URL, api
 from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS, METRICS, category_words, served_name
@@ -80,7 +80,7 @@ def book_table() -> pd.DataFrame:
         made = WS.root / WS.params.backtest.metrics
         stamp = made.stat().st_mtime if made.exists() else 0
         when, name = pd.Timestamp(stamp, unit="s", tz="UTC").isoformat(), "workspace"
-    tested = wsm.backtest_evaluations(FIG.predictions, when, name, WS.params.evaluate)
+    tested = book.backtest_evaluations(FIG.predictions, when, name, WS.params.evaluate)
     stored, batch, decisions = book_sources()
     return book.assemble(funds(), stored, batch, decisions, tested)
 
@@ -165,9 +165,8 @@ def funds_page() -> None:
 def book_page() -> None:
     st.title(T["book"])
     table = book_table()
-    # categories in the page's language; the search still finds a fund by the category its data names
-    table = table.assign(category_data=table["category"], category=table["category"].map(
-        lambda c: category_words(c, WS.language())))  # fmt: skip
+    words = table["category"].map(lambda c: category_words(c, WS.language()))  # searched by either name
+    table = table.assign(category_data=table["category"], category=words)
     left, mid, right = st.columns(3)
     search = left.text_input(T["search"], key="book_search")
     categories = mid.multiselect(
@@ -180,10 +179,10 @@ def book_page() -> None:
     st.write(T["book_n"].format(shown=len(shown), total=len(table)))
     view = shown.assign(
         state=shown["state"].map(lambda k: T[f"state_{k}"]),
-        evaluated_at=shown["evaluated_at"].map(wsm.short_time),
-        model_version=shown["model_version"].map(wsm.short_version),
+        evaluated_at=shown["evaluated_at"].map(tables.short_time),
+        model_version=shown["model_version"].map(tables.short_version),
     )
-    view = view.assign(**{c: dashed(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")})
+    view = view.assign(**{c: tables.dashed(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")})
     event = st.dataframe(
         view,
         hide_index=True,
@@ -293,14 +292,14 @@ def fund_page() -> None:
     if history.empty:  # said in words: an empty table reads "empty" in English whatever the language
         st.write(T["not_tested"])
     else:
-        st.dataframe(dashed(worded(history)), hide_index=True, width="stretch")
+        st.dataframe(tables.dashed(tables.worded(history, T)), hide_index=True, width="stretch")
     evaluations, decisions = WS.store_history(sid)
     if evaluations or decisions:
         st.markdown(f"**{T['history_store']}**")
         if evaluations:
-            st.dataframe(dashed(worded(pd.DataFrame(evaluations))), hide_index=True, width="stretch")
+            st.dataframe(tables.dashed(tables.worded(pd.DataFrame(evaluations), T)), hide_index=True, width="stretch")
         if decisions:
-            st.dataframe(dashed(worded(pd.DataFrame(decisions))), hide_index=True, width="stretch")
+            st.dataframe(tables.dashed(tables.worded(pd.DataFrame(decisions), T)), hide_index=True, width="stretch")
 
 
 def tested_grades(row: dict, entry: dict) -> None:
@@ -308,17 +307,7 @@ def tested_grades(row: dict, entry: dict) -> None:
     grade is served where the text was written for another) and flags; `entry`, its row of the book, says
     whether an analyst has decided it since."""
     st.subheader(T["grades"])
-    grades = [{T["evaluator"]: T["expert"], T["grade"]: row.get("expert_grade"), T["confidence"]: None}]
-    for key in ("grpo", "sft", "rule", "gbm"):  # not the untrained base: no analyst weighs it
-        if f"{key}_grade" in row:
-            grades.append(
-                {
-                    T["evaluator"]: NAMES[key],
-                    T["grade"]: row.get(f"{key}_grade"),
-                    T["confidence"]: row.get(f"{key}_confidence"),
-                }
-            )
-    st.dataframe(dashed(pd.DataFrame(grades).astype({T["grade"]: "Int64"})), hide_index=True, width="stretch")
+    st.dataframe(tables.dashed(tables.grades_table(row, T, NAMES)), hide_index=True, width="stretch")
     if row.get("grpo_probs"):
         st.markdown(f"**{T['probabilities']}**")
         st.altair_chart(charts.probabilities(row["grpo_probs"], T), width="stretch")
@@ -359,21 +348,7 @@ def latest_evaluation(entry: dict) -> None:
     if entry.get("state") in (None, "not evaluated"):
         st.write(T["no_evaluation"])
     else:
-        shown = {
-            T["model"]: entry.get("grade"),
-            T["confidence"]: entry.get("confidence"),
-            T["states"]: T[f"state_{entry['state']}"],
-            T["decided"]: entry.get("decided_grade"),
-            T["decided_by"]: entry.get("decided_by"),
-            T["evaluated_at"]: entry.get("evaluated_at"),
-            T["source"]: entry.get("source"),
-            T["version"]: entry.get("model_version"),
-            T["why"]: entry.get("review"),
-            T["reason"]: entry.get("reason"),
-        }
-        clean = {k: ("—" if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA else str(v))
-                 for k, v in shown.items()}  # fmt: skip
-        st.dataframe(pd.DataFrame({"": list(clean), " ": list(clean.values())}), hide_index=True, width="stretch")
+        st.dataframe(tables.latest_table(entry, T), hide_index=True, width="stretch")
         probs = entry.get("probabilities")
         if isinstance(probs, dict) and probs:
             st.markdown(f"**{T['probabilities']}**")
@@ -420,7 +395,7 @@ def backtest_page() -> None:
         rows.append({T["evaluator"]: NAMES.get(name, name), **{k: m.get(k) for k in keys}}
                     | {k: (m.get("trust") or {}).get(k) for k in trust})  # fmt: skip
     st.write(T["n_tested"].format(n=FIG.backtest["n_funds"]))
-    st.dataframe(dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
+    st.dataframe(tables.dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
     st.caption(T["legend"])
     served_section(FIG.fit, FIG.backtest["models"].get("grpo", {}).get("served"))
     story = FIG.backtest["models"].get("grpo", {}).get("story")
@@ -541,16 +516,6 @@ def drift_page() -> None:
             components.html(report.read_text(encoding="utf-8"), height=700, scrolling=True)
 
 
-def worded(table: pd.DataFrame) -> pd.DataFrame:
-    """A table with its columns named in the page's language (`COLUMN_WORDS`), values as they are."""
-    return table.rename(columns={c: T.get(wsm.COLUMN_WORDS.get(c, ""), c) for c in table.columns})
-
-
-def dashed(table: pd.DataFrame) -> pd.DataFrame:
-    """A table for reading: missing values as a dash, never "None" (the cells become text)."""
-    return table.astype(object).where(table.notna(), "—")
-
-
 def review_page() -> None:
     st.title(T["review"])
     st.caption(f"{T['api_url']}: {API_URL}. {T['queue_help']}")
@@ -565,29 +530,15 @@ def review_page() -> None:
         st.error(T["unreachable"].format(url=API_URL, error=getattr(err, "reason", err)))
         return
     if status != 200:
-        st.error(T["refused"].format(status=status, detail=wsm.refusal_words(body.get("detail"))))
+        st.error(T["refused"].format(status=status, detail=tables.refusal_words(body.get("detail"))))
         return
     items = body.get("items", [])
     st.write(T["queue_n"].format(n=body.get("total", len(items))))
     if not items:
         return
     names = dict(zip(funds()["share_class_id"], funds()["name"])) if "name" in funds() else {}
-    queue = pd.DataFrame(
-        [
-            {
-                T["share_class"]: e["share_class_id"],
-                T["name"]: e.get("name") or names.get(e["share_class_id"], ""),
-                T["model"]: e.get("grade"),
-                T["confidence"]: e.get("confidence"),
-                T["rule"]: e.get("rule_grade"),
-                T["gbm"]: (e.get("evidence") or {}).get("gbm_grade"),
-                T["label_now"]: wsm.label_text(e.get("expert"), T),
-                T["why"]: "; ".join(e.get("why", [])),
-            }
-            for e in items
-        ]
-    )
-    st.dataframe(dashed(queue), hide_index=True, width="stretch")
+    queue = tables.queue_table(items, names, T, [wsm.label_text(e.get("expert"), T) for e in items])
+    st.dataframe(tables.dashed(queue), hide_index=True, width="stretch")
     st.subheader(T["decide"])
     by_id = {e["share_class_id"]: e for e in items}
     grades = body.get("grades") or [1, 2, 3, 4, 5]  # the methodology's, as the API checks them
@@ -614,7 +565,7 @@ def review_page() -> None:
             st.session_state["recorded"] = T["recorded"].format(id=answer.get("id"), sid=sid, grade=grade)
             st.rerun()
         else:  # in words, naming the field: never the API's raw list of errors
-            st.error(T["refused"].format(status=status, detail=wsm.refusal_words(answer.get("detail"))[:500]))
+            st.error(T["refused"].format(status=status, detail=tables.refusal_words(answer.get("detail"))[:500]))
 
 
 # -- the app: read once per rerun, then the chosen page. Streamlit runs this file as __main__;

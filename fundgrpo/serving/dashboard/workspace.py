@@ -21,8 +21,7 @@ from fundgrpo.data import analyst_labels, peers
 from fundgrpo.methodology.compiler import Methodology, load_methodology
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.serving import review
-from fundgrpo.serving.dashboard.book import EVALUATION as BOOK_EVALUATION
+from fundgrpo.serving.dashboard.book import needs_review
 from fundgrpo.serving.dashboard.labels import LABELS
 
 GRADES = ("grpo", "sft", "base", "rule", "gbm")  # evaluators in the backtest's per-fund rows
@@ -279,68 +278,6 @@ FUND_COLUMNS = (
 )  # fmt: skip
 
 
-def backtest_evaluations(predictions: list[dict], when: str, version: str, rule) -> pd.DataFrame:
-    """The shown version's backtest evaluations of its test funds, as the book holds evaluations
-    (`book.EVALUATION`): a fund the Funds page grades is never "not evaluated" in the book. `when`:
-    when the version was made; `version`: its name (`vN`, or the workspace's run).
-
-    >>> from fundgrpo.params import EvaluateParams
-    >>> rows = [{"share_class_id": "A", "category": "Bond", "grpo_grade": 4, "grpo_valid": True,
-    ...          "grpo_confidence": 0.9, "grpo_probs": [0.0, 0.0, 0.1, 0.9, 0.0],
-    ...          "grpo_text": '{"grade": 4, "score": 80, "reasoning": "Above average."}'}]
-    >>> e = backtest_evaluations(rows, "2026-11-03T00:00:00+00:00", "v2", EvaluateParams()).iloc[0]
-    >>> int(e["grade"]), e["reasoning"], e["source"], e["probabilities"]["4"]
-    (4, 'Above average.', 'backtest v2', 0.9)
-    """
-    out = []
-    for r in predictions:
-        try:
-            answer = json.loads(r.get("grpo_text") or "{}")
-        except json.JSONDecodeError:
-            answer = {}
-        probs = r.get("grpo_probs")
-        out.append(
-            {
-                "share_class_id": str(r["share_class_id"]),
-                "category": r.get("category"),
-                "grade": r.get("grpo_grade"),
-                "confidence": r.get("grpo_confidence"),
-                "needs_analyst": needs_review(r, rule),
-                "review": "",
-                "reason": r.get("grpo_reason"),
-                "evaluated_at": when,
-                "model_version": version,
-                "source": f"backtest {version}",
-                "reasoning": answer.get("reasoning") if isinstance(answer, dict) else None,
-                "grade_note": None,
-                "probabilities": {str(i + 1): p for i, p in enumerate(probs)} if probs else None,
-            }
-        )
-    return pd.DataFrame(out, columns=BOOK_EVALUATION)
-
-
-def needs_review(row: dict, rule) -> bool:
-    """A tested fund an analyst should look at, by the review queue's rule (fundgrpo/serving/review.py).
-
-    >>> from fundgrpo.params import EvaluateParams
-    >>> rule = EvaluateParams(review_below=0.5, disagree_by=2)
-    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.4}, rule)
-    True
-    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.9, "rule_grade": 1}, rule)
-    True
-    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.9, "gbm_grade": 2}, rule)
-    False
-    """
-    evaluation = {
-        "grade": row.get("grpo_grade") if row.get("grpo_valid", True) else None,
-        "valid": row.get("grpo_valid", True),
-        "confidence": row.get("grpo_confidence"),
-        "rule_grade": row.get("rule_grade"),
-        "gbm_grade": row.get("gbm_grade"),
-    }
-    return bool(review.why(evaluation, rule))
-
-
 def filter_funds(
     table: pd.DataFrame, search: str = "", categories: list[str] | None = None, disagree: bool = False,
     review_only: bool = False,
@@ -534,61 +471,6 @@ def shown_line(t: dict[str, str], figures: Figures, champion: int | None, regist
     alias = ", ".join(figures.aliases) or "-"
     key = "figures_of" if registered else "figures_ws"
     return t[key].format(model=model, version=figures.version, alias=alias, serving=serving)
-
-
-# A table's columns as the page names them in its language (the labels' keys): the history tables'.
-COLUMN_WORDS = {
-    "version": "version", "model": "model", "confidence": "confidence", "expert": "expert",
-    "evaluation_id": "evaluation_id", "at": "at", "model_version": "version", "grade": "grade",
-    "share_class_id": "share_class", "analyst": "analyst", "decided_at": "decided_at", "decision_id": "decision_id",
-    "reason": "reason",
-}  # fmt: skip
-
-
-def short_time(value) -> str | None:
-    """A stored time to the minute, in UTC, for a narrow column.
-
-    >>> short_time("2026-11-03T09:30:12.5+09:00"), short_time(None)
-    ('2026-11-03 00:30', None)
-    """
-    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
-        return None
-    at = pd.Timestamp(str(value))
-    at = at.tz_localize("UTC") if at.tzinfo is None else at.tz_convert("UTC")
-    return at.strftime("%Y-%m-%d %H:%M")
-
-
-def short_version(value) -> str | None:
-    """A model version as `vN` when it is a registered one; a folder keeps its last part.
-
-    >>> short_version("models:/fund-evaluator/12"), short_version("/ws/models/policy"), short_version(None)
-    ('v12', 'policy', None)
-    """
-    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
-        return None
-    text = str(value).rstrip("/")
-    last = text.rsplit("/", 1)[-1]
-    return f"v{last}" if text.startswith("models:/") and last.isdigit() else last
-
-
-def refusal_words(detail) -> str:
-    """The API's refusal in words: its text as it is, or FastAPI's list of field errors as
-    "field: message" (never the raw JSON).
-
-    >>> refusal_words([{"type": "value_error", "loc": ["body", "reason"],
-    ...                 "msg": "Value error, reason is empty: say why the grade is what it is", "input": " "}])
-    'reason: reason is empty: say why the grade is what it is'
-    >>> refusal_words("based_on: decided since")
-    'based_on: decided since'
-    """
-    if isinstance(detail, list):
-        said = []
-        for e in detail:
-            where = ".".join(str(x) for x in (e.get("loc") or [])[1:]) if isinstance(e, dict) else ""
-            msg = str(e.get("msg", e) if isinstance(e, dict) else e).removeprefix("Value error, ")
-            said.append(f"{where}: {msg}" if where else msg)
-        return "; ".join(said)
-    return str(detail)
 
 
 def starting_grade(item: dict, grades: list[int]) -> int:

@@ -1,10 +1,10 @@
 """docs/columns.md, the canonical columns a profile maps an export to, is what the code says."""
 
-from tools import columns
+from tools import canonical_columns as columns
 
 
 def test_the_columns_page_is_generated_and_current():
-    assert columns.OUT.read_text(encoding="utf-8") == columns.render(), "run `python tools/columns.py`"
+    assert columns.OUT.read_text(encoding="utf-8") == columns.render(), "run `python tools/canonical_columns.py`"
 
 
 def test_every_canonical_column_is_listed_with_what_reads_it():
