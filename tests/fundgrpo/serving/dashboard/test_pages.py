@@ -195,8 +195,12 @@ def test_an_analyst_searches_opens_a_fund_and_reads_every_page(trained):
             box = page.wait_css('[data-testid="stTextInput"] input')[0]
             box.send_keys(name.upper(), Keys.ENTER)
             page.wait_text(f"{expected} of {len(rows)} tested share classes")
-            first = page.wait_css('[data-testid="glide-cell-2-0"]')[0]
-            assert first.get_attribute("innerText") == name
+            # the grid redraws its cells after the script has finished: wait for them, as for the order above
+            WebDriverWait(page.driver, 60).until(
+                lambda d: (
+                    d.find_element(By.CSS_SELECTOR, '[data-testid="glide-cell-2-0"]').get_attribute("innerText") == name
+                )
+            )
             for _ in range(3):  # the first row's selection box; a click while the grid redraws can be lost
                 grid = page.wait_css('[data-testid="stDataFrame"] canvas')[0]
                 w, h = grid.size["width"], grid.size["height"]
