@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from fundgrpo.methodology.compiler import Methodology, described, fingerprint
 from fundgrpo.params import GateParams, RegisterParams
 
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -445,15 +446,16 @@ def served_version(
     alias: str,
     keep: str | None = None,
     cache: dict | None = None,
-    methodology: str | None = None,
-    compiled: str = "the methodology compiled now",
+    compiled_now: Methodology | None = None,
 ) -> tuple[str, str | None]:
     """(version to serve, note) for models:/name@alias. For `champion`, only a version the gate
-    promoted and, given the compiled methodology's fingerprint (`methodology`; `compiled` names it), one
-    trained on that methodology: when the alias points at another (moved by hand, in the MLflow UI; or
+    promoted and, given the methodology compiled now (`compiled_now`), one trained on it (its gate
+    record's fingerprint): when the alias points at another (moved by hand, in the MLflow UI; or
     trained before the methodology file changed), `keep` (the version serving now) if it qualifies, else
     the newest version that does; the note says so. Another alias is served as it is, but never under
     another methodology. An AliasError when nothing servable exists, naming both methodologies."""
+    methodology = fingerprint(compiled_now) if compiled_now is not None else None
+    compiled = described(compiled_now) if compiled_now is not None else "the methodology compiled now"
     version = version_by_alias(client, name, alias)
     record = gate_record(client, name, version, cache) if alias == CHAMPION or methodology else None
     other = not matches(record, methodology)

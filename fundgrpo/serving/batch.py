@@ -46,7 +46,7 @@ from fundgrpo.data.columns import to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
 from fundgrpo.evaluation.agreement import filled, grade_metrics
 from fundgrpo.evaluation.statistical import load_estimator
-from fundgrpo.methodology.compiler import Methodology, described, fingerprint, load_compiled
+from fundgrpo.methodology.compiler import Methodology, load_compiled
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
@@ -244,13 +244,8 @@ def resolve_model(
     client = MlflowClient(tracking_uri=uri)
     try:  # `champion`: a version the gate promoted (served_version says which, and why)
         version, note = (
-            mlflow_registry.served_version(
-                client, name, alias, methodology=fingerprint(methodology) if methodology else None,
-                compiled=described(methodology) if methodology else "the methodology compiled now",
-            )
-            if alias
-            else (None, None)
-        )  # fmt: skip
+            mlflow_registry.served_version(client, name, alias, compiled_now=methodology) if alias else (None, None)
+        )
     except mlflow_registry.AliasError as err:
         raise EvaluateError(f"--model: {err} (registry: {uri})") from err
     if note:

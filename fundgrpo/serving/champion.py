@@ -18,7 +18,7 @@ from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
 from fundgrpo.methodology.answers import Prediction
-from fundgrpo.methodology.compiler import Methodology, fingerprint
+from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import GenerationParams, Params, PrepareParams
@@ -88,7 +88,7 @@ def load_champion(
         return None
     try:
         version, _ = mlflow_registry.served_version(
-            client, model_name, mlflow_registry.CHAMPION, methodology=fingerprint(methodology) if methodology else None
+            client, model_name, mlflow_registry.CHAMPION, compiled_now=methodology
         )
     except mlflow_registry.AliasError:
         return None

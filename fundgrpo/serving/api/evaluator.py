@@ -19,7 +19,7 @@ from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.evaluation.baselines import MAX_CATEGORIES
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.answers import Prediction
-from fundgrpo.methodology.compiler import described, fingerprint, load_compiled
+from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import evaluation
@@ -144,7 +144,7 @@ class Evaluator:
         # AliasError says what to serve instead; for `champion`, only a version the gate promoted
         version, note = mlflow_registry.served_version(
             MlflowClient(tracking_uri=uri), name, alias, keep=serving, cache=self.gate_records,
-            methodology=fingerprint(self.methodology), compiled=described(self.methodology),
+            compiled_now=self.methodology,
         )  # fmt: skip
         if note and note != self.note:
             logging.getLogger("fundgrpo.serving.api").warning("%s", note)
