@@ -116,7 +116,9 @@ def seeds_table(root: Path) -> list[str]:
     found = json.loads(path.read_text(encoding="utf-8"))
     out = [
         "Over training seeds, embedded model ([benchmarks/seeds.md](benchmarks/seeds.md); exact / QWK, mean over "
-        "seeds; every evaluator with its own rule chosen on validation; differences: 95 % interval, funds and seeds):",
+        "seeds; every evaluator with its own rule chosen on validation; differences: 95 % interval, funds and seeds). "
+        "Recorded runs, not repeated since `calibrate` serves a fitted rule only beyond one standard error of its "
+        "edge (one run each at that code: the default kept its stack; Morningstar served gradient boosting alone):",
         "",
         "| data | seeds | served | language model alone | gradient boosting, same rule | served − GBM, QWK | "
         "GRPO − SFT as served, QWK |",
