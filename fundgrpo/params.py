@@ -122,7 +122,15 @@ class SyntheticParams:
         "Balanced",
     )
     analyst_noise: float = 0.15  # probability an analyst's grade is one notch off the rule
+    # Documents: also write documents.csv, dated notes and news carrying each fund's and company's
+    # qualitative facts (fundgrpo/data/synthetic_documents.py), which then enter the analysts' grade.
+    documents: bool = False
+    qualitative_weight: float = 0.4  # with documents: the pillars' share of the analysts' judgement, in [0, 1]
     out_dir: str = "data/raw/synthetic"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.qualitative_weight <= 1.0:
+            raise ParamsError(f"synthetic.qualitative_weight must be in [0, 1], got {self.qualitative_weight}")
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,29 @@ class ReturnsSourceParams:
 
     def __post_init__(self) -> None:
         _choice("ingest.returns.value_kind", self.value_kind, ("return", "nav"))
+
+
+@dataclass(frozen=True)
+class DocumentsSourceParams:
+    """Documents beside the fund table (fundgrpo/data/documents.py): meeting notes, news, commentaries,
+    keyed by share class, fund or management company; the evidence of qualitative criteria."""
+
+    path: str = "documents"  # a folder of .txt/.md files (front matter) and .csv/.parquet tables, or one file
+    min_chars: int = 10  # a document's text length bounds, checked at ingest (a short Korean sentence has 15)
+    max_chars: int = 20000
+    as_of: str = ""  # YYYY-MM or YYYY-MM-DD: documents dated later are read by no evaluation; "" = the data's as_of
+    # The analysts' judgements of the qualitative criteria with their citations (CSV: fund_id, criterion,
+    # judgement, document_id, quote), the reference evaluations learn from; "" = none. Keep it inside
+    # `ingest.path` or this folder so DVC sees it change; it is never read as a document.
+    judgements: str = ""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_chars <= self.max_chars:
+            raise ParamsError(
+                f"ingest.documents: need 1 <= min_chars <= max_chars, got {self.min_chars} and {self.max_chars}"
+            )
+        if self.as_of and not re.match(r"^\d{4}-\d{2}(-\d{2})?$", self.as_of):
+            raise ParamsError(f"ingest.documents.as_of: {self.as_of!r} is not YYYY-MM or YYYY-MM-DD")
 
 
 @dataclass(frozen=True)
@@ -171,6 +202,9 @@ class IngestParams:
     # line. Off: they are kept and named in a note, and their repeated share_class_id is refused.
     drop_duplicate_rows: bool = False
     returns: ReturnsSourceParams = field(default_factory=ReturnsSourceParams)
+    documents: DocumentsSourceParams = field(default_factory=DocumentsSourceParams)
+    documents_out: str = "data/canonical/documents.parquet"  # the checked documents, beside `out`
+    judgements_out: str = "data/canonical/judgements.parquet"  # the checked judgements (empty without any)
     # Accepted monitoring batches (canonical Parquet, written by flows/monitoring_flow.py) laid over
     # the source; the newest snapshot of a share class wins. Absent or empty: the source alone.
     batches_dir: str = "data/batches"
@@ -270,6 +304,9 @@ class PrepareParams:
     # no reason for (issue 32: those were right a third of the time). Rewards and scores still read the
     # experts' grade. Needs show_model gbm.
     reference_grade: str = "expert"
+    # With a methodology's qualitative criteria: the characters of document text a prompt shows, newest
+    # first (what is cut is said); the evaluation judges each criterion from them, citing them.
+    document_chars: int = 700
     out_dir: str = "data/prepared"
     metrics: str = "metrics/prepare.json"
 
@@ -384,7 +421,7 @@ class SftParams:
 
 # The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and
 # the plots show them; each has a weight below, and `judge` follows when grpo.judge is enabled.
-RULE_REWARDS = ("json", "grade", "score", "evidence", "length", "calibration", "departure")
+RULE_REWARDS = ("json", "grade", "score", "evidence", "length", "calibration", "departure", "citations", "pillars")
 
 
 @dataclass(frozen=True)
@@ -398,6 +435,8 @@ class RewardWeights:
     length: float = 0.25
     calibration: float = 1.0  # pays only answers that state a confidence (prepare.stated_confidence)
     departure: float = 0.5  # a bet on departing from the grade the prompt suggests (grpo.departure_cost)
+    citations: float = 0.5  # qualitative criteria covered, quotes verified in the documents shown (with documents)
+    pillars: float = 1.0  # qualitative criteria judged as the analysts judged them (with documents)
     judge: float = 0.0  # used only when grpo.judge.enabled
 
 
@@ -633,6 +672,9 @@ class BaselineParams:
     objective: str = "classifier"  # "classifier" (grades as classes) | "regressor" (grade as a number, rounded)
     features: tuple[str, ...] = ()  # canonical metrics to use; empty = every numeric input present
     category: bool = True  # the category as a categorical feature (per-peer-group cut-offs)
+    # Also read each fund's documents (ingest.documents): word and character n-gram TF-IDF, a logistic
+    # regression's grade probabilities as features (fundgrpo/evaluation/text_baseline.py)
+    text: bool = False
     max_iter: int = 300  # most boosting rounds; the inner split picks how many
     learning_rate: tuple[float, ...] = (0.05, 0.1)
     max_leaf_nodes: tuple[int, ...] = (7, 15)

@@ -11,7 +11,7 @@ import time
 import pandas as pd
 
 from fundgrpo.cli import run_stage
-from fundgrpo.data import analyst_labels
+from fundgrpo.data import analyst_labels, documents
 from fundgrpo.evaluation import statistical
 from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.params import load_params
@@ -25,8 +25,13 @@ def main() -> None:
         funds = analyst_labels.apply(
             pd.read_parquet(p.validate.out), analyst_labels.read(p.decisions.out), methodology.grades, p.decisions.out
         )
+        texts = None
+        if p.baseline.text:  # the text baseline: each share class's documents up to the as-of date
+            docs = pd.read_parquet(p.ingest.documents_out)
+            found = documents.by_share_class(docs, funds, documents.as_of(p.ingest.documents, funds))
+            texts = funds["share_class_id"].astype(str).map(lambda i: documents.fund_text(found.get(i, [])))
         estimates, estimator, summary = statistical.estimate(
-            funds, p.baseline, p.evidence, p.prepare, methodology.grades
+            funds, p.baseline, p.evidence, p.prepare, methodology.grades, texts
         )
         statistical.write(p.evidence.out_dir, estimates, estimator, summary)
         shown = summary.get("out_of_fold")

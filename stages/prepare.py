@@ -9,8 +9,9 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.data import analyst_labels
+from fundgrpo.data import analyst_labels, documents
 from fundgrpo.evaluation import statistical
+from fundgrpo.methodology import citations
 from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.methodology.preparation import lengths, run
 from fundgrpo.params import load_params
@@ -24,7 +25,12 @@ def main() -> None:
         decided = analyst_labels.read(p.decisions.out)
         funds = analyst_labels.apply(pd.read_parquet(p.validate.out), decided, methodology.grades, p.decisions.out)
         estimates = statistical.read(p.evidence.out_dir, p.prepare)
-        datasets, summary = run(funds, methodology, p.prepare, estimates)
+        reading = None
+        if methodology.qualitative:  # the prompts show each fund's documents; the references cite them
+            docs, judged = pd.read_parquet(p.ingest.documents_out), pd.read_parquet(p.ingest.judgements_out)
+            as_of = documents.as_of(p.ingest.documents, funds)
+            reading = citations.reading(docs, judged, funds, as_of, p.prepare.document_chars)
+        datasets, summary = run(funds, methodology, p.prepare, estimates, reading)
         tokenizer = configured_tokenizer(p.model)
         summary["tokenizer"] = p.model.pretrained or "embedded (trained by base on these prompts)"
         summary.update(lengths(datasets["train"], tokenizer))

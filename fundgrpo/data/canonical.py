@@ -28,6 +28,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("fund_id", "id", description="fund; share classes of one fund share it"),
     Column("name", "text", description="the share class's name (checked when a scored row's id is known)"),
     Column("category", "text", description="peer group"),
+    Column("company", "text", description="the management company (its documents apply to every fund it runs)"),
     Column("return_1y", "number", -100, 1000, "annualised total return, 1 year", "%"),
     Column("return_3y", "number", -100, 1000, "annualised total return, 3 years", "%"),
     Column("return_5y", "number", -100, 1000, "annualised total return, 5 years", "%"),

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fundgrpo.data import navmetrics
+from fundgrpo.data import navmetrics, synthetic_documents
 from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.data.peers import percentile_within
 from fundgrpo.io import atomic_path
@@ -222,6 +222,7 @@ def universe(params: SyntheticParams) -> pd.DataFrame:
                     "name": f"{names[i]} {label}",
                     "category": cats[i],
                     "manager": managers[int(manager_pick[i] * len(managers))],
+                    "company": synthetic_documents.company_of(names[i], korean),
                     "launch": int(launch[i]),
                     "ongoing_cost": round(float(base_fee[i]) * factor, 2),
                     "fund_size": float(size[i]),
@@ -324,18 +325,27 @@ def grade_from_score(score: pd.Series) -> pd.Series:
     return grade.astype("Int64").mask(score.isna())
 
 
-def hidden_grades(table: pd.DataFrame, analyst_noise: float, rng: np.random.Generator) -> pd.DataFrame:
+def hidden_grades(
+    table: pd.DataFrame,
+    analyst_noise: float,
+    rng: np.random.Generator,
+    qualitative: pd.Series | None = None,
+    qualitative_weight: float = 0.0,
+) -> pd.DataFrame:
     """expert_score and expert_grade from the analysts' hidden `JUDGEMENT`, then analyst noise
     on the grade.
 
     `table` needs `category` and the `JUDGEMENT` columns. Rows without a 3-year
-    history (return_3y NaN) stay unrated.
+    history (return_3y NaN) stay unrated. `qualitative` (0-100 per row, 50 neutral: the pillars
+    the documents carry) takes `qualitative_weight` of the composite.
     """
     rated = table["return_3y"].notna()
     pct = pd.DataFrame({col: percentile_within(table[rated], col, higher) for col, (_, higher) in JUDGEMENT.items()})
     weights = pd.Series({col: w for col, (w, _) in JUDGEMENT.items()})
     # Weighted mean over the components a row has (renormalised weights).
     composite = (pct * weights).sum(axis=1, min_count=1) / pct.notna().mul(weights).sum(axis=1)
+    if qualitative is not None:
+        composite = (1.0 - qualitative_weight) * composite + qualitative_weight * qualitative[rated]
     frame = pd.DataFrame({"category": table.loc[rated, "category"], "composite": composite})
     score = percentile_within(frame, "composite").reindex(table.index)
     grade = grade_from_score(score)
@@ -354,6 +364,7 @@ PUBLIC_COLUMNS = (
     "name",
     "category",
     "manager",
+    "company",
     "launch_month",
     "ongoing_cost",
     "fund_size",
@@ -361,6 +372,14 @@ PUBLIC_COLUMNS = (
     "expert_grade",
     "expert_score",
 )
+
+
+def qualitative_facts(params: SyntheticParams, share_classes: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The funds' hidden qualitative facts (`synthetic_documents.draw_facts`), or None when the
+    universe has no documents (`params.documents` false)."""
+    if not params.documents:
+        return None
+    return synthetic_documents.draw_facts(universe(params) if share_classes is None else share_classes, params)
 
 
 def generate(
@@ -373,6 +392,10 @@ def generate(
     """
     n_months = params.n_months if n_months is None else n_months
     sc = universe(params)
+    facts = qualitative_facts(params, sc)
+    if facts is not None:  # a manager who took over lately has a short tenure
+        change = sc["fund_id"].map(facts.set_index("fund_id")["manager_change_month"])
+        sc["manager_tenure"] = sc["manager_tenure"].where(change < 0, ((params.n_months - change) / 12).round(1))
     returns = simulate(params, n_months, regime, sc)
     metrics = navmetrics.compute_long(returns, risk_free_rate=RISK_FREE_RATE)
 
@@ -382,7 +405,11 @@ def generate(
     months = month_labels(params.start, n_months)
     funds["launch_month"] = [months[min(i, n_months - 1)] for i in funds["launch"]]
     table = funds.join(metrics, on="share_class_id")
-    labels = hidden_grades(table, params.analyst_noise, _rng(params, _ANALYST))
+    qualitative = None
+    if facts is not None:
+        scores = synthetic_documents.qualitative_score(facts).set_axis(facts["fund_id"])
+        qualitative = funds["fund_id"].map(scores)
+    labels = hidden_grades(table, params.analyst_noise, _rng(params, _ANALYST), qualitative, params.qualitative_weight)
     funds = pd.concat([funds, labels], axis=1)
     return funds[list(PUBLIC_COLUMNS)], returns
 
@@ -391,8 +418,10 @@ def write(
     params: SyntheticParams,
     frames: tuple[pd.DataFrame, pd.DataFrame] | None = None,
     root: Path = Path("."),
+    extra: dict[str, pd.DataFrame] | None = None,
 ) -> Path:
-    """Write funds.csv and returns.csv (UTF-8) into `params.out_dir`, both or neither.
+    """Write funds.csv and returns.csv (UTF-8), and any `extra` tables by file name (documents.csv,
+    qualitative.csv), into `params.out_dir`, all or none.
 
     Generates the frames unless given. Returns the output directory.
     """
@@ -402,6 +431,8 @@ def write(
         tmp.mkdir()
         funds.to_csv(tmp / "funds.csv", index=False, encoding="utf-8")
         returns.to_csv(tmp / "returns.csv", index=False, encoding="utf-8")
+        for name, frame in (extra or {}).items():
+            frame.to_csv(tmp / name, index=False, encoding="utf-8")
     return out_dir
 
 

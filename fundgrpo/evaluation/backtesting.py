@@ -24,7 +24,7 @@ from fundgrpo.evaluation.agreement import (
     one_metric,
     rule_predictions,
 )
-from fundgrpo.methodology import claims
+from fundgrpo.methodology import citations, claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import BacktestParams
@@ -137,6 +137,10 @@ def backtest(
             predictions["sft_served"] = contest.applied(rows, predictions["sft"], fit["sft"], grades)
             results["sft_served"] = scored(rows, predictions["sft_served"], grades)
             results["sft_served"]["serves"] = fit["sft"].get("chosen")
+    if methodology.qualitative and all("documents" in r for r in rows):  # the judgements from documents
+        for name in ("grpo", "sft"):
+            if name in predictions:
+                results[name]["pillars"] = citations.summary(rows, predictions[name], methodology)
     if any(r.get("shown_grade") is not None for r in rows):
         for name, preds in predictions.items():
             results[name]["departures"] = departures(rows, preds)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.evaluation import baselines
+from fundgrpo.evaluation import baselines, text_baseline
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology import compiler
 from fundgrpo.methodology.estimates import EvidenceError, prob_column
@@ -57,7 +57,7 @@ def fold_of(fund_id: str, folds: int, seed: int) -> int:
 class Estimator:
     """The training split's model, with how its features are built: what new funds are scored with."""
 
-    fitted: baselines.Fitted
+    fitted: baselines.Fitted | text_baseline.TextFitted
     features: tuple[str, ...]
     category: bool
 
@@ -65,11 +65,16 @@ class Estimator:
     def grades(self) -> list[int]:
         return self.fitted.grades
 
-    def estimate(self, universe: pd.DataFrame, ids: list[str] | None = None) -> pd.DataFrame:
+    def estimate(
+        self, universe: pd.DataFrame, ids: list[str] | None = None, texts: pd.Series | None = None
+    ) -> pd.DataFrame:
         """Grade and probabilities for the share classes `ids` of `universe` (all rows when None),
-        indexed by share_class_id; features are taken over the whole universe."""
+        indexed by share_class_id; features are taken over the whole universe. `texts` (a text model's
+        input, row-aligned with `universe`): each row's documents; without them a text model reads none."""
         universe = universe.reset_index(drop=True)
         X = baselines.features(universe, self.features or None, category=self.category)
+        if texts is not None:
+            X[text_baseline.TEXT] = texts.to_numpy()
         for column in self.fitted.columns:  # a metric the training universe had and this one lacks
             if column not in X:
                 X[column] = np.nan
@@ -100,8 +105,12 @@ def estimate(
     evidence: EvidenceParams,
     prepare: PrepareParams,
     grades: list[int],
+    texts: pd.Series | None = None,
 ) -> tuple[pd.DataFrame, Estimator, dict[str, Any]]:
     """(estimates for every row of `funds`, the training split's estimator, a summary).
+
+    `texts` (row-aligned with `funds`: each share class's readable documents as one text) makes the
+    model the text baseline (`fundgrpo.evaluation.text_baseline`): the numbers and the documents.
 
     The estimates table has share_class_id, fund_id, split, fold (TRAIN_FIT for rows estimated by
     the training split's model), gbm_grade and one `gbm_p<grade>` column per grade.
@@ -128,10 +137,13 @@ def estimate(
             "evidence: no labelled fund falls in the training split; add funds or change prepare's shares"
         )
     X = baselines.features(funds, baseline.features or None, category=baseline.category)
+    fit = baselines.fit if texts is None else text_baseline.fit
+    if texts is not None:
+        X[text_baseline.TEXT] = texts.to_numpy()
     y = funds["expert_grade"].to_numpy()
     groups = funds["fund_id"].astype(str).to_numpy()
 
-    fitted = baselines.fit(X[train], y[train].astype(int), groups[train], baseline, grades)
+    fitted = fit(X[train], y[train].astype(int), groups[train], baseline, grades)
     probs = np.zeros((len(funds), len(grades)))
     fold = np.full(len(funds), TRAIN_FIT)
     elsewhere = ~np.isin(split, ("train", "validation"))
@@ -144,7 +156,7 @@ def estimate(
         if not held.any():
             continue
         rest = seen & (fold != k)
-        model = baselines.fit(X[rest], y[rest].astype(int), groups[rest], baseline, grades)
+        model = fit(X[rest], y[rest].astype(int), groups[rest], baseline, grades)
         probs[held] = model.predict_proba(X[held])
 
     out = table(ids.tolist(), probs, grades).reset_index()
@@ -160,6 +172,7 @@ def estimate(
         "train_funds": int(len(set(groups[train]))),
         "chosen": fitted.chosen,
         "features": list(X.columns),
+        "inputs": "numbers and documents" if texts is not None else "numbers",
     }
     if seen.any():  # out of fold on training and validation funds; the test funds are the backtest's to read
         found = grade_metrics(y[seen].astype(int).tolist(), out.loc[seen, "gbm_grade"].tolist(), grades)

@@ -36,6 +36,7 @@ class Prediction(TypedDict, total=False):
     probs: list[float] | None  # with a fit: the served probabilities, one per grade
     expected_grade: float | None  # with a fit: the probability-weighted grade
     confidence: float | None  # with a fit: the served confidence
+    pillars: dict[str, Any]  # the qualitative criteria judged, with citations (`fundgrpo.methodology.citations`)
 
 
 def example_schema() -> dict:
@@ -123,7 +124,7 @@ def answer_problem(text: str, schema: dict) -> str | None:
 @functools.lru_cache(maxsize=8)
 def validator(schema_json: str) -> Any:
     """The output schema's validator, its schema checked once: `jsonschema.validate` checks the schema
-    against its metaschema on every call, which cost 95 % of GRPO's reward time (7 rewards x 64
+    against its metaschema on every call, which cost 95 % of GRPO's reward time (a reward each x 64
     completions a step). Keyed by the schema's JSON, as a dict cannot be a cache key."""
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema)
@@ -161,6 +162,8 @@ def predictions_from_texts(texts: list[str], schema: dict) -> list[Prediction]:
         )
         if "confidence" in answer:
             p["stated"] = answer["confidence"] / 100.0
+        if "pillars" in answer:
+            p["pillars"] = answer["pillars"]
         out.append(p)
     return out
 

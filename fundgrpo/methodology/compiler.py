@@ -30,16 +30,12 @@ import yaml
 
 from fundgrpo.data import canonical
 from fundgrpo.data.peers import percentile_within, percentiles_within
+from fundgrpo.methodology.fields import MIN_COVERAGE, MethodologyError, parse_coverage, parse_label
+from fundgrpo.methodology.qualitative import QualitativeCriterion, answer_schema, parse_qualitative
+from fundgrpo.methodology.qualitative import as_rubric as qualitative_rubric
 
 LANGUAGES = ("en", "ko")
 SCORING = ("weighted", "ranked")
-# The least share of the criteria weight a fund needs data for when the file says nothing
-# (`coverage.min_weight`): below half the weight, a grade would rest on the minor criteria.
-MIN_COVERAGE = 0.5
-
-
-class MethodologyError(ValueError):
-    """The methodology file is not usable; the message says why and where."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +80,7 @@ class Methodology:
     # every `required` criterion (ids); otherwise it is "not rated" (`not_rated`).
     min_coverage: float = MIN_COVERAGE
     required: tuple[str, ...] = ()
+    qualitative: tuple[QualitativeCriterion, ...] = ()  # judged from documents (fundgrpo/methodology/qualitative.py)
 
     @property
     def grades(self) -> list[int]:
@@ -201,7 +198,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         weight = need(c, "weight", ctx)
         if not isinstance(weight, (int, float)) or weight <= 0:
             raise MethodologyError(f"{where}: {ctx} ({metric}) weight must be a positive number, got {weight!r}")
-        label = _label(c.get("label"), language, f"{where}: {ctx} ({metric})")
+        label = parse_label(c.get("label"), language, f"{where}: {ctx} ({metric})")
         criteria.append(
             Criterion(
                 id=str(c.get("id", metric)),
@@ -216,9 +213,10 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
     ids = [c.id for c in criteria]
     if len(set(ids)) != len(ids):
         raise MethodologyError(f"{where}: criterion ids repeat: {ids}")
-    total = sum(c.weight for c in criteria)
+    qualitative = parse_qualitative(raw.get("qualitative"), language, where)
+    total = sum(c.weight for c in criteria) + sum(q.weight for q in qualitative)
     if not math.isclose(total, 1.0, abs_tol=1e-6):
-        detail = ", ".join(f"{c.id}={c.weight:g}" for c in criteria)
+        detail = ", ".join([f"{c.id}={c.weight:g}" for c in criteria] + [f"{q.id}={q.weight:g}" for q in qualitative])
         raise MethodologyError(f"{where}: criterion weights must sum to 1, they sum to {total:.4g} ({detail})")
 
     context = []
@@ -229,17 +227,21 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
             raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
         if metric in {c.metric for c in criteria}:
             raise MethodologyError(f"{where}: {ctx} ({metric}) is already a criterion")
-        label = _label(c.get("label"), language, f"{where}: {ctx} ({metric})")
+        label = parse_label(c.get("label"), language, f"{where}: {ctx} ({metric})")
         context.append(Criterion(str(c.get("id", metric)), metric, 0.0, bool(c.get("higher_is_better", True)), label))
     shown = ids + [c.id for c in context]
     if len(set(shown)) != len(shown):
         raise MethodologyError(f"{where}: criterion and context ids repeat: {shown}")
+    if set(shown) & {q.id for q in qualitative}:
+        raise MethodologyError(
+            f"{where}: qualitative ids repeat a criterion id: {sorted(set(shown) & {q.id for q in qualitative})}"
+        )
 
     bands = []
     for i, b in enumerate(entries("grades", required=True)):
         ctx = f"grade band {i + 1}"
         grade = need(b, "grade", ctx)
-        label = _label(b.get("label"), "en", f"{where}: {ctx} (grade {grade})")
+        label = parse_label(b.get("label"), "en", f"{where}: {ctx} (grade {grade})")
         bands.append(
             Band(
                 int(number(grade, f"{ctx} grade")),
@@ -250,7 +252,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         )
     bands = _check_bands(bands, where)
 
-    min_coverage, required = _coverage(raw.get("coverage"), ids, where)
+    min_coverage, required = parse_coverage(raw.get("coverage"), ids, where)
 
     output = raw.get("output", {}) or {}
     reasoning = output.get("reasoning", {}) or {}
@@ -273,63 +275,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
         context=tuple(context),
         min_coverage=min_coverage,
         required=required,
-    )
-
-
-def _coverage(value: Any, ids: list[str], where: str) -> tuple[float, tuple[str, ...]]:
-    """(min_weight, required criterion ids) of the file's `coverage` block, checked.
-
-    >>> _coverage(None, ["a"], "m.yaml"), _coverage({"min_weight": 0.2, "required": ["a"]}, ["a"], "m.yaml")
-    ((0.5, ()), (0.2, ('a',)))
-    >>> _coverage({"required": ["b"]}, ["a"], "m.yaml")
-    Traceback (most recent call last):
-    ...
-    fundgrpo.methodology.compiler.MethodologyError: m.yaml: coverage.required names 'b', not a criterion id (['a'])
-    """
-    if value is None:
-        return MIN_COVERAGE, ()
-    if not isinstance(value, dict) or set(value) - {"min_weight", "required"}:
-        raise MethodologyError(
-            f"{where}: coverage must be a mapping with min_weight (0-1) and required (criterion ids), got {value!r}"
-        )
-    weight = value.get("min_weight", MIN_COVERAGE)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1:
-        raise MethodologyError(
-            f"{where}: coverage.min_weight must be a share of the criteria weight in (0, 1], got {weight!r}"
-        )
-    required = value.get("required") or []
-    if not isinstance(required, list):
-        raise MethodologyError(f"{where}: coverage.required must be a list of criterion ids, got {required!r}")
-    for cid in required:
-        if str(cid) not in ids:
-            raise MethodologyError(f"{where}: coverage.required names {cid!r}, not a criterion id ({ids})")
-    return float(weight), tuple(str(c) for c in required)
-
-
-def _label(value: Any, language: str, where: str) -> dict[str, str]:
-    """A label: text (in `language`) or a mapping of language to text; anything else is named.
-
-    >>> _label("poor", "en", "m.yaml: grade band 1"), _label({"en": "poor", "ko": "부진"}, "en", "x")
-    ({'en': 'poor'}, {'en': 'poor', 'ko': '부진'})
-    >>> _label(["poor", "부진"], "en", "m.yaml: grade band 1 (grade 1)")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    fundgrpo.methodology.compiler.MethodologyError: m.yaml: grade band 1 (grade 1): label must be text or a mapping
-    of language to text, e.g. label: {en: poor, ko: 매우 부진}; got a list: ['poor', '부진']
-    """
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        return {language: value}
-    if isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items()
-    ):
-        return {k: str(v) for k, v in value.items()}
-    kinds: dict[type, str] = {list: "a list", dict: "a mapping with values that are not text"}
-    kind = kinds.get(type(value), type(value).__name__)
-    raise MethodologyError(
-        f"{where}: label must be text or a mapping of language to text, e.g. label: {{en: poor, ko: 매우 부진}}; "
-        f"got {kind}: {value!r}"
+        qualitative=qualitative,
     )
 
 
@@ -373,6 +319,8 @@ def output_schema(m: Methodology) -> dict[str, Any]:
             "reasoning": {"type": "string", "minLength": 1, "maxLength": 2 * m.reasoning_max_chars},
             # optional: how sure the evaluator is of its grade, in percent (`prepare.stated_confidence`)
             "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
+            # optional: the qualitative criteria judged from the fund's documents, with citations
+            **({"pillars": answer_schema(m.qualitative)} if m.qualitative else {}),
         },
         "required": ["grade", "score", "reasoning"],
         "additionalProperties": False,
@@ -406,6 +354,7 @@ def rubric(m: Methodology) -> dict[str, Any]:
             {"id": c.id, "metric": c.metric, "higher_is_better": c.higher_is_better, "label": c.text(m.language)}
             for c in m.context
         ],
+        "qualitative": [qualitative_rubric(q, m.language) for q in m.qualitative],  # the rule scorer leaves them
     }
 
 
@@ -427,6 +376,11 @@ def fingerprint(m: Methodology) -> str:
         "criteria": [[c.id, c.metric, c.weight, c.higher_is_better, c.text(m.language)] for c in m.criteria],
         "context": [[c.id, c.metric, c.higher_is_better, c.text(m.language)] for c in m.context],
         "grades": [[b.grade, b.low, b.high, b.label.get(m.language) or b.label.get("en")] for b in m.bands],
+        **(
+            {"qualitative": [[q.id, q.weight, q.scale, q.text(m.language), q.guidance] for q in m.qualitative]}
+            if m.qualitative
+            else {}
+        ),  # fmt: skip
     }
     return hashlib.sha256(json.dumps(words, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -475,6 +429,9 @@ def from_rubric(r: dict[str, Any]) -> Methodology:
             "output": {"reasoning": r["reasoning"], "cite_top": r["cite_top"]},
             "context": r.get("context", []),
             "coverage": r.get("coverage"),
+            "qualitative": [
+                {k: q[k] for k in ("id", "weight", "label", "scale", "guidance")} for q in r.get("qualitative", [])
+            ],
         },
         where="rubric",
     )
@@ -501,14 +458,15 @@ def criterion_percentiles(
 
 
 def coverage(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:
-    """Per fund, the share of the criteria weight it has data for (a criterion's percentile is known).
+    """Per fund, the share of the numeric criteria's weight it has data for (a criterion's percentile is
+    known); qualitative criteria are judged from documents, not counted here.
 
     >>> from fundgrpo.methodology.compiler import example_methodology
     >>> coverage(example_methodology(), pd.DataFrame({"sharpe_3y": [50.0, None], "cost": [None, None]})).tolist()
     [0.6, 0.0]
     """
     weights = pd.Series({c.id: c.weight for c in m.criteria})
-    return percentiles[[c.id for c in m.criteria]].notna().mul(weights, axis=1).sum(axis=1).round(6)
+    return (percentiles[[c.id for c in m.criteria]].notna().mul(weights, axis=1).sum(axis=1) / weights.sum()).round(6)
 
 
 def not_rated(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.cli import StageError
+from fundgrpo.methodology import citations, prompts
 from fundgrpo.methodology import compiler as meth
-from fundgrpo.methodology import prompts
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.estimates import for_records
 from fundgrpo.methodology.estimates import shown as shown_estimate
@@ -38,8 +38,13 @@ def build_records(
     params: PrepareParams = PrepareParams(),
     only: Collection[str] | None = None,
     estimates: pd.DataFrame | None = None,
+    reading: citations.Reading | None = None,
 ) -> list[dict]:
     """One record per labelled share class: prompt, reference answer and the columns rewards read.
+
+    `reading` (with a methodology's qualitative criteria): the prompt shows the fund's documents
+    within a budget, the reference answer judges each criterion citing them, and the record keeps the
+    documents shown (`documents`) and the reference judgements (`pillars`) for the rewards and checks.
 
     `only` (share class ids) limits the records built; percentiles and medians still come from
     every row, so scoring one fund against a universe costs one prompt, not thousands.
@@ -115,6 +120,14 @@ def build_records(
             params.show_bands,
             params.criteria_order,
         )
+        pillars, shown_docs = None, None
+        if reading is not None and m.qualitative:
+            sid = str(row["share_class_id"])
+            shown_docs, cut = citations.shown(reading.documents.get(sid, []), reading.budget_chars)
+            user = messages[-1]["content"].rsplit("\n", 1)  # the documents go before the answer's format
+            messages[-1]["content"] = "\n".join([user[0], citations.prompt_block(m, shown_docs, cut), user[-1]])
+            readable = {d.document_id for d in shown_docs}
+            pillars = citations.reference(m, reading.judgements.get(str(row["fund_id"]), []), readable)
         answered, answered_score = grade, score
         if params.reference_grade == "explained" and shown_model:
             answered = explained_grade(grade, shown_model["grade"], rule_grade)
@@ -135,7 +148,7 @@ def build_records(
             reasoning = prompts.evaluation_text(methodology, evidence, answered, stated_rule, moved)
         else:
             reasoning = prompts.reasoning_text(methodology, evidence, params.answer_style)
-        reference = prompts.answer_json(answered, answered_score, reasoning, stated)
+        reference = prompts.answer_json(answered, answered_score, reasoning, stated, pillars)
         records.append(
             {
                 "share_class_id": str(row["share_class_id"]),
@@ -165,6 +178,14 @@ def build_records(
                 # why the methodology does not rate the fund (None: it does); no model rates it either
                 "not_rated": unrated.at[i],
                 **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
+                **(
+                    {
+                        "documents": citations.documents_column(shown_docs),
+                        "pillars": json.dumps(pillars, ensure_ascii=False),
+                    }
+                    if pillars is not None and shown_docs is not None
+                    else {}
+                ),
             }
         )
     return records
@@ -181,7 +202,11 @@ def explained_grade(expert: int, shown: int, rule: int | None) -> int:
 
 
 def run(
-    funds: pd.DataFrame, methodology: Methodology, params: PrepareParams, estimates: pd.DataFrame | None = None
+    funds: pd.DataFrame,
+    methodology: Methodology,
+    params: PrepareParams,
+    estimates: pd.DataFrame | None = None,
+    reading: citations.Reading | None = None,
 ) -> tuple[dict[str, list[dict]], dict]:
     """Datasets by split, and a summary of what went where. `estimates`: the evidence stage's
     (checked: every labelled share class has one, computed with this split)."""
@@ -195,7 +220,7 @@ def run(
         ids = funds.loc[labelled, "share_class_id"].astype(str).tolist()
         splits = [split_of(str(f), params) for f in funds.loc[labelled, "fund_id"]]
         estimates = for_records(estimates, ids, splits, "prepare")
-    records = build_records(funds, methodology, params, estimates=estimates)
+    records = build_records(funds, methodology, params, estimates=estimates, reading=reading)
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     rated = [r["not_rated"] is None for r in records]
     datasets = {s: [r for r, w, ok in zip(records, split, rated) if w == s and ok] for s in SPLITS}

@@ -414,7 +414,9 @@ def evaluation_text(
     return t["end"].join(p for p in parts if p)
 
 
-def answer_json(grade: int, score: float, reasoning: str, confidence: float | None = None) -> str:
+def answer_json(
+    grade: int, score: float, reasoning: str, confidence: float | None = None, pillars: dict | None = None
+) -> str:
     """The reference answer as JSON, evidence first: the reasoning, then the score it
     supports, then the grade that score falls in (a short chain of thought; key order
     does not matter to the schema), then, when given, how sure of that grade it is (percent).
@@ -424,7 +426,9 @@ def answer_json(grade: int, score: float, reasoning: str, confidence: float | No
     >>> answer_json(4, 71.04, "Sharpe ratio top 30%", 0.634)
     '{"reasoning": "Sharpe ratio top 30%", "score": 71, "grade": 4, "confidence": 63}'
     """
-    answer = {"reasoning": reasoning, "score": int(round(score)), "grade": int(grade)}
+    # the qualitative judgements first, when the methodology has any: the grade then rests on them
+    answer: dict[str, Any] = {**({"pillars": pillars} if pillars is not None else {}), "reasoning": reasoning}
+    answer.update(score=int(round(score)), grade=int(grade))
     if confidence is not None:
         answer["confidence"] = int(round(100 * confidence))
     return json.dumps(answer, ensure_ascii=False)

@@ -1,7 +1,9 @@
 """GRPO (stage `grpo`): TRL's `GRPOTrainer`, starting from the SFT model.
 
-Rewards: JSON-schema validity, grade agreement (ordinal), score closeness,
-reasoning that cites the evidence, and length, weighted by `grpo.reward_weights`.
+Rewards (`fundgrpo.training.rewards`, in the order of `RULE_REWARDS`): JSON-schema validity, grade agreement
+(ordinal), score closeness, reasoning that states the evidence rightly, length, stated confidence, departure
+from the suggested grade, and with documents the citations and the qualitative judgements; weighted by
+`grpo.reward_weights`.
 Every GRPO setting lives in params.yaml (`grpo:`); see TRL's GRPOConfig for each.
 """
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import math
 from typing import Any, Callable
 
-from fundgrpo.methodology import claims, compiler
-from fundgrpo.methodology.answers import completion_text, valid_answer
+from fundgrpo.methodology import citations, claims, compiler
+from fundgrpo.methodology.answers import completion_text, parse_answer, valid_answer
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import RULE_REWARDS, GrpoParams
 
@@ -287,6 +288,45 @@ def length_reward(completions: list, *, schema: dict, reasoning_chars: tuple[int
 
 # The rule rewards by name, in the order of params.RULE_REWARDS (the one list of names; each
 # `<name>_reward` above). TRL logs each as rewards/<function name>.
+def citations_reward(
+    completions: list, documents: list | None = None, *, schema: dict, methodology: Methodology, **columns: Any
+) -> list[float | None]:
+    """The qualitative criteria covered and their quotes verified (`methodology.citations.reward`) against
+    the documents the prompt showed; None where the record has no documents column (no qualitative criteria).
+
+    >>> methodology, schema = example_methodology()
+    >>> citations_reward(['{"grade": 2, "score": 80, "reasoning": "ok"}'], schema=schema, methodology=methodology)
+    [None]
+    """
+    if documents is None or not methodology.qualitative:
+        return [None] * len(completions)
+    ids = tuple(q.id for q in methodology.qualitative)
+    return [
+        0.0 if a is None else citations.reward(a.get("pillars"), json.loads(d), ids)
+        for a, d in zip(answers(completions, schema), documents)
+    ]
+
+
+def pillars_reward(
+    completions: list, pillars: list | None = None, *, methodology: Methodology, **columns: Any
+) -> list[float | None]:
+    """The share of the criteria the analysts judged from the documents that the answer judges the same
+    way (`methodology.citations.directions`); None where nothing was judged from documents.
+
+    >>> ref = ['{"people": {"judgement": -1, "evidence": []}, "parent": {"judgement": 1, "evidence": []}}']
+    >>> said = '{"grade": 2, "score": 80, "reasoning": "ok", "pillars": {"people": {"judgement": -1, "evidence": []}}}'
+    >>> pillars_reward([said], pillars=ref, methodology=compiler.load("methodology/documents.yaml"))
+    [0.5]
+    """
+    if pillars is None or not methodology.qualitative:
+        return [None] * len(completions)
+    out: list[float | None] = []
+    for text, ref in zip(completions, pillars):
+        same = citations.directions((parse_answer(completion_text(text)) or {}).get("pillars"), json.loads(ref))
+        out.append(sum(same) / len(same) if same else None)
+    return out
+
+
 REWARDS: dict[str, RewardFn] = {name: globals()[f"{name}_reward"] for name in RULE_REWARDS}
 
 
@@ -314,8 +354,8 @@ def bind(
 
     >>> methodology, schema = example_methodology()
     >>> rewards = bind(methodology, schema, GrpoParams())
-    >>> list(rewards), rewards["grade"].__name__
-    (['json', 'grade', 'score', 'evidence', 'length', 'calibration', 'departure'], 'grade_reward')
+    >>> list(rewards)[-3:], rewards["grade"].__name__
+    (['departure', 'citations', 'pillars'], 'grade_reward')
     >>> rewards["grade"](['{"grade": 2, "score": 80, "reasoning": "ok"}', "{"], expert_grade=[1, 1])
     [0.0, 0.0]
     """

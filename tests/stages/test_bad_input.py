@@ -46,7 +46,7 @@ OUTPUTS = (
     "metrics",
     "reports/validation",
 )
-INPUTS = ("params.yaml", SOURCE, "methodology", "profiles", *OUTPUTS)
+INPUTS = ("params.yaml", SOURCE, "methodology", "profiles", "documents", *OUTPUTS)
 
 
 @dataclass
@@ -191,6 +191,22 @@ CASES = [
         ("funds.csv", "folder"),
     ),
     Case("empty file", "ingest", write_file(SOURCE, b""), ("funds.csv", "empty")),
+    Case(
+        "document about an unknown fund",
+        "ingest",
+        write_file(
+            "documents/note.md", b"---\nfund_id: NOPE1\ndate: 2024-03-01\nkind: news\n---\nThe lead manager left."
+        ),
+        ("note.md", "field fund_id", "NOPE1"),
+        area="documents",
+    ),
+    Case(
+        "document with a bad date",
+        "ingest",
+        write_file("documents/note.md", b"---\ncompany: X\ndate: 2024-02-30\nkind: news\n---\nThe regulator fined it."),
+        ("note.md", "field date", "2024-02-30"),
+        area="documents",
+    ),
     Case("header only", "ingest", edit_csv(lambda lines: lines[:1]), ("no rows",)),
     Case(
         "UTF-16 without a byte-order mark",
@@ -599,6 +615,7 @@ def workspace(tmp_path_factory):
     root.mkdir()
     shutil.copytree(REPO / "methodology", root / "methodology")
     shutil.copytree(REPO / "profiles", root / "profiles")
+    (root / "documents").mkdir()  # the default documents folder: none yet
     params = profiles.load("tiny", REPO / "params.yaml", REPO / "profiles")
     data = yaml.safe_load(render(params))
     data["ingest"].update(source="table", path=SOURCE)

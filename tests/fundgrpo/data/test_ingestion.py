@@ -72,6 +72,7 @@ def test_synthetic_returns_source(synthetic_root: Path) -> None:
         "fund_id",
         "name",
         "category",
+        "company",
         "return_1y",
         "return_3y",
         "return_5y",

@@ -10,8 +10,12 @@ from fundgrpo.params import RULE_REWARDS, GrpoParams, RewardWeights
 from fundgrpo.training.rewards import REWARDS, bind, example_methodology, json_reward
 from tests.support import REPO
 
+# rewards that read documents: None for every item when the methodology judges nothing from documents
+FROM_DOCUMENTS = ("citations", "pillars")
+DOCUMENT_COLUMNS = {"documents": '{"D1": "The lead manager resigned."}', "pillars": '{"people": {"judgement": -1}}'}
 
-@pytest.fixture(params=["default.yaml", "default_ko.yaml"])
+
+@pytest.fixture(params=["default.yaml", "default_ko.yaml", "documents.yaml"])
 def setup(request, repo_root):
     m = meth.load(repo_root / "methodology" / request.param)
     return m, bind(m, meth.output_schema(m), replace(GrpoParams(), reasoning_chars=(10, 80), grade_step_penalty=0.5))
@@ -47,9 +51,12 @@ def test_malformed_completions_get_zero_not_errors(setup):
         "expert_score": [50.0] * len(MALFORMED),
         "evidence": ["{}"] * len(MALFORMED),
         "shown_grade": [3] * len(MALFORMED),
+        **{k: [v] * len(MALFORMED) for k, v in DOCUMENT_COLUMNS.items()},
     }
+    m, _ = setup
     for name, fn in rewards.items():
-        assert fn(MALFORMED, **cols) == [0.0] * len(MALFORMED), name
+        nothing = name in FROM_DOCUMENTS and not m.qualitative
+        assert fn(MALFORMED, **cols) == [None if nothing else 0.0] * len(MALFORMED), name
 
 
 def test_grade_reward_is_ordinal_and_skips_unlabelled(setup):
@@ -162,7 +169,12 @@ def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
     columns = dict(
         expert_grade=[3] * n, expert_score=[50.0] * n, evidence=['{"sharpe_3y": 80}'] * n, shown_grade=[2] * n
     )
+    columns.update({k: [v] * n for k, v in DOCUMENT_COLUMNS.items()})
+    m, _ = setup
     for name, fn in rewards.items():
+        if name in FROM_DOCUMENTS and not m.qualitative:
+            assert fn(HOSTILE, **columns) == [None] * n, name
+            continue
         got = fn(HOSTILE, **columns)
         assert len(got) == n and all(isinstance(x, float) for x in got), name
         assert all(x == 0.0 for x in got[:-2]), (name, got)  # all but the NUL-reasoning answer are malformed
@@ -173,6 +185,8 @@ def test_rewards_never_raise_on_hostile_completions_or_columns(setup):
         expert_score=[50.0, 50.0, "x"],
         evidence=['{"sharpe_3y": 80}', "{", '{"sharpe_3y": 80}'],
         shown_grade=[3, "x", 3],
+        documents=[DOCUMENT_COLUMNS["documents"], "{", "null"],
+        pillars=[DOCUMENT_COLUMNS["pillars"], "[", "{}"],
     )
     for name, fn in rewards.items():
         got = fn([good] * 3, **odd)

@@ -1,0 +1,268 @@
+"""Evaluations that cite: the qualitative criteria judged from a fund's documents, each judgement
+resting on sentences quoted from them.
+
+An answer's `pillars` holds, per qualitative criterion of the methodology, a judgement on its
+scale (or "not assessed") and its evidence, a list of {"document_id", "quote"}. A citation is
+*verified* when the quote, whitespace aside, occurs in the text of a document the evaluation could
+read: one of this fund's, its share class's or its company's, dated on or before the as-of date
+(what the prompt showed: the record's `documents` column). A judgement without a verified
+citation is *unsupported*; "not assessed" carries none.
+
+>>> docs = {"D1": "Markets were calm. The lead manager resigned in May.", "D2": "The firm was fined."}
+>>> pillars = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "The lead manager resigned"}]},
+...            "parent": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "The firm was fined."}]}}
+>>> c = check(pillars, docs, ("people", "process", "parent"))
+>>> c.citations, c.verified, c.supported, c.missing
+(2, 1, 1, 1)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from fundgrpo.data.documents import Document, by_share_class
+from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.qualitative import NOT_ASSESSED
+
+SPACE = re.compile(r"\s+")
+MIN_QUOTE = 8  # characters: shorter quotes prove nothing
+
+
+def _norm(text: str) -> str:
+    return SPACE.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the citation check found in one answer's pillars."""
+
+    criteria: int  # qualitative criteria of the methodology
+    missing: int  # criteria the answer does not judge at all (neither a judgement nor "not assessed")
+    assessed: int  # criteria judged on the scale
+    supported: int  # ... of them with at least one verified citation
+    citations: int
+    verified: int
+
+    @property
+    def verified_share(self) -> float | None:
+        return self.verified / self.citations if self.citations else None
+
+    @property
+    def coverage(self) -> float:
+        """The share of criteria judged with a verified citation or marked not assessed."""
+        done = self.supported + (self.criteria - self.missing - self.assessed)
+        return done / self.criteria if self.criteria else 1.0
+
+
+def verified(item: Any, documents: dict[str, str]) -> bool:
+    """One citation: a mapping naming a readable document and quoting it.
+
+    >>> verified({"document_id": "D1", "quote": "manager  resigned"}, {"D1": "The manager resigned."})
+    True
+    >>> verified({"document_id": "D2", "quote": "manager resigned"}, {"D1": "The manager resigned."})
+    False
+    """
+    if not isinstance(item, dict):
+        return False
+    text = documents.get(str(item.get("document_id", "")))
+    quote = _norm(str(item.get("quote", "")))
+    return text is not None and len(quote) >= MIN_QUOTE and quote in _norm(text)
+
+
+def check(pillars: Any, documents: dict[str, str], criteria: tuple[str, ...]) -> Checked:
+    """The citation check of one answer's `pillars` against the documents the evaluation could read."""
+    pillars = pillars if isinstance(pillars, dict) else {}
+    missing = assessed = supported = citations = found = 0
+    for cid in criteria:
+        judged = pillars.get(cid)
+        if not isinstance(judged, dict) or "judgement" not in judged:
+            missing += 1
+            continue
+        evidence = judged["evidence"] if isinstance(judged.get("evidence"), list) else []
+        ok = [verified(e, documents) for e in evidence]
+        citations += len(ok)
+        found += sum(ok)
+        if judged["judgement"] != NOT_ASSESSED:
+            assessed += 1
+            supported += any(ok)
+    return Checked(len(criteria), missing, assessed, supported, citations, found)
+
+
+def reward(pillars: Any, documents: dict[str, str], criteria: tuple[str, ...]) -> float:
+    """Half for the share of criteria covered (judged with a verified citation, or not assessed),
+    half for the share of citations verified (1 when there are none to make).
+
+    >>> reward({"people": {"judgement": "not assessed", "evidence": []}}, {}, ("people",))
+    1.0
+    >>> invented = {"judgement": 1, "evidence": [{"document_id": "X", "quote": "invented text"}]}
+    >>> reward({"people": invented}, {}, ("people",))
+    0.0
+    """
+    c = check(pillars, documents, criteria)
+    share = c.verified_share if c.verified_share is not None else 1.0
+    return round(0.5 * c.coverage + 0.5 * share, 4)
+
+
+def directions(pillars: Any, reference: dict[str, Any]) -> list[bool]:
+    """Per criterion the reference judges on its scale: did the answer judge it the same way?
+
+    >>> directions({"people": {"judgement": -1}, "parent": {"judgement": 0}},
+    ...            {"people": {"judgement": -1}, "parent": {"judgement": 1}, "process": {"judgement": "not assessed"}})
+    [True, False]
+    """
+    pillars = pillars if isinstance(pillars, dict) else {}
+    out = []
+    for cid, ref in reference.items():
+        if ref.get("judgement") == NOT_ASSESSED:
+            continue
+        got = pillars.get(cid)
+        out.append(isinstance(got, dict) and got.get("judgement") == ref.get("judgement"))
+    return out
+
+
+def shown(documents: list[Document], budget_chars: int) -> tuple[list[Document], int]:
+    """The documents a prompt shows, newest first, within `budget_chars` of text; and how many were cut.
+
+    >>> d = [Document(str(i), "fund", "F", f"2024-0{i}-01", "news", "en", "x" * 40) for i in range(1, 5)]
+    >>> [x.document_id for x in shown(d, 100)[0]], shown(d, 100)[1]
+    (['4', '3'], 2)
+    """
+    ordered = sorted(documents, key=lambda d: (d.date, d.document_id), reverse=True)
+    out: list[Document] = []
+    used = 0
+    for doc in ordered:
+        if used + len(doc.text) > budget_chars and out:
+            break
+        out.append(doc)
+        used += len(doc.text)
+    return out, len(ordered) - len(out)
+
+
+def reference(m: Methodology, judgements: list[dict], readable: set[str]) -> dict[str, Any]:
+    """The reference answer's pillars: the analysts' judgement of each criterion with the sentences it
+    rests on, where those documents are readable; "not assessed" where no readable document speaks.
+
+    >>> from fundgrpo.methodology import compiler
+    >>> m = compiler.load("methodology/documents.yaml")
+    >>> ref = reference(m, [{"criterion": "people", "judgement": -1, "document_id": "D1", "quote": "Left."}], {"D1"})
+    >>> ref["people"], ref["process"]["judgement"]
+    ({'judgement': -1, 'evidence': [{'document_id': 'D1', 'quote': 'Left.'}]}, 'not assessed')
+    """
+    out: dict[str, Any] = {}
+    for q in m.qualitative:
+        rows = [j for j in judgements if j["criterion"] == q.id and j["document_id"] in readable]
+        if rows:
+            evidence = [{"document_id": j["document_id"], "quote": j["quote"]} for j in rows]
+            out[q.id] = {"judgement": int(rows[0]["judgement"]), "evidence": evidence}
+        else:
+            out[q.id] = {"judgement": NOT_ASSESSED, "evidence": []}
+    return out
+
+
+def documents_column(documents: list[Document]) -> str:
+    """A record's `documents` column: the shown documents' texts by id, as JSON (what the check reads)."""
+    return json.dumps({d.document_id: d.text for d in documents}, ensure_ascii=False)
+
+
+PROMPT = {
+    "en": {
+        "head": "Documents, newest first",
+        "cut": ", {n} older not shown",
+        "none": "Documents: none",
+        "ask": 'Judge {names} from the documents: {scale} or "not assessed", each citing document id and quote.',
+    },
+    "ko": {
+        "head": "문서 (최신순",
+        "cut": ", 이전 문서 {n}건 생략",
+        "none": "문서: 없음",
+        "ask": '문서를 근거로 {names}을(를) 평가: {scale} 또는 "not assessed", 문서 id와 인용문을 함께.',
+    },
+}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What an evaluation reads beyond the numbers: each share class's readable documents (newest
+    first) and each fund's judgements by the analysts (for the reference answers)."""
+
+    documents: dict[str, list[Document]]
+    judgements: dict[str, list[dict]]
+    budget_chars: int
+
+
+def prompt_block(m: Methodology, docs: list[Document], cut: int) -> str:
+    """The documents as the prompt shows them, what was cut, and what to judge from them.
+
+    >>> from fundgrpo.methodology import compiler
+    >>> m = compiler.load("methodology/documents.yaml")
+    >>> print(prompt_block(m, [Document("D1", "fund", "F", "2024-03-01", "news", "en", "The manager left.")], 2))
+    Documents, newest first, 2 older not shown:
+    [D1 2024-03-01 news] The manager left.
+    Judge People, Process, Parent from the documents: -1/0/1 or "not assessed", each citing document id and quote.
+    """
+    t = PROMPT[m.language]
+    names = ", ".join(q.text(m.language) for q in m.qualitative)
+    scale = "/".join(str(j) for j in m.qualitative[0].judgements)
+    ask = t["ask"].format(names=names, scale=scale)
+    if not docs:
+        return f"{t['none']}\n{ask}"
+    head = t["head"] + (t["cut"].format(n=cut) if cut else "") + (")" if m.language == "ko" else "") + ":"
+    lines = [f"[{d.document_id} {d.date} {d.kind}] {d.text}" for d in docs]
+    return "\n".join([head, *lines, ask])
+
+
+def reading(
+    documents: pd.DataFrame, judgements: pd.DataFrame, funds: pd.DataFrame, as_of: str | None, budget_chars: int
+) -> Reading:
+    """The `Reading` of `funds`: their documents readable as of `as_of`, the analysts' judgements by fund."""
+    by_fund: dict[str, list[dict]] = {}
+    for row in judgements.to_dict("records"):
+        by_fund.setdefault(str(row["fund_id"]), []).append(row)
+    return Reading(by_share_class(documents, funds, as_of), by_fund, budget_chars)
+
+
+def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology) -> dict[str, Any]:
+    """One evaluator's qualitative judgements over `rows` (records with `documents` and reference
+    `pillars`): the citations made and verified, the criteria covered (judged with a verified citation,
+    or not assessed), and the judgements that agree with the analysts', overall and per criterion.
+
+    >>> m = __import__("fundgrpo.methodology.compiler", fromlist=["load"]).load("methodology/documents.yaml")
+    >>> row = {"documents": '{"D1": "The lead manager resigned."}',
+    ...        "pillars": '{"people": {"judgement": -1, "evidence": []}}'}
+    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "lead manager resigned"}]}}
+    >>> s = summary([row], [{"pillars": said}], m)
+    >>> s["citations"], s["verified"], s["agree"], s["by_criterion"]["people"]
+    (1, 1.0, 1.0, {'judged_by_analysts': 1, 'agree': 1.0})
+    """
+    ids = tuple(q.id for q in m.qualitative)
+    made = found = 0
+    covered: list[float] = []
+    agree: dict[str, list[bool]] = {cid: [] for cid in ids}
+    for row, pred in zip(rows, preds):
+        said = pred.get("pillars")
+        c = check(said, json.loads(row["documents"]), ids)
+        made, found = made + c.citations, found + c.verified
+        covered.append(c.coverage)
+        reference_pillars = json.loads(row["pillars"])
+        for cid in ids:
+            ref = reference_pillars.get(cid)
+            if ref and ref.get("judgement") != NOT_ASSESSED:
+                agree[cid].extend(directions(said, {cid: ref}))
+    together = [a for v in agree.values() for a in v]
+    return {
+        "evaluations": len(rows),
+        "with_pillars": sum(isinstance(p.get("pillars"), dict) for p in preds),
+        "citations": made,
+        "verified": round(found / made, 4) if made else None,
+        "covered": round(sum(covered) / len(covered), 4) if covered else None,
+        "agree": round(sum(together) / len(together), 4) if together else None,
+        "by_criterion": {
+            cid: {"judged_by_analysts": len(v), "agree": round(sum(v) / len(v), 4) if v else None}
+            for cid, v in agree.items()
+        },
+    }
