@@ -91,7 +91,13 @@ def prediction_drift(
     methodology, schema = _schema(Path(root), params)
     estimator = champion.estimator_for(params, Path(root))
     batch_records = champion.sample(
-        champion.prompt_records(table, methodology, params.prepare, estimator=estimator),
+        champion.prompt_records(
+            table,
+            methodology,
+            params.prepare,
+            estimator=estimator,
+            reading=champion.stored_reading(params, methodology, table, Path(root)),
+        ),  # fmt: skip
         monitor.prediction_sample,
         monitor.seed,
     )
@@ -118,11 +124,18 @@ def prediction_drift(
         paired_ids = [r["share_class_id"] for r in batch_records if r["share_class_id"] in known]
         if len(paired_ids) >= monitor.min_rows:
             ref_records = champion.prompt_records(
-                reference, methodology, params.prepare, only=paired_ids, estimator=estimator
-            )
+                reference, methodology, params.prepare, paired_ids, estimator,
+                champion.stored_reading(params, methodology, reference, Path(root)),
+            )  # fmt: skip
         else:
             ref_records = champion.sample(
-                champion.prompt_records(reference, methodology, params.prepare, estimator=estimator),
+                champion.prompt_records(
+                    reference,
+                    methodology,
+                    params.prepare,
+                    estimator=estimator,
+                    reading=champion.stored_reading(params, methodology, reference, Path(root)),
+                ),  # fmt: skip
                 monitor.prediction_sample,
                 monitor.seed,
             )

@@ -51,7 +51,7 @@ from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import evaluation
-from fundgrpo.serving.champion import calibration_of, grade, prompt_records
+from fundgrpo.serving.champion import calibration_of, grade, prompt_records, stored_reading
 
 CHAMPION = "models:/{name}@champion"
 OUTPUT_COLUMNS = (
@@ -278,7 +278,8 @@ def evaluate(
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
     estimator = load_estimator(Path(params.evidence.out_dir))
-    records = prompt_records(universe, methodology, params.prepare, only=new_ids, estimator=estimator)
+    reading = stored_reading(params, methodology, universe)
+    records = prompt_records(universe, methodology, params.prepare, new_ids, estimator, reading)
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
     fit = calibration_of(folder, params)

@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from fundgrpo.data import documents
+from fundgrpo.data.documents import fund_text
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
+from fundgrpo.methodology import citations
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.preparation import build_records
@@ -34,11 +37,13 @@ def prompt_records(
     prepare: PrepareParams,
     only: Collection[str] | None = None,
     estimator: Estimator | None = None,
+    reading: citations.Reading | None = None,
 ) -> list[dict]:
     """One record per row (labelled or not; with `only`, per listed share class), with `labelled`
     and the fund's `split` added. Peer percentiles come from every row either way. `estimator`
     (the evidence stage's training-split model) gives each record its statistical estimate, which
-    the prompt states under `prepare.show_model: gbm`."""
+    the prompt states under `prepare.show_model: gbm`. `reading` (`stored_reading`): the documents
+    the prompts show and the text baseline reads, as in training; a fund without any gets none."""
 
     funds = funds.reset_index(drop=True)
     if prepare.show_model != "none" and estimator is None:
@@ -48,13 +53,17 @@ def prompt_records(
         )
     estimates = None
     if estimator is not None:
-        estimates = estimator.estimate(funds, None if only is None else [str(x) for x in only])
+        texts = None
+        if reading is not None:  # what the text baseline reads: each share class's documents, as in `evidence`
+            found = reading.documents
+            texts = funds["share_class_id"].astype(str).map(lambda i: fund_text(found.get(i, [])))
+        estimates = estimator.estimate(funds, None if only is None else [str(x) for x in only], texts)
     grades = funds["expert_grade"] if "expert_grade" in funds else pd.Series(pd.NA, index=funds.index, dtype="Int64")
     labelled = grades.notna()
     # build_records skips unrated rows; the prompt does not depend on the grade, so a placeholder will do.
     placeholder = methodology.grades[len(methodology.grades) // 2]
     records = build_records(
-        funds.assign(expert_grade=grades.fillna(placeholder)), methodology, prepare, only, estimates
+        funds.assign(expert_grade=grades.fillna(placeholder)), methodology, prepare, only, estimates, reading
     )
     if only is not None:
         labelled = labelled[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
@@ -62,6 +71,20 @@ def prompt_records(
         record["labelled"] = bool(is_labelled)
         record["split"] = split_of(record["fund_id"], prepare)
     return records
+
+
+def stored_reading(
+    params: Params, methodology: Methodology, universe: pd.DataFrame, root: Path = Path(".")
+) -> citations.Reading | None:
+    """The documents and judgements `ingest` checked, as the prompts of `universe` read them (None when
+    the methodology judges nothing from documents). Funds the files do not name get no documents."""
+    if not methodology.qualitative:
+        return None
+    docs_path, judged_path = root / params.ingest.documents_out, root / params.ingest.judgements_out
+    docs = pd.read_parquet(docs_path) if docs_path.exists() else pd.DataFrame(columns=list(documents.COLUMNS))
+    judged = pd.read_parquet(judged_path) if judged_path.exists() else pd.DataFrame(columns=["fund_id"])
+    as_of = documents.as_of(params.ingest.documents, universe)
+    return citations.reading(docs, judged, universe, as_of, params.prepare.document_chars)
 
 
 def sample(records: list[dict], n: int, seed: int) -> list[dict]:

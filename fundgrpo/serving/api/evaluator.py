@@ -25,7 +25,7 @@ from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import evaluation
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import missing_criteria, with_reference
-from fundgrpo.serving.champion import calibration_of, prompt_records
+from fundgrpo.serving.champion import calibration_of, prompt_records, stored_reading
 from fundgrpo.training import modelling
 from fundgrpo.training.inference import answer
 
@@ -228,6 +228,7 @@ class Evaluator:
                 self.params.prepare,
                 only=[str(f["share_class_id"]) for f in funds],
                 estimator=self.estimator,
+                reading=stored_reading(self.params, self.methodology, universe, self.root),
             )
         }
         lacking = missing_criteria(frame, self.methodology)
