@@ -307,6 +307,10 @@ class PrepareParams:
     # With a methodology's qualitative criteria: the characters of document text a prompt shows, newest
     # first (what is cut is said); the evaluation judges each criterion from them, citing them.
     document_chars: int = 700
+    # The share of training funds with a written reference evaluation (chosen by a seeded hash of the
+    # fund): SFT learns from those alone; GRPO from every graded training fund, its pillar reward only
+    # where the analysts judged from documents. Analysts grade every fund but write few evaluations.
+    reference_share: float = 1.0
     out_dir: str = "data/prepared"
     metrics: str = "metrics/prepare.json"
 
@@ -316,6 +320,10 @@ class PrepareParams:
         _choice("prepare.answer_style", self.answer_style, ANSWER_STYLES)
         _choice("prepare.show_model", self.show_model, SHOWN_MODELS)
         _choice("prepare.reference_grade", self.reference_grade, REFERENCE_GRADES)
+        if not 0 < self.reference_share <= 1:
+            raise ParamsError(f"prepare.reference_share must be in (0, 1], got {self.reference_share}")
+        if self.document_chars < 1:
+            raise ParamsError(f"prepare.document_chars must be at least 1, got {self.document_chars}")
         if self.reference_grade == "explained" and self.show_model == "none":
             raise ParamsError(
                 "prepare.reference_grade: explained falls back on the estimate the prompt shows, and "

@@ -17,7 +17,8 @@ from fundgrpo.training.shared import train_into
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
+        # the training funds with a written reference evaluation (all, unless prepare.reference_share < 1)
+        rows = [r for r in io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl") if r.get("referenced", True)]
         info = train_into(p.sft.out_dir, lambda out: run(p.sft, p.model, Path(p.model.out_dir), rows, out))
         if info is None:  # another rank of `accelerate launch`
             return

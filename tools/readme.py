@@ -100,6 +100,39 @@ def demo_line(root: Path) -> list[str]:
     ]
 
 
+def documents_line(root: Path) -> list[str]:
+    """The qualitative half: what n-grams read of the synthetic documents (benchmarks/documents_ngrams.py,
+    seeds of the universe) and the contest of one documents run (benchmarks/documents_contest.py)."""
+    text, contest = root / "benchmarks/results/documents_ngrams.json", root / "benchmarks/results/documents_contest.json"
+    if not text.exists():
+        return []
+    runs = json.loads(text.read_text(encoding="utf-8"))["runs"]
+
+    def gain(subset: str) -> str:
+        d = [r[subset]["gbm_text"]["qwk"] - r[subset]["gbm_numbers"]["qwk"] for r in runs]
+        return f"{sum(d) / len(d):+.3f} ({', '.join(f'{x:+.3f}' for x in d)})"
+
+    line = (
+        f"With documents (`profiles/documents.yaml`: 40 % of the analysts' grade from dated notes and news; "
+        f"[docs/pipeline.md](docs/pipeline.md)): the text baseline's QWK over gradient boosting on numbers alone, "
+        f"test funds of {len(runs)} universes (`python benchmarks/documents_ngrams.py`): all {gain('all')}, funds a "
+        f"fact touched {gain('touched')}, phrasings held out of training {gain('heldout_phrasing')}, Korean "
+        f"{gain('korean')}."
+    )
+    if contest.exists():
+        c = json.loads(contest.read_text(encoding="utf-8"))
+        a = c["subsets"]["all"]
+        p = c["pillars"]["grpo"] or {}
+        line += (
+            f" One run of the pipeline (`python benchmarks/documents_contest.py`): served QWK {a['served']['qwk']}, "
+            f"the language model alone {a['lm_alone']['qwk']}, the text baseline {a['text_baseline']['qwk']}, rule "
+            f"{a['rule']['qwk']}; served − text baseline {a['served_minus_text_qwk']['mean']:+.3f} "
+            f"{a['served_minus_text_qwk']['interval']}; the policy's quotes verified {p.get('verified')}, pillars "
+            f"covered {p.get('covered')}, judged as the analysts did {p.get('agree')}."
+        )
+    return ["", line]
+
+
 SEED_DATASETS = {
     "embedded-default-fixed": "synthetic default",
     "morningstar-explained": "Morningstar UK equity (real experts), evaluations with stated confidence",
@@ -180,7 +213,7 @@ def trust_table(root: Path) -> list[str]:
 
 def block(root: Path = REPO) -> str:
     return "\n".join(
-        [BEGIN, *default_table(root), *demo_line(root), "", *seeds_table(root),
+        [BEGIN, *default_table(root), *demo_line(root), *documents_line(root), "", *seeds_table(root),
          *trust_table(root), END]
     )  # fmt: skip
 

@@ -11,6 +11,7 @@ splits, where the backtest counts them apart.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Collection
@@ -224,6 +225,11 @@ def run(
     split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
     rated = [r["not_rated"] is None for r in records]
     datasets = {s: [r for r, w, ok in zip(records, split, rated) if w == s and ok] for s in SPLITS}
+    if params.reference_share < 1:  # scarce references: the rest of the training funds have the grade only
+        for r in datasets["train"]:
+            r["referenced"] = referenced(r["fund_id"], params)
+            if not r["referenced"] and "pillars" in r:
+                r["pillars"] = None  # no analyst wrote this fund's evaluation: no judgements to learn from
     # counted apart, each with its split: the backtest reports the test split's
     datasets["not_rated"] = [{**r, "split": w} for r, w, ok in zip(records, split, rated) if not ok]
     summary = {
@@ -233,8 +239,27 @@ def run(
         **{f"{s}_rows": len(datasets[s]) for s in SPLITS},
         **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
         "analyst_labels": sum(r["label_source"] == "analyst" for r in records),
+        **(
+            {"referenced_train_rows": sum(r["referenced"] for r in datasets["train"])}
+            if params.reference_share < 1
+            else {}
+        ),
     }
     return datasets, summary
+
+
+def referenced(fund_id: str, params: PrepareParams) -> bool:
+    """Whether a training fund has a written reference evaluation (`prepare.reference_share` of them, by a
+    seeded hash of the fund, so share classes of a fund agree and the choice is stable as funds come).
+
+    >>> from dataclasses import replace
+    >>> few = replace(PrepareParams(), reference_share=0.15)
+    >>> share = sum(referenced(f"F{i}", few) for i in range(2000)) / 2000
+    >>> 0.13 < share < 0.17, referenced("F1", PrepareParams())
+    (True, True)
+    """
+    u = int(hashlib.sha256(f"references:{params.seed}:{fund_id}".encode()).hexdigest()[:12], 16) / 16**12
+    return u < params.reference_share
 
 
 def lengths(rows: list[dict], tokenizer=None) -> dict:

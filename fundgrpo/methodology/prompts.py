@@ -254,7 +254,10 @@ def _compact_messages(
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     if model is not None:
         lines.append(model_line(t, model))
-    lines.append(t["c_answer_confidence" if confidence else "c_answer"].format(grades=grade_range))
+    answer = t["c_answer_confidence" if confidence else "c_answer"].format(grades=grade_range)
+    if m.qualitative:  # the pillars come first, judged from the documents (`fundgrpo.methodology.citations`)
+        answer = answer.replace("JSON: {", 'JSON: {"pillars": {...}, ', 1)
+    lines.append(answer)
     return [{"role": "system", "content": t["c_system"]}, {"role": "user", "content": "\n".join(lines)}]
 
 

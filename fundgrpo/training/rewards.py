@@ -322,6 +322,9 @@ def pillars_reward(
         return [None] * len(completions)
     out: list[float | None] = []
     for text, ref in zip(completions, pillars):
+        if ref is None:  # no analyst judged this fund from its documents
+            out.append(None)
+            continue
         same = citations.directions((parse_answer(completion_text(text)) or {}).get("pillars"), json.loads(ref))
         out.append(sum(same) / len(same) if same else None)
     return out

@@ -10,7 +10,7 @@ import pytest
 
 from fundgrpo.data import synthetic
 from fundgrpo.evaluation.agreement import rule_predictions
-from fundgrpo.methodology import claims
+from fundgrpo.methodology import citations, claims
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import preparation as prepare
 from fundgrpo.params import ParamsError, PrepareParams, SyntheticParams
@@ -98,3 +98,28 @@ def test_funds_the_methodology_does_not_rate_are_neither_trained_nor_tested_on_b
     assert len(apart) == summary["not_rated_rows_excluded"] == int((~rated).sum()) > 0
     assert {r["split"] for r in apart} <= {"train", "validation", "test"}
     assert all(r["not_rated"].startswith("not rated: ") and r["rule_grade"] is None for r in apart)
+
+
+def test_scarce_references_keep_every_graded_fund_but_few_written_evaluations():
+    """With `reference_share`, a seeded share of training funds keep their written reference (SFT's); the
+    others keep the grade (GRPO's) and no pillar judgements; validation and test records are untouched."""
+    funds = synthetic.generate(SyntheticParams(n_funds=300))[0]
+    funds = funds.assign(**{c: 0.0 for c in ("sharpe_3y", "return_3y", "max_drawdown_3y", "information_ratio_3y")})
+    m = meth.load(REPO / "methodology" / "documents.yaml")
+    reading = citations.Reading({}, {}, budget_chars=700)
+    few = replace(PrepareParams(), reference_share=0.2)
+    datasets, summary = prepare.run(funds, m, few, reading=reading)
+    everyone, _ = prepare.run(funds, m, PrepareParams(), reading=reading)
+    train = datasets["train"]
+    assert len(train) == len(everyone["train"])  # every graded training fund stays
+    share = summary["referenced_train_rows"] / len(train)
+    assert 0.1 < share < 0.3
+    assert all(r["pillars"] is None for r in train if not r["referenced"])
+    assert all(r["pillars"] is not None for r in train if r["referenced"])
+    assert all("referenced" not in r for r in datasets["test"] + everyone["train"])  # the default's records unchanged
+    by_fund = {}
+    for r in train:
+        by_fund.setdefault(r["fund_id"], set()).add(r["referenced"])
+    assert all(len(v) == 1 for v in by_fund.values())  # share classes of a fund agree
+    with pytest.raises(ParamsError, match="reference_share"):
+        replace(PrepareParams(), reference_share=0.0)
