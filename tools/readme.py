@@ -103,7 +103,8 @@ def demo_line(root: Path) -> list[str]:
 def documents_line(root: Path) -> list[str]:
     """The qualitative half: what n-grams read of the synthetic documents (benchmarks/documents_ngrams.py,
     seeds of the universe) and the contest of one documents run (benchmarks/documents_contest.py)."""
-    text, contest = root / "benchmarks/results/documents_ngrams.json", root / "benchmarks/results/documents_contest.json"
+    results = root / "benchmarks" / "results"
+    text, contest = results / "documents_ngrams.json", results / "documents_contest.json"
     if not text.exists():
         return []
     runs = json.loads(text.read_text(encoding="utf-8"))["runs"]
