@@ -126,7 +126,7 @@ def run(
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
     # what the rewards read; shown_grade may be absent (nothing suggested in the prompt)
-    columns = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade", "rule_grade")
+    columns: tuple[str, ...] = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade", "rule_grade")
     # with documents: what the citation and pillar rewards check against (`fundgrpo.methodology.citations`)
     columns += tuple(c for c in ("documents", "pillars") if any(c in r for r in train_rows))
     dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
