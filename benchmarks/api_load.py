@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 def funds_like(reference, n: int, offset: int) -> list[dict]:
     import pandas as pd
 
-    from fundgrpo.data.canonical import COLUMNS
+    from fundgrpo.data.canonical import BY_NAME, COLUMNS
 
     out = []
     for i in range(n):
@@ -40,7 +40,7 @@ def funds_like(reference, n: int, offset: int) -> list[dict]:
         f = {
             k: (
                 v
-                if k in ("share_class_id", "fund_id", "name", "category") or v is None
+                if BY_NAME[k].kind in ("id", "text") or v is None
                 else (int(v) if k == "expert_grade" else float(v))
             )
             for k, v in f.items()

@@ -560,7 +560,7 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
                 from fundgrpo.params import GrpoParams
                 from fundgrpo.training.rewards import bind
 
-                m = meth.load("methodology/default.yaml")
+                m = meth.load("methodology/documents.yaml")  # every reward reads, those of documents too
                 completion = list(HOSTILE.values())[int(arg)]
                 for name, fn in bind(m, meth.output_schema(m), GrpoParams()).items():
                     got = fn(
@@ -570,6 +570,8 @@ def run_entry(root: Path, entry: str, capsys) -> tuple[object, str]:
                         evidence=['{"sharpe_3y": 80}'],
                         shown_grade=[3],
                         rule_grade=[3],
+                        documents=['{"D1": "The lead manager resigned."}'],
+                        pillars=['{"people": {"judgement": -1, "evidence": []}}'],
                     )
                     if got != [0.0]:
                         sys.exit(f"{name} reward gave {got}")
