@@ -38,11 +38,7 @@ def funds_like(reference, n: int, offset: int) -> list[dict]:
         row = reference.iloc[(offset + i) % len(reference)]
         f = {c.name: (None if pd.isna(row.get(c.name)) else row.get(c.name)) for c in COLUMNS if c.name in reference}
         f = {
-            k: (
-                v
-                if BY_NAME[k].kind in ("id", "text") or v is None
-                else (int(v) if k == "expert_grade" else float(v))
-            )
+            k: (v if BY_NAME[k].kind in ("id", "text") or v is None else (int(v) if k == "expert_grade" else float(v)))
             for k, v in f.items()
         }
         out.append({**f, "share_class_id": f"LOAD-{offset + i}", "fund_id": f"LOADF-{offset + i}"})
