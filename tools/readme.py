@@ -125,7 +125,8 @@ def documents_line(root: Path) -> list[str]:
         a = c["subsets"]["all"]
         p = c["pillars"]["grpo"] or {}
         line += (
-            f" One run of the pipeline (`python benchmarks/documents_contest.py`): served QWK {a['served']['qwk']}, "
+            f" One run of the pipeline (`python benchmarks/documents_contest.py`): served "
+            f"(`{c['served']}`, calibrate's choice) QWK {a['served']['qwk']}, "
             f"the language model alone {a['lm_alone']['qwk']}, the text baseline {a['text_baseline']['qwk']}, rule "
             f"{a['rule']['qwk']}; served − text baseline {a['served_minus_text_qwk']['mean']:+.3f} "
             f"{a['served_minus_text_qwk']['interval']}; the policy's quotes verified {p.get('verified')}, pillars "
