@@ -61,7 +61,7 @@ def measure(seed: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         funds, docs, facts = universe(seed, Path(tmp) / "synthetic")
     found = documents.by_share_class(docs, funds, documents.as_of(DocumentsSourceParams(), funds))
-    texts = funds["share_class_id"].astype(str).map(lambda i: documents.fund_text(found.get(i, [])))
+    texts = documents.texts(found, funds["share_class_id"])
     baseline = BaselineParams()
     evaluators = {}
     seconds = {}

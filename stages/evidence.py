@@ -29,7 +29,7 @@ def main() -> None:
         if p.baseline.text:  # the text baseline: each share class's documents up to the as-of date
             docs = pd.read_parquet(p.ingest.documents_out)
             found = documents.by_share_class(docs, funds, documents.as_of(p.ingest.documents, funds))
-            texts = funds["share_class_id"].astype(str).map(lambda i: documents.fund_text(found.get(i, [])))
+            texts = documents.texts(found, funds["share_class_id"])
         estimates, estimator, summary = statistical.estimate(
             funds, p.baseline, p.evidence, p.prepare, methodology.grades, texts
         )

@@ -217,7 +217,7 @@ def read_judgements(params: DocumentsSourceParams, funds: pd.DataFrame, docs: pd
     missing = [c for c in JUDGEMENT_COLUMNS if c not in frame.columns]
     if missing:
         raise IngestError(f"{path}: columns {missing} missing; it has {list(frame.columns)}")
-    texts = dict(zip(docs["document_id"], docs["text"]))
+    by_id = dict(zip(docs["document_id"], docs["text"]))
     known = set(funds["fund_id"].astype(str))
     errors = []
     for i, row in frame.iterrows():
@@ -226,9 +226,9 @@ def read_judgements(params: DocumentsSourceParams, funds: pd.DataFrame, docs: pd
             errors.append(f"{where}: field fund_id: {row['fund_id']!r} is not in the fund table")
         if not re.fullmatch(r"-?\d+", row["judgement"].strip()):
             errors.append(f"{where}: field judgement: {row['judgement']!r} is not a whole number (-1, 0, 1 ...)")
-        if row["document_id"] not in texts:
+        if row["document_id"] not in by_id:
             errors.append(f"{where}: field document_id: {row['document_id']!r} is not a document")
-        elif " ".join(row["quote"].split()) not in " ".join(texts[row["document_id"]].split()):
+        elif spaced(row["quote"]) not in spaced(by_id[row["document_id"]]):
             errors.append(f"{where}: field quote: not found in document {row['document_id']!r}")
     if errors:
         more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
@@ -303,6 +303,21 @@ def by_share_class(documents: pd.DataFrame, funds: pd.DataFrame, as_of: str | No
                 found += index.get((kind, str(value)), [])
         out[str(row.share_class_id)] = sorted(found, key=lambda d: (d.date, d.document_id), reverse=True)
     return out
+
+
+def spaced(text: str) -> str:
+    """`text` with every run of whitespace one space: how a quote is looked for in a document.
+
+    >>> spaced(" The   manager  left. ")
+    'The manager left.'
+    """
+    return " ".join(text.split())
+
+
+def texts(found: dict[str, list[Document]], share_class_ids: pd.Series) -> pd.Series:
+    """Each share class's documents as one text (`fund_text`), aligned with `share_class_ids`: what the
+    text baseline reads; "" for a share class without any."""
+    return share_class_ids.astype(str).map(lambda i: fund_text(found.get(i, [])))
 
 
 def fund_text(documents: list[Document]) -> str:

@@ -19,22 +19,16 @@ citation is *unsupported*; "not assessed" carries none.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from fundgrpo.data.documents import Document, by_share_class
+from fundgrpo.data.documents import Document, by_share_class, spaced
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.qualitative import NOT_ASSESSED
 
-SPACE = re.compile(r"\s+")
 MIN_QUOTE = 8  # characters: shorter quotes prove nothing
-
-
-def _norm(text: str) -> str:
-    return SPACE.sub(" ", text).strip()
 
 
 @dataclass(frozen=True)
@@ -70,8 +64,8 @@ def verified(item: Any, documents: dict[str, str]) -> bool:
     if not isinstance(item, dict):
         return False
     text = documents.get(str(item.get("document_id", "")))
-    quote = _norm(str(item.get("quote", "")))
-    return text is not None and len(quote) >= MIN_QUOTE and quote in _norm(text)
+    quote = spaced(str(item.get("quote", "")))
+    return text is not None and len(quote) >= MIN_QUOTE and quote in spaced(text)
 
 
 def check(pillars: Any, documents: dict[str, str], criteria: tuple[str, ...]) -> Checked:

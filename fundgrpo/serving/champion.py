@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.data import documents
-from fundgrpo.data.documents import fund_text
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
@@ -55,8 +54,7 @@ def prompt_records(
     if estimator is not None:
         texts = None
         if reading is not None:  # what the text baseline reads: each share class's documents, as in `evidence`
-            found = reading.documents
-            texts = funds["share_class_id"].astype(str).map(lambda i: fund_text(found.get(i, [])))
+            texts = documents.texts(reading.documents, funds["share_class_id"])
         estimates = estimator.estimate(funds, None if only is None else [str(x) for x in only], texts)
     grades = funds["expert_grade"] if "expert_grade" in funds else pd.Series(pd.NA, index=funds.index, dtype="Int64")
     labelled = grades.notna()
