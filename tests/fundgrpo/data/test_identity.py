@@ -18,6 +18,13 @@ SAME = ("fund_id", "category", "peers", "seen_in_training", "rule_grade", "rule_
 ANSWER = ("grade", "written_grade", "reasoning", "valid")
 
 
+@pytest.fixture(autouse=True)
+def in_trained_repo(trained, monkeypatch):
+    """`evaluate` reads the evidence model and documents at the params' paths, relative to the workspace:
+    the trained repo's, never the checkout's the tests run from."""
+    monkeypatch.chdir(trained[0])
+
+
 def score(root, path, params):
     methodology, schema = load_compiled(root / "data/schema")
     funds, report = read_funds(path, params)

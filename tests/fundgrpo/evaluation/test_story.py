@@ -22,7 +22,7 @@ from fundgrpo.serving.batch import evaluate
          "the language model's grade probabilities (25%) pooled with gradient boosting's (75%)"),
     ],
 )  # fmt: skip
-def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, fit, words):
+def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, monkeypatch, fit, words):
     """Served gradient boosting alone, or pooled with it, the grade is often not the one the model's text
     was written for: every such evaluation says whose grade it is, so none contradicts its grade untold."""
     import json
@@ -32,6 +32,7 @@ def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, fit, 
     from fundgrpo.evaluation.story import untold
 
     root, _ = trained
+    monkeypatch.chdir(root)  # the params' paths are the trained repo's
     params = load_params(root / "params.yaml")
     folder = tmp_path / "served"
     shutil.copytree(root / "models/policy", folder)
