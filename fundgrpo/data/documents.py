@@ -182,9 +182,15 @@ def _check(row: dict, known: dict[str, set[str]], params: DocumentsSourceParams)
 def read(params: DocumentsSourceParams, funds: pd.DataFrame, root: Path = Path(".")) -> pd.DataFrame:
     """The documents under `params.path`, checked against the fund table `funds`: the `COLUMNS` frame,
     oldest first; an `IngestError` naming each failing file, row and field (the first `MAX_ERRORS`)."""
+    return checked(read_raw(root / params.path, root / params.judgements if params.judgements else None), funds, params)
+
+
+def checked(rows: list[dict], funds: pd.DataFrame, params: DocumentsSourceParams) -> pd.DataFrame:
+    """`rows` (text fields and their `source`) checked against the fund table: the `COLUMNS` frame, oldest
+    first, or an `IngestError` naming each failing row and field; nothing is kept from a failing set."""
     known = {k: set(funds[k].dropna().astype(str)) if k in funds.columns else set() for k in KEYS}
     docs, errors = [], []
-    for row in read_raw(root / params.path, root / params.judgements if params.judgements else None):
+    for row in rows:
         doc, problems = _check(row, known, params)
         errors += problems
         if doc:
@@ -199,6 +205,30 @@ def read(params: DocumentsSourceParams, funds: pd.DataFrame, root: Path = Path("
             f"documents: {len(errors)} problem(s); nothing was written:\n" + "\n".join(errors[:MAX_ERRORS]) + more
         )
     return frame.sort_values(["date", "document_id"], kind="stable").reset_index(drop=True)
+
+
+def posted(given: dict[str, list[dict]], funds: pd.DataFrame, params: DocumentsSourceParams) -> pd.DataFrame:
+    """Documents sent with funds (the API's `documents` of a fund), keyed by that share class, checked as
+    ingest checks a file; a document without an id gets `<share class>/posted-<n>`.
+
+    >>> f = pd.DataFrame({"share_class_id": ["S1"], "fund_id": ["F1"]})
+    >>> posted({"S1": [{"date": "2024-05-02", "kind": "news", "text": "The lead manager left."}]}, f,
+    ...        DocumentsSourceParams())[["document_id", "key", "language"]].values.tolist()
+    [['S1/posted-1', 'S1', 'en']]
+    >>> posted({"S1": [{"date": "2024-13-02", "kind": "news", "text": "x"}]}, f, DocumentsSourceParams())
+    Traceback (most recent call last):
+    ...
+    fundgrpo.data.reading.IngestError: documents: 2 problem(s); nothing was written:
+    S1 documents[1]: field date: '2024-13-02' is not a date (YYYY-MM-DD)
+    S1 documents[1]: field text: 1 characters, outside [10, 20000] (ingest.documents.min_chars / max_chars)
+    """
+    rows = []
+    for sid, items in given.items():
+        for j, item in enumerate(items):
+            fields = {k: "" if v is None else str(v) for k, v in item.items()}
+            rows.append({**fields, "document_id": fields.get("document_id") or f"{sid}/posted-{j + 1}",
+                         "share_class_id": sid, "source": f"{sid} documents[{j + 1}]"})  # fmt: skip
+    return checked(rows, funds, params)
 
 
 JUDGEMENT_COLUMNS = ("fund_id", "criterion", "judgement", "document_id", "quote")

@@ -119,6 +119,94 @@ def directions(pillars: Any, reference: dict[str, Any]) -> list[bool]:
     return out
 
 
+@dataclass(frozen=True)
+class Citation:
+    """One sentence a judgement rests on, and whether the check found it in that document."""
+
+    document_id: str
+    quote: str
+    verified: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"document_id": self.document_id, "quote": self.quote, "verified": self.verified}
+
+
+@dataclass(frozen=True)
+class PillarJudgement:
+    """One qualitative criterion as served: a judgement on its scale resting on at least one verified
+    citation, or not assessed (`judgement` None) with the reason."""
+
+    criterion: str
+    judgement: int | None
+    evidence: tuple[Citation, ...]
+    reason: str | None  # why not assessed: no documents, the model said so, nothing it quoted was found
+
+    @classmethod
+    def from_dict(cls, p: dict[str, Any]) -> PillarJudgement:
+        """Read back from `as_dict` (a stored evaluation's pillars).
+
+        >>> p = PillarJudgement("people", -1, (Citation("D1", "left", True),), None)
+        >>> PillarJudgement.from_dict(p.as_dict()) == p
+        True
+        """
+        evidence = tuple(Citation(str(c["document_id"]), str(c["quote"]), bool(c["verified"])) for c in p["evidence"])
+        judgement = None if p["judgement"] == NOT_ASSESSED else int(p["judgement"])
+        return cls(str(p["criterion"]), judgement, evidence, p.get("reason"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "criterion": self.criterion,
+            "judgement": NOT_ASSESSED if self.judgement is None else self.judgement,
+            "evidence": [c.as_dict() for c in self.evidence],
+            "reason": self.reason,
+        }
+
+
+NO_DOCUMENTS = "no documents"
+SAID_NOT_ASSESSED = "no document speaks to it"
+NOT_JUDGED = "the evaluation did not judge it"
+NOT_FOUND = "nothing it quoted is in the fund's documents"
+
+
+def judged(pillars: Any, documents: dict[str, str], m: Methodology) -> tuple[PillarJudgement, ...]:
+    """The pillars an evaluation serves: each qualitative criterion's judgement where a quote of it was
+    found in a document the evaluation could read; otherwise not assessed, never guessed.
+
+    >>> from fundgrpo.methodology import compiler
+    >>> m = compiler.load("methodology/documents.yaml")
+    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "The manager resigned"}]},
+    ...         "parent": {"judgement": 1, "evidence": [{"document_id": "D1", "quote": "A strong parent."}]}}
+    >>> [(p.criterion, p.judgement, p.reason) for p in judged(said, {"D1": "The manager resigned."}, m)]
+    [('people', -1, None), ('process', None, 'the evaluation did not judge it'), ('parent', None, "nothing it quoted is in the fund's documents")]
+    >>> {p.reason for p in judged(said, {}, m)}
+    {'no documents'}
+    """  # noqa: E501
+    pillars = pillars if isinstance(pillars, dict) else {}
+    out = []
+    for q in m.qualitative:
+        said = pillars.get(q.id)
+        said = said if isinstance(said, dict) else {}
+        given = said.get("evidence")
+        evidence = given if isinstance(given, list) else []
+        cited = tuple(
+            Citation(str(e.get("document_id", "")), str(e.get("quote", "")), verified(e, documents))
+            for e in evidence
+            if isinstance(e, dict)
+        )
+        judgement = said.get("judgement")
+        if not documents:
+            out.append(PillarJudgement(q.id, None, (), NO_DOCUMENTS))
+        elif judgement == NOT_ASSESSED:
+            out.append(PillarJudgement(q.id, None, cited, SAID_NOT_ASSESSED))
+        elif judgement not in q.judgements or isinstance(judgement, bool):
+            out.append(PillarJudgement(q.id, None, cited, NOT_JUDGED))
+        elif not any(c.verified for c in cited):
+            out.append(PillarJudgement(q.id, None, cited, NOT_FOUND))
+        else:
+            out.append(PillarJudgement(q.id, int(judgement), cited, None))
+    return tuple(out)
+
+
 def shown(documents: list[Document], budget_chars: int) -> tuple[list[Document], int]:
     """The documents a prompt shows, newest first, within `budget_chars` of text; and how many were cut.
 

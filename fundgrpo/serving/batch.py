@@ -1,6 +1,6 @@
 """Batch scoring: a fund file and a model -> one evaluation per share class.
 
-    python -m fundgrpo.serving.batch FUNDS [--model URI_OR_FOLDER] [--out evaluations.parquet]
+    python -m fundgrpo.serving.batch FUNDS [--documents PATH] [--model URI_OR_FOLDER] [--out evaluations.parquet]
 
 FUNDS is canonical Parquet (what `ingest` writes) or any export the `ingest` settings in
 params.yaml read (the same column map, markers and ids); a mapped metric the file lacks (an export
@@ -21,6 +21,10 @@ gradient-boosting grade and confidence (the `evidence` stage's training-split mo
 `evaluated_at` when this run scored it. When the file carries expert grades,
 the same agreement metrics as the backtest, over the share classes no model learnt from
 (`seen_in_training` false), are printed and written next to the output (`<out>.metrics.json`).
+Under a methodology with qualitative criteria, each fund's documents are those `ingest` stored and
+those of `--documents` (a folder or file in ingest's documents format, keyed by the file's share
+classes, funds or companies; checked the same way); `pillars` holds each criterion's judgement with
+its citations, or "not assessed" and why (a fund without documents is never judged).
 Output: .parquet, .csv or .jsonl, by the extension of `--out`.
 """
 
@@ -40,7 +44,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import offline
-from fundgrpo.data import identity, ingestion
+from fundgrpo.data import documents, identity, ingestion
 from fundgrpo.data.canonical import BY_NAME
 from fundgrpo.data.columns import to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
@@ -79,6 +83,7 @@ OUTPUT_COLUMNS = (
     "missing_criteria",
     "peers",
     "unsupported",
+    "pillars",  # JSON: per qualitative criterion, the judgement with its citations or "not assessed" and why
     "gbm_grade",
     "gbm_confidence",
     "expert_grade",
@@ -263,9 +268,10 @@ def evaluate(
     params: Params,
     model_name: str,
     report: IngestReport = IngestReport(),
+    posted: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One evaluation per share class of `funds` (see the module docstring); `report`: what reading
-    the fund file did (`read_funds`), for the messages."""
+    the fund file did (`read_funds`), for the messages; `posted`: documents given with the file."""
 
     if funds.empty:
         raise EvaluateError("the fund file has no rows")
@@ -278,7 +284,7 @@ def evaluate(
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
     estimator = load_estimator(Path(params.evidence.out_dir))
-    reading = stored_reading(params, methodology, universe)
+    reading = stored_reading(params, methodology, universe, posted=posted)
     records = prompt_records(universe, methodology, params.prepare, new_ids, estimator, reading)
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
@@ -357,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="models:/NAME@ALIAS or a folder (default: the champion)")
     parser.add_argument("--out", type=Path, default=None, help="default: <evaluate.out_dir>/evaluations.parquet")
     parser.add_argument("--reference", type=Path, default=None, help="the reference universe (default: validate.out)")
+    parser.add_argument(
+        "--documents", type=Path, default=None, help="documents of these funds, in ingest's format (folder or file)"
+    )
     args = parser.parse_args(argv)
     offline()
     try:  # a setting out of range is one line naming it, as the stages say it
@@ -375,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         funds, report = read_funds(args.funds, params)
         methodology, schema = load_compiled(Path(params.methodology.out_dir))
+        posted = None
+        if args.documents is not None:
+            if not methodology.qualitative:
+                raise EvaluateError(f"--documents {args.documents}: the methodology judges nothing from documents")
+            if not args.documents.exists():
+                raise EvaluateError(f"--documents {args.documents}: not found")
+            posted = documents.read(replace(params.ingest.documents, path=str(args.documents), judgements=""), funds)
         warning = absent_warning(funds, report, methodology)
         if warning:
             print(f"evaluate: warning: {warning}", file=sys.stderr)
@@ -383,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch), methodology
             )
             evaluations = evaluate(
-                funds, pd.read_parquet(reference_path), folder, methodology, schema, params, name, report
+                funds, pd.read_parquet(reference_path), folder, methodology, schema, params, name, report, posted
             )
         write(evaluations, args.out)
     except (EvaluateError, FileNotFoundError) as err:

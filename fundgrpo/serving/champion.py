@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.data import documents
+from fundgrpo.data.reading import IngestError
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
@@ -72,17 +73,41 @@ def prompt_records(
 
 
 def stored_reading(
-    params: Params, methodology: Methodology, universe: pd.DataFrame, root: Path = Path(".")
+    params: Params,
+    methodology: Methodology,
+    universe: pd.DataFrame,
+    root: Path = Path("."),
+    posted: pd.DataFrame | None = None,
 ) -> citations.Reading | None:
-    """The documents and judgements `ingest` checked, as the prompts of `universe` read them (None when
-    the methodology judges nothing from documents). Funds the files do not name get no documents."""
+    """The documents and judgements `ingest` checked, with `posted` (documents sent with the funds,
+    `documents.posted` or `documents.read`), as the prompts of `universe` read them (None when the
+    methodology judges nothing from documents). Funds no document names get none."""
     if not methodology.qualitative:
         return None
     docs_path, judged_path = root / params.ingest.documents_out, root / params.ingest.judgements_out
     docs = pd.read_parquet(docs_path) if docs_path.exists() else pd.DataFrame(columns=list(documents.COLUMNS))
+    if posted is not None and not posted.empty:
+        again = sorted(set(posted["document_id"]) & set(docs["document_id"]))
+        if again:  # the stored one would be read twice or replaced unseen: the sender renames it
+            raise IngestError(f"documents: document_id {again[:5]} already stored (ingest); give another id")
+        docs = pd.concat([docs, posted], ignore_index=True)
     judged = pd.read_parquet(judged_path) if judged_path.exists() else pd.DataFrame(columns=["fund_id"])
     as_of = documents.as_of(params.ingest.documents, universe)
+    if posted is not None:
+        check_posted_dates(posted, as_of)
     return citations.reading(docs, judged, universe, as_of, params.prepare.document_chars)
+
+
+def check_posted_dates(posted: pd.DataFrame, as_of: str | None) -> None:
+    """Documents sent with funds are sent to be read: one dated after the data's as-of date, which no
+    evaluation as of it may read, is an error naming it, never silently left out."""
+    if not as_of or posted.empty:
+        return
+    later = posted[~posted["document_id"].isin(documents.readable(posted, as_of)["document_id"])]
+    if not later.empty:
+        named = ", ".join(f"{r.source} ({r.date})" for r in later.head(5).itertuples())
+        raise IngestError(f"documents dated after the data's as-of date {as_of}, which no evaluation as of it "
+                          f"reads: {named}; send the funds' metrics as of a later date")  # fmt: skip
 
 
 def sample(records: list[dict], n: int, seed: int) -> list[dict]:

@@ -7,11 +7,13 @@ calibrate stage's rule) and the grade the model wrote are separate fields from t
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from fundgrpo.evaluation.story import written_note
 from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.citations import NOT_FOUND, PillarJudgement, judged
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.params import EvaluateParams
 from fundgrpo.serving import review
@@ -45,15 +47,25 @@ class Evaluation:
     unsupported: list[str] = field(default_factory=list)  # what its reasoning misstates
     flags: list[str] = field(default_factory=list)
     review: list[str] = field(default_factory=list)  # why an analyst should look (empty: no need)
+    # the qualitative criteria, each judged with a verified citation or not assessed (none: the
+    # methodology judges nothing from documents)
+    pillars: tuple[PillarJudgement, ...] = ()
 
     @property
     def needs_analyst(self) -> bool:
         return bool(self.review)
 
 
-def flags(record: dict, lacking: str, prediction: Prediction, methodology: Methodology) -> list[str]:
+def flags(
+    record: dict,
+    lacking: str,
+    prediction: Prediction,
+    methodology: Methodology,
+    pillars: tuple[PillarJudgement, ...] = (),
+) -> list[str]:
     """What a reader of one evaluation must know before trusting it: an invalid answer (and why), a
-    category with no peers (percentiles mean nothing), criteria with no data, misstated criteria.
+    category with no peers (percentiles mean nothing), criteria with no data, a pillar judged on words
+    no document holds (`pillars`, served as not assessed), misstated criteria.
 
     >>> r = {"category": "X", "peers": 1}
     >>> from fundgrpo.methodology.compiler import example_methodology
@@ -75,6 +87,10 @@ def flags(record: dict, lacking: str, prediction: Prediction, methodology: Metho
     ids = {c.id: methodology.label(c) for c in methodology.named}
     for metric in [m for m in lacking.split(", ") if m]:
         out.append(f"no data: {labels.get(metric, metric)} ({metric})")
+    pillar_names = {q.id: q.text(methodology.language) for q in methodology.qualitative}
+    for j in pillars:
+        if j.reason == NOT_FOUND:  # the model judged it, but on words no document of the fund holds
+            out.append(f"unsupported: {pillar_names[j.criterion]} ({NOT_FOUND}; served as not assessed)")
     for cid in prediction.get("unsupported") or []:
         if cid == "verdict":
             out.append("misstated: the verdict (its words are not the grade's label)")
@@ -98,6 +114,7 @@ def build(
     p = prediction
     language = methodology.language
     said = served_from(fit, p, language)
+    pillars = judged(p.get("pillars"), json.loads(record.get("documents") or "{}"), methodology)
     # one story: whose grade is served when the text was written for another, then why a grade its
     # own probabilities do not put first
     notes = [
@@ -130,7 +147,8 @@ def build(
         peers=record["peers"],
         missing_criteria=lacking,
         unsupported=list(p.get("unsupported") or []),
-        flags=flags(record, lacking, p, methodology),
+        flags=flags(record, lacking, p, methodology, pillars),
+        pillars=pillars,
     )
     return dataclasses.replace(e, review=review.why(dataclasses.asdict(e), rule, known))
 
@@ -155,6 +173,7 @@ def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extr
         "confidence": e.confidence,
         "served_from": e.served_from,
         "flags": e.flags,
+        "pillars": [j.as_dict() for j in e.pillars],
         "evidence": {
             "in_prompt": in_prompt,
             "rule_grade": e.rule_grade,
@@ -200,6 +219,7 @@ def as_row(e: Evaluation, grades: list[int], **extra: Any) -> dict[str, Any]:
         "missing_criteria": e.missing_criteria,
         "peers": e.peers,
         "unsupported": ", ".join(e.unsupported),
+        "pillars": json.dumps([j.as_dict() for j in e.pillars], ensure_ascii=False) if e.pillars else "",
         "gbm_grade": e.gbm_grade,
         "gbm_confidence": round(max(e.gbm_probabilities), 4) if e.gbm_probabilities else None,
         **extra,

@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from fundgrpo.data import analyst_labels
+from fundgrpo.data import analyst_labels, documents
 from fundgrpo.data.canonical import NUMERIC
+from fundgrpo.data.reading import IngestError
 from fundgrpo.evaluation.baselines import MAX_CATEGORIES
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.answers import Prediction
@@ -25,7 +26,7 @@ from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import evaluation
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import missing_criteria, with_reference
-from fundgrpo.serving.champion import calibration_of, prompt_records, stored_reading
+from fundgrpo.serving.champion import calibration_of, check_posted_dates, prompt_records, stored_reading
 from fundgrpo.training import modelling
 from fundgrpo.training.inference import answer
 
@@ -205,8 +206,23 @@ class Evaluator:
 
     # -- answering
 
+    def posted(self, funds: list[dict]) -> pd.DataFrame | None:
+        """The documents sent with `funds` (each fund's `documents`), checked as ingest checks a file and
+        against the as-of date; None when none were sent. An `IngestError` names the fund and document."""
+        given = {str(f["share_class_id"]): f["documents"] for f in funds if f.get("documents")}
+        if not given:
+            return None
+        if not self.methodology.qualitative:
+            raise IngestError("documents: the methodology judges nothing from documents; send the funds without them")
+        plain = pd.DataFrame([{k: v for k, v in f.items() if k != "documents"} for f in funds])
+        frame = documents.posted(given, plain, self.params.ingest.documents)
+        check_posted_dates(frame, documents.as_of(self.params.ingest.documents, with_reference(plain, self.reference)))
+        return frame
+
     def records(self, funds: list[dict]) -> list[dict]:
 
+        posted = self.posted(funds)
+        funds = [{k: v for k, v in f.items() if k != "documents"} for f in funds]
         frame = pd.DataFrame(funds)
         for column in NUMERIC:  # None from JSON -> NaN, so peer percentiles see numbers
             if column in frame:
@@ -228,7 +244,7 @@ class Evaluator:
                 self.params.prepare,
                 only=[str(f["share_class_id"]) for f in funds],
                 estimator=self.estimator,
-                reading=stored_reading(self.params, self.methodology, universe, self.root),
+                reading=stored_reading(self.params, self.methodology, universe, self.root, posted),
             )
         }
         lacking = missing_criteria(frame, self.methodology)

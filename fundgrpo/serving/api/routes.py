@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 
 from fundgrpo.data import identity
+from fundgrpo.data.reading import IngestError
 from fundgrpo.evaluation.story import served_words
 from fundgrpo.methodology.compiler import described
 from fundgrpo.registry import mlflow_registry
@@ -94,9 +95,13 @@ async def post_evaluations(request: Request, body: EvaluationRequest, _: str = D
         raise HTTPException(422, "funds: share_class_id repeats within the request")
     evaluator: Evaluator = api.evaluator
     funds = [f.model_dump() for f in body.funds]  # type: ignore[attr-defined]  # Fund is built at import
-    clash = identity.conflicts(pd.DataFrame(funds), evaluator.reference, "funds")
+    clash = identity.conflicts(pd.DataFrame(funds).drop(columns="documents"), evaluator.reference, "funds")
     if clash:  # another fund's id: scored under it, this fund would replace that one among the peers
         raise HTTPException(422, clash)
+    try:  # checked before queueing: the client hears which document of which fund, not a 500
+        evaluator.posted(funds)
+    except IngestError as err:
+        raise HTTPException(422, str(err)) from None
     if evaluator.current is None:  # none at start-up: try again, the alias may have been set since
         try:
             await asyncio.get_running_loop().run_in_executor(None, lambda: evaluator.serving(force=True))

@@ -31,6 +31,20 @@ def _fund_field(c) -> tuple[Any, Any]:
     return (Optional[float], Field(None, ge=c.low, le=c.high, allow_inf_nan=False, description=c.description))
 
 
+MAX_DOCUMENTS = 20  # per fund in one request; each within ingest.documents' length bounds (checked after)
+
+
+class DocumentIn(BaseModel):
+    """A document sent with a fund, read as one of its own (checked as ingest checks a file)."""
+
+    model_config = ConfigDict(extra="forbid")
+    document_id: Optional[str] = Field(None, max_length=200, pattern=NO_NUL, description="default: <id>/posted-<n>")
+    date: str = Field(..., max_length=10, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")
+    kind: str = Field(..., min_length=1, max_length=100, pattern=NO_NUL, description="meeting_note, news, ...")
+    language: Optional[Literal["en", "ko"]] = Field(None, description="detected when absent")
+    text: str = Field(..., min_length=1, max_length=20000, pattern=NO_NUL)
+
+
 # One fund as canonical metrics: ranges from fundgrpo/data/canonical.py, unknown fields refused;
 # `as_of` (the month a NAV series' metrics cover) is accepted so that a canonical row can be sent as it is.
 Fund = create_model(  # type: ignore[call-overload]  # fields built from the canonical columns
@@ -40,6 +54,14 @@ Fund = create_model(  # type: ignore[call-overload]  # fields built from the can
     as_of=(
         Optional[str],
         Field(None, max_length=40, pattern=NO_NUL, description="the date the metrics cover (not used to grade)"),
+    ),
+    documents=(
+        Optional[list[DocumentIn]],
+        Field(
+            None,
+            max_length=MAX_DOCUMENTS,
+            description="the fund's documents (methodologies with qualitative criteria), beside those stored",
+        ),
     ),
 )
 
@@ -81,6 +103,19 @@ Grades = dict[str, float]  # grade (as text) -> probability
 
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class CitationOut(Answer):
+    document_id: str
+    quote: str
+    verified: bool = Field(..., description="the quote was found in that document of the fund (or its company)")
+
+
+class PillarOut(Answer):
+    criterion: str = Field(..., description="a qualitative criterion of the methodology")
+    judgement: int | Literal["not assessed"] = Field(..., description="on the criterion's scale, or not assessed")
+    evidence: list[CitationOut]
+    reason: Optional[str] = Field(None, description="why not assessed: no documents, none speaks to it, ...")
 
 
 class Evidence(Answer):
@@ -139,6 +174,10 @@ class Evaluation(Answer):
         None, description="what the served grade is: a client can see when it is mostly gradient boosting's"
     )
     flags: list[str]
+    pillars: list[PillarOut] = Field(
+        default_factory=list,
+        description="the qualitative criteria, each judged citing the fund's documents or not assessed",
+    )
     evidence: Evidence
     rule_grade: Optional[int] = None
     expert: Optional[Label] = Field(None, description="the label the pipeline trains and tests with, if any")

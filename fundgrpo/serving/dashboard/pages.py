@@ -21,7 +21,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from fundgrpo.evaluation.story import served_words, written_note
-from fundgrpo.serving.dashboard import book, charts, tables
+from fundgrpo.serving.dashboard import book, charts, citing, tables
 from fundgrpo.serving.dashboard import workspace as wsm
 from fundgrpo.serving.dashboard.client import API_URL, api
 from fundgrpo.serving.dashboard.labels import EVALUATORS, LABELS, METRICS, category_words, served_name
@@ -274,13 +274,11 @@ def fund_page() -> None:
     with right:
         peers = verdict_and_peers(sid, record, category)
     if not peers.empty:  # full width: its four columns are never cut off
-        named = {
-            "metric": T["metric"],
-            "value": T["value"],
-            "peer_median": T["peer_median"],
-            "percentile": T["percentile"],
-        }
+        named = {k: T[k] for k in ("metric", "value", "peer_median", "percentile")}
         st.dataframe(peers.round(2).rename(columns=named), hide_index=True, width="stretch")
+    m = WS.methodology()
+    if m is not None and m.qualitative:  # the pillars beside the documents they cite, full width
+        citing.section(citing.pillars_of(row, entry, record, m), record, WS.documents(), m)
 
     st.subheader(T["history"])
     registered = versions()[:MAX_HISTORY]

@@ -167,6 +167,11 @@ class Workspace:
             return pd.DataFrame(columns=["share_class_id", "name", "category"])
         return pd.read_parquet(path).astype({"share_class_id": str})
 
+    def documents(self) -> pd.DataFrame:
+        """The documents `ingest` checked (ids, dates, kinds, texts); empty before any."""
+        path = self.root / self.params.ingest.documents_out
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame(columns=["document_id", "date", "kind"])
+
     def records(self) -> dict[str, dict]:
         """Prepared records by share class (every split): the methodology's evidence, rule score, peers."""
         out = {}

@@ -21,6 +21,9 @@ from fastapi.testclient import TestClient
 import fundgrpo.serving.api as api_package
 from fundgrpo.data.canonical import COLUMNS
 from fundgrpo.evaluation.story import served_words
+from fundgrpo.io import write_json
+from fundgrpo.methodology import compiler
+from fundgrpo.methodology.citations import NO_DOCUMENTS
 from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.settings import ApiSettings
@@ -810,3 +813,56 @@ def test_the_package_docstring_lists_every_endpoint():
     served = {p for p in create_app(REPO).openapi()["paths"]} | {"/review"}
     listed = set(re.findall(r"`(?:GET |POST )?(/[\w/{}-]+)`", api_package.__doc__ or ""))
     assert listed == served
+
+
+def test_documents_sent_with_a_fund_are_checked_then_read_and_never_guessed_without(trained, cli_keys, tmp_path):
+    """A fund's documents in the request: refused with the field named where the methodology judges nothing
+    from documents, or where a document is malformed or dated after the data's as-of date; under a methodology
+    with pillars, the fund sent with documents is judged from them (each pillar judged with a verified quote or
+    not assessed and why) and a fund sent without any has every pillar "not assessed": no documents."""
+    root = support.workspace_copy(trained[0], tmp_path / "repo")
+    keys = tmp_path / "keys.json"
+    shutil.copyfile(cli_keys[0], keys)
+    db = f"sqlite:///{tmp_path}/evaluations.db"
+    settings = ApiSettings(keys_file=keys, db_url=db, model=str(root / "models/policy"), alias_check_s=0.0)
+    reference = pd.read_parquet(root / "data/validated/funds.parquet")
+    h = {"X-API-Key": cli_keys[1]["analyst"]}
+    note = {"date": "2022-05-02", "kind": "news", "text": "The lead manager resigned in May; her deputy took over."}
+    with TestClient(create_app(root, settings)) as client:
+        done = client.post("/v1/evaluations", json={"funds": [fund(reference, 0, documents=[note])]}, headers=h)
+        assert done.status_code == 422 and "judges nothing from documents" in done.text
+
+    for name, obj in compiler.compile_file(REPO / "methodology/documents.yaml").items():
+        write_json(obj, root / "data/schema" / f"{name}.json")
+    with TestClient(create_app(root, settings)) as client:
+        bad = {
+            "2024-13-02": "API-0 documents[1]: field date: '2024-13-02' is not a date",
+            "2099-01-01": "API-0 documents[1] (2099-01-01)",  # after the as-of date: never silently unread
+        }
+        for date, said in bad.items():
+            sent = {"funds": [fund(reference, 0, documents=[{**note, "date": date}])]}
+            done = client.post("/v1/evaluations", json=sent, headers=h)
+            assert done.status_code == 422 and said in done.json()["detail"], done.text
+        short = {**note, "text": "Left."}
+        done = client.post("/v1/evaluations", json={"funds": [fund(reference, 0, documents=[short])]}, headers=h)
+        assert done.status_code == 422 and "field text: 5 characters" in done.json()["detail"]
+        done = client.post("/v1/evaluations", json={"funds": [fund(reference, 0, documents=[{**note, "url": "x"}])]},
+                           headers=h)  # fmt: skip
+        assert done.status_code == 422 and "url" in done.text  # unknown fields refused, as for a fund
+
+        sent = [fund(reference, 0, documents=[note]), fund(reference, 1)]
+        done = client.post("/v1/evaluations", json={"funds": sent}, headers=h)
+        assert done.status_code == 200, done.text
+        body = done.json()
+        schemas.Evaluations.model_validate(body)
+        with_docs, without = body["evaluations"]
+        assert [p["criterion"] for p in with_docs["pillars"]] == ["people", "process", "parent"]
+        assert all(p["reason"] != NO_DOCUMENTS for p in with_docs["pillars"])  # read: the model judged or said why
+        for p in with_docs["pillars"]:  # a judgement rests on a verified quote; otherwise not assessed, and why
+            judged = p["judgement"] != "not assessed"
+            assert (judged and any(c["verified"] for c in p["evidence"]) and p["reason"] is None) or (
+                not judged and p["reason"]
+            )
+        assert [(p["judgement"], p["reason"]) for p in without["pillars"]] == [("not assessed", NO_DOCUMENTS)] * 3
+        stored = client.get(f"/v1/evaluations/{with_docs['share_class_id']}", headers=h).json()
+        assert stored["pillars"] == with_docs["pillars"]

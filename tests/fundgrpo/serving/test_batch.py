@@ -14,6 +14,10 @@ import pytest
 
 from fundgrpo import profiles
 from fundgrpo.data import synthetic
+from fundgrpo.io import write_json
+from fundgrpo.methodology import compiler
+from fundgrpo.methodology.citations import NO_DOCUMENTS
+from tests import support
 from tests.support import REPO
 
 
@@ -260,3 +264,35 @@ def test_a_setting_out_of_range_is_one_line_not_a_traceback(tmp_path):
     done = evaluate(tmp_path, "funds.csv")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "evaluate failed: evaluate.review_below is a confidence, between 0 and 1; got 50" in done.stderr
+
+
+def test_documents_given_with_a_fund_file_are_checked_and_read(trained, tmp_path):
+    """`--documents` under a methodology with pillars: each row's `pillars` holds every criterion, judged from
+    the fund's documents or not assessed and why; a fund without documents is never judged; a document naming
+    a fund the file lacks fails the run, naming file, row and field, and writes nothing."""
+    root = support.workspace_copy(trained[0], tmp_path / "repo")
+    for name, obj in compiler.compile_file(REPO / "methodology/documents.yaml").items():
+        write_json(obj, root / "data/schema" / f"{name}.json")
+    batch = synthetic.later_batch(profiles.load("tiny", REPO / "params.yaml", REPO / "profiles").synthetic, 2).head(2)
+    batch = batch.assign(share_class_id="N-" + batch["share_class_id"], fund_id="NF-" + batch["fund_id"])
+    batch.drop(columns=["as_of"]).to_csv(tmp_path / "funds.csv", index=False)
+    read, bare = batch["share_class_id"].tolist()
+    note = "The lead manager resigned in May; her deputy took over the fund."
+    docs = pd.DataFrame([{"document_id": "N1", "share_class_id": read, "date": "2022-05-02", "kind": "news",
+                          "language": "", "text": note}])  # fmt: skip
+    docs.to_csv(tmp_path / "docs.csv", index=False)
+    args = [str(tmp_path / "funds.csv"), "--model", "models/policy", "--documents", str(tmp_path / "docs.csv")]
+
+    done = evaluate(root, *args, "--out", str(tmp_path / "out.jsonl"))
+    assert done.returncode == 0, done.stderr
+    rows = {r["share_class_id"]: r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())}
+    pillars = {sid: json.loads(rows[sid]["pillars"]) for sid in (read, bare)}
+    assert [p["criterion"] for p in pillars[read]] == ["people", "process", "parent"]
+    assert all(p["reason"] != NO_DOCUMENTS for p in pillars[read])
+    assert [(p["judgement"], p["reason"]) for p in pillars[bare]] == [("not assessed", NO_DOCUMENTS)] * 3
+
+    docs.assign(share_class_id="NOT-A-FUND").to_csv(tmp_path / "docs.csv", index=False)
+    done = evaluate(root, *args, "--out", str(tmp_path / "again.jsonl"))
+    assert done.returncode == 1
+    assert "docs.csv row 1: field share_class_id: 'NOT-A-FUND' is not in the fund table" in done.stderr
+    assert not (tmp_path / "again.jsonl").exists()
