@@ -6,9 +6,11 @@ For each new file in `monitor.incoming_dir` (see monitoring/batches.py for the f
    cannot be read or fails validation is quarantined with its report
    (`monitor.quarantine_dir/<date>/<batch>/`), never merged, and the flow goes on;
 2. compare it with the training reference (`validate.out`) with Evidently: data drift on
-   the fund features, and prediction drift on the champion's grade distribution and its
+   the fund features, document drift on the documents that came with it (text descriptors and
+   the mix of kinds, against the documents the training reference read; monitoring/batches.py),
+   and prediction drift on the champion's grade distribution and its
    rating migration (the same share classes graded on the reference and on the batch);
-   reports land in `monitor.report_dir/<date>/<batch>/` (drift.html/.json,
+   reports land in `monitor.report_dir/<date>/<batch>/` (drift.html/.json, documents_drift.html/.json,
    prediction_drift.html/.json, summary.json), the figures in the MLflow experiment
    `monitor.experiment`; too few rows give no verdict (the report says so);
 3. on drift (and `monitor.retrain`), accept the batch into the training data
@@ -48,7 +50,7 @@ from prefect.states import Completed
 from flows import common
 from flows.training_flow import mlflow_check, training
 from fundgrpo import io
-from fundgrpo.data import analyst_labels, identity
+from fundgrpo.data import analyst_labels, documents, identity
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.reading import IngestReport
 from fundgrpo.data.validation import validate_frame
@@ -81,11 +83,34 @@ def data_drift(reference: pd.DataFrame, table: pd.DataFrame, name: str, params: 
     return result
 
 
+@task(name="document-drift", task_run_name="document drift {name}", cache_policy=NO_CACHE)
+def document_drift(
+    reference: pd.DataFrame, posted: pd.DataFrame | None, name: str, params: Params, root: str, out: str
+) -> drift.DocumentDrift:
+    """The batch's documents against those the training reference read (as of its date)."""
+    if posted is None:
+        return drift.DocumentDrift(None, "no documents came with the batch")
+    path = Path(root) / params.ingest.documents_out
+    stored = pd.read_parquet(path) if path.exists() else pd.DataFrame(columns=list(documents.COLUMNS))
+    read = documents.readable(stored, documents.as_of(params.ingest.documents, reference))
+    result = drift.document_drift(read, posted, params.monitor, Path(out))
+    get_run_logger().info("batch %s, document drift: %s", name, result.reason)
+    return result
+
+
 @task(name="prediction-drift", task_run_name="prediction drift {name}", cache_policy=NO_CACHE)
 def prediction_drift(
-    reference: pd.DataFrame, table: pd.DataFrame, name: str, params: Params, root: str, uri: str, out: str
+    reference: pd.DataFrame,
+    table: pd.DataFrame,
+    name: str,
+    params: Params,
+    root: str,
+    uri: str,
+    out: str,
+    posted: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The champion's grades on samples of both frames; its drift, and its scores on the batch."""
+    """The champion's grades on samples of both frames (the batch's with its documents, `posted`); its
+    drift, and its scores on the batch."""
     logger = get_run_logger()
     monitor = params.monitor
     methodology, schema = _schema(Path(root), params)
@@ -96,7 +121,7 @@ def prediction_drift(
             methodology,
             params.prepare,
             estimator=estimator,
-            reading=champion.stored_reading(params, methodology, table, Path(root)),
+            reading=champion.stored_reading(params, methodology, table, Path(root), posted),
         ),  # fmt: skip
         monitor.prediction_sample,
         monitor.seed,
@@ -250,8 +275,12 @@ class MonitoringRun:
         self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")
 
 
-def _drift_figures(data: drift.DataDrift, pred: drift.PredictionDrift) -> dict[str, float | None]:
+def _drift_figures(
+    data: drift.DataDrift, pred: drift.PredictionDrift, docs: drift.DocumentDrift
+) -> dict[str, float | None]:
     figures: dict[str, float | None] = {
+        "documents_drift.share": docs.share,
+        "documents_drift.detected": None if docs.verdict is None else float(docs.verdict),
         "drift.share": data.share,
         "drift.columns_drifted": float(len(data.drifted)) if data.verdict is not None else None,
         "drift.dataset": None if data.verdict is None else float(data.verdict),
@@ -294,6 +323,12 @@ def handle_batch(
             f"failed validation ({len(checked.failures)} expectation(s)): " + "; ".join(checked.failures),
             out / "validation",
         )
+    try:  # the documents that came with it, checked as ingest checks them, dated no later than its data
+        posted = batches.load_documents(path, table, params.ingest.documents)
+        if posted is not None:
+            champion.check_posted_dates(posted, documents.as_of(params.ingest.documents, table))
+    except IngestError as err:
+        return quarantined(f"its documents cannot be read: {err}", None)
     summary["rows"] = len(table)
     summary["as_of"] = str(table["as_of"].iloc[0]) if "as_of" in table and len(table) else None
 
@@ -305,19 +340,21 @@ def handle_batch(
         data = data_drift(reference, table, name, params, str(out))
     except drift.DriftError as err:  # e.g. no fund feature in common: bad input, not a verdict
         return quarantined(f"cannot be compared with the reference: {err}", out / "validation")
-    predicted = prediction_drift(reference, table, name, params, str(root), uri, str(out))
+    docs = document_drift(reference, posted, name, params, str(root), str(out))
+    predicted = prediction_drift(reference, table, name, params, str(root), uri, str(out), posted)
     pred: drift.PredictionDrift = predicted["drift"]
-    drifted = bool(data.verdict) or bool(pred.verdict)
-    if data.verdict is None and pred.verdict is None:
+    drifted = bool(data.verdict) or bool(pred.verdict) or bool(docs.verdict)
+    if data.verdict is None and pred.verdict is None and docs.verdict is None:
         verdict = "no verdict"
     else:
         verdict = "drift" if drifted else "no drift"
-    reason = f"{data.reason}; {pred.reason}" if pred.verdict else data.reason
+    reason = "; ".join([data.reason] + [r.reason for r in (pred, docs) if r.verdict])
     summary.update(
         verdict=verdict,
         reason=reason,
         data_drift=asdict(data),
         prediction_drift=asdict(pred),
+        documents_drift=asdict(docs),
         champion_version=predicted.get("champion_version"),
         champion_on_batch=predicted.get("champion_on_batch"),
     )
@@ -325,7 +362,7 @@ def handle_batch(
 
     run = MonitoringRun(uri, params, root, name)
     run.log(
-        _drift_figures(data, pred),
+        _drift_figures(data, pred, docs),
         params={f"monitor.{k}": v for k, v in summary["thresholds"].items()} | {"rows": len(table)},
         tags={"verdict": verdict, "reason": reason, "prediction_drift.reason": pred.reason},
     )

@@ -7,6 +7,11 @@ analysts have rated, and optionally `as_of` (the month the metrics end at).
 Name batches so they sort by date (batch-YYYY-MM...): accepted batches are laid over
 the source in name order, and the newest snapshot of a share class wins.
 
+A batch may bring its funds' documents beside it: `<batch>.documents.csv` (or `.parquet`, or a
+folder `<batch>.documents/`) in ingest's documents format, keyed by the batch's share classes,
+funds or companies; checked as ingest checks them, read by the champion's prompts on the batch and
+compared with the training documents (document drift). They move with their batch.
+
 Nothing is deleted: handled files move to `monitor.processed_dir/<date>/`, failing
 ones (with their validation report) to `monitor.quarantine_dir/<date>/<batch>/`.
 
@@ -24,12 +29,13 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.data import identity
+from fundgrpo.data import documents, identity
 from fundgrpo.data.columns import drop_exact_duplicates, to_canonical
 from fundgrpo.data.reading import IngestReport, read_source
-from fundgrpo.params import IngestParams, MonitorParams, load_params
+from fundgrpo.params import DocumentsSourceParams, IngestParams, MonitorParams, load_params
 
 SUFFIXES = (".csv", ".parquet", ".pq")
+SIDECAR = ".documents"  # <batch>.documents.csv / .parquet / folder: the batch's documents
 LISTING = "accepted.json"  # written by the `batches` stage: the accepted batches' file names
 
 
@@ -39,8 +45,32 @@ def incoming(params: MonitorParams, root: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(
-        p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in SUFFIXES
+        p
+        for p in folder.iterdir()
+        if p.is_file()
+        and not p.name.startswith(".")
+        and p.suffix.lower() in SUFFIXES
+        and not p.stem.endswith(SIDECAR)  # a batch's documents, not a batch
     )
+
+
+def documents_of(path: Path) -> Path | None:
+    """The documents that came with the batch at `path` (`SIDECAR`), or None.
+
+    >>> documents_of(Path("/nowhere/batch-2025-06.csv")) is None
+    True
+    """
+    name = name_of(path) + SIDECAR
+    found = [path.with_name(name)] + [path.with_name(name + s) for s in SUFFIXES]
+    return next((p for p in found if p.exists()), None)
+
+
+def load_documents(path: Path, table: pd.DataFrame, params: DocumentsSourceParams) -> pd.DataFrame | None:
+    """The batch's documents (`documents_of`), checked against its funds; None when none came with it."""
+    sidecar = documents_of(path)
+    if sidecar is None:
+        return None
+    return documents.read(replace(params, path=str(sidecar.resolve()), judgements=""), table, Path("/"))
 
 
 def name_of(path: Path) -> str:
@@ -76,10 +106,14 @@ def _free(path: Path) -> Path:
 
 
 def quarantine(path: Path, report: Path | None, reason: str, params: MonitorParams, root: Path, day: str) -> Path:
-    """Move the batch file and its validation report to quarantine/<day>/<batch>/ with reason.txt."""
+    """Move the batch file (and its documents) and its validation report to quarantine/<day>/<batch>/ with
+    reason.txt."""
+    sidecar = documents_of(path)
     dest = _free(root / params.quarantine_dir / day / name_of(path))
     dest.mkdir(parents=True)
     shutil.move(str(path), dest / path.name)
+    if sidecar is not None:
+        shutil.move(str(sidecar), dest / sidecar.name)
     if report is not None and report.exists():
         shutil.move(str(report), dest / "validation")
     io.write_text(reason.rstrip() + "\n", dest / "reason.txt")
@@ -94,10 +128,13 @@ def accept(table: pd.DataFrame, name: str, batches_dir: Path) -> Path:
 
 
 def archive(path: Path, params: MonitorParams, root: Path, day: str) -> Path:
-    """Move a handled batch file to processed/<day>/ (never deleted)."""
+    """Move a handled batch file (and its documents) to processed/<day>/ (never deleted)."""
+    sidecar = documents_of(path)
     dest = _free(root / params.processed_dir / day / path.name)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(path), dest)
+    if sidecar is not None:
+        shutil.move(str(sidecar), _free(dest.parent / sidecar.name))
     return dest
 
 

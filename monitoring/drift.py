@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.data.canonical import BY_NAME, LABELS
+from fundgrpo.data.documents import HANGUL
 from fundgrpo.params import MonitorParams
 
 DRIFTED_COLUMNS = "evidently:metric_v2:DriftedColumnsCount"
@@ -100,15 +102,17 @@ def feature_columns(reference: pd.DataFrame, current: pd.DataFrame, params: Moni
     return columns
 
 
-def too_few_rows(n_reference: int, n_current: int, min_rows: int) -> str | None:
+def too_few_rows(n_reference: int, n_current: int, min_rows: int, unit: str = "rows") -> str | None:
     """Why there can be no verdict, or None.
 
     >>> too_few_rows(500, 12, 30)
     'too few rows for a verdict: the batch has 12 rows, monitor.min_rows is 30'
+    >>> too_few_rows(0, 40, 30, "documents")
+    'too few documents for a verdict: the reference has 0 documents, monitor.min_rows is 30'
     """
     for what, n in (("batch", n_current), ("reference", n_reference)):
         if n < min_rows:
-            return f"too few rows for a verdict: the {what} has {n} rows, monitor.min_rows is {min_rows}"
+            return f"too few {unit} for a verdict: the {what} has {n} {unit}, monitor.min_rows is {min_rows}"
     return None
 
 
@@ -177,6 +181,98 @@ def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorPa
         f"(share {share:.2f}, threshold {params.drift_share:g})"
     )
     return DataDrift(verdict, reason, share, drifted, scores, rows, **pinned)
+
+
+@dataclass(frozen=True)
+class DocumentDrift:
+    verdict: bool | None  # None: no verdict (too few documents, or none sent)
+    reason: str
+    share: float | None = None  # share of drifted descriptors
+    drifted: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)  # descriptor -> test statistic
+    rows: dict[str, int] = field(default_factory=dict)  # documents: {"reference": n, "current": n}
+    kinds: dict[str, dict[str, float]] = field(default_factory=dict)  # frame -> document kind -> share
+
+
+TEXT_NUMBERS = ("length", "non_letter_share", "korean_share", "unseen_word_share")  # per document
+WORD = re.compile(r"[^\W\d_]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of a text, lower-cased (Hangul runs are words too).
+
+    >>> words("The lead-manager LEFT in 2024; 책임운용역이 퇴사")
+    ['the', 'lead', 'manager', 'left', 'in', '책임운용역이', '퇴사']
+    """
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def descriptors(documents: pd.DataFrame, vocabulary: set[str]) -> pd.DataFrame:
+    """Per document: its length and non-letter share (Evidently's text descriptors), its Korean share
+    (Hangul among letters: the language mix, which a detected language's label hides in mixed text),
+    the share of its words the reference documents never used (`vocabulary`), and its kind."""
+    from evidently import DataDefinition, Dataset
+    from evidently.descriptors import NonLetterCharacterPercentage, TextLength
+
+    texts = documents[["text"]].reset_index(drop=True)
+    described = Dataset.from_pandas(
+        texts,
+        data_definition=DataDefinition(text_columns=["text"]),
+        descriptors=[TextLength("text", alias="length"), NonLetterCharacterPercentage("text", alias="non_letter")],
+    ).as_dataframe()
+    letters = texts["text"].map(lambda t: WORD.findall(t))
+    hangul = letters.map(lambda ws: sum(len(HANGUL.findall(w)) for w in ws) / max(1, sum(len(w) for w in ws)))
+    unseen = texts["text"].map(lambda t: (lambda ws: sum(w not in vocabulary for w in ws) / max(1, len(ws)))(words(t)))
+    return pd.DataFrame(
+        {
+            "length": described["length"].astype(float),
+            "non_letter_share": described["non_letter"].astype(float) / 100,
+            "korean_share": hangul.astype(float),
+            "unseen_word_share": unseen.astype(float),
+            "kind": documents["kind"].astype(str).to_numpy(),
+        }
+    )
+
+
+def document_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorParams, out: Path) -> DocumentDrift:
+    """Drift of a batch's documents from the reference's (each a `documents.COLUMNS` frame): Evidently's
+    per-column test on each descriptor (`descriptors`; the kind's mix as a categorical column, tested as
+    the grades are), the verdict by `monitor.drift_share` as for the fund features; writes
+    documents_drift.html/.json into `out`."""
+    # Half the reference gives the vocabulary, the other half is compared: a document's unseen-word share
+    # is then out of sample on both sides (against its own vocabulary the reference's would be 0).
+    ordered = reference.sort_values("document_id", kind="stable")
+    source, reference = ordered.iloc[::2], ordered.iloc[1::2]
+    rows = {"reference": len(reference), "current": len(current)}
+    reason = too_few_rows(len(reference), len(current), params.min_rows, "documents")
+    if reason:
+        io.write_text(_no_verdict_html("Document drift", reason), out / "documents_drift.html")
+        return DocumentDrift(None, reason, rows=rows)
+
+    from evidently import DataDefinition
+    from evidently.metrics import ValueDrift
+
+    vocabulary = {w for t in source["text"] for w in words(t)}
+    ref, cur = descriptors(reference, vocabulary), descriptors(current, vocabulary)
+    definition = DataDefinition(numerical_columns=list(TEXT_NUMBERS), categorical_columns=["kind"])
+    metrics = [ValueDrift(column=c, method=params.method, threshold=params.threshold) for c in TEXT_NUMBERS]
+    metrics.append(ValueDrift(column="kind", method=params.prediction_method, threshold=params.prediction_threshold))
+    result = _run_report(metrics, ref, cur, definition, out, "documents_drift")
+    scores, flags = _column_results(result)
+    columns = [*TEXT_NUMBERS, "kind"]
+    drifted = [c for c in columns if flags.get(c)]
+    share = len(drifted) / len(columns)
+    verdict = share >= params.drift_share
+    kinds = {
+        name: {str(k): round(float(v), 4) for k, v in frame["kind"].value_counts(normalize=True).sort_index().items()}
+        for name, frame in (("reference", ref), ("current", cur))
+    }
+    named = f" ({', '.join(drifted)})" if drifted else ""
+    reason = (
+        f"{'drift' if verdict else 'no drift'}: {len(drifted)} of {len(columns)} document descriptors drifted{named} "
+        f"(share {share:.2f}, threshold {params.drift_share:g})"
+    )
+    return DocumentDrift(verdict, reason, round(share, 4), drifted, scores, rows, kinds)
 
 
 INVALID = "invalid"  # the label of an answer without a grade, in distributions and migrations

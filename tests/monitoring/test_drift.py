@@ -124,3 +124,44 @@ def test_invalid_answers_are_a_category_not_a_crash(tmp_path):
     broken = drift.prediction_drift(grades, [None] * 90, PARAMS, tmp_path / "all", list(zip(grades, [None] * 90)))
     assert broken.verdict is True and broken.migration == 1.0  # a champion gone invalid is drift
     assert broken.distribution["current"] == {"invalid": 1.0}
+
+
+@pytest.fixture(scope="module")
+def synthetic_documents_frame() -> pd.DataFrame:
+    """The synthetic universe's documents (both languages, every kind), as ingest stores them."""
+    from fundgrpo.data import synthetic, synthetic_documents
+    from fundgrpo.params import SyntheticParams
+
+    p = SyntheticParams(n_funds=240, documents=True)
+    sc = synthetic.universe(p)
+    docs = synthetic_documents.write_documents(sc, synthetic.qualitative_facts(p, sc), p, lambda f: False)
+    return docs.reset_index(drop=True)
+
+
+def test_documents_drift_when_their_language_kind_and_words_change_and_not_between_halves(
+    synthetic_documents_frame, tmp_path
+):
+    """Two random halves of one set of documents do not drift; the same reference against documents in
+    another language, kind and vocabulary does, naming the descriptors that moved; too few documents give no
+    verdict. Evidently's text descriptors, on real text."""
+    docs = synthetic_documents_frame
+    half = docs.sample(frac=0.5, random_state=0)
+    rest = docs.drop(half.index)
+    calm = drift.document_drift(half, rest, PARAMS, tmp_path / "calm")
+    assert calm.verdict is False and calm.drifted == [], calm.reason
+    assert (tmp_path / "calm/documents_drift.html").exists()
+
+    english = half[half["language"] == "en"]
+    shifted = pd.DataFrame({
+        "document_id": [f"N{i}" for i in range(60)], "kind": "broker_research", "language": "ko", "date": "2025-01-01",
+        "text": [f"증권사 리서치 {i}호: 반도체 업황 회복과 환율 변동성 확대로 목표주가를 상향한다." for i in range(60)],
+    })  # fmt: skip
+    moved = drift.document_drift(english, shifted, PARAMS, tmp_path / "moved")
+    assert moved.verdict is True and {"korean_share", "unseen_word_share", "kind"} <= set(moved.drifted), moved.reason
+    assert moved.kinds["current"] == {"broker_research": 1.0}
+    assert moved.rows == {"reference": len(english) // 2, "current": 60}  # the other half gives the vocabulary
+    report = json.loads((tmp_path / "moved/documents_drift.json").read_text())
+    assert {m["config"]["column"] for m in report["metrics"]} >= {"length", "korean_share", "kind"}
+
+    few = drift.document_drift(english, shifted.head(5), PARAMS, tmp_path / "few")
+    assert few.verdict is None and "the batch has 5 documents" in few.reason

@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from fundgrpo import profiles
-from fundgrpo.data import synthetic
+from fundgrpo.data import synthetic, synthetic_documents
+from fundgrpo.params import SyntheticParams
 from monitoring import simulate
 from tests import support
 
@@ -195,3 +197,46 @@ def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):
         assert monitoring(root=str(root), retries=0) == []  # counted from the version just trained
     finally:
         params_path.write_text(original, encoding="utf-8")
+
+
+def test_documents_that_come_with_a_batch_are_checked_compared_and_kept_with_it(trained, tmp_path):
+    """A batch's documents (`<batch>.documents.csv`) are compared with those the training reference read:
+    Korean broker research against English notes is document drift, said by name; a batch whose documents
+    name a fund it lacks is quarantined with them; either way the documents move with their batch."""
+    from flows.monitoring_flow import monitoring
+
+    root = support.workspace_copy(trained[0], tmp_path / "repo")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["monitor"]["prediction_sample"] = 0  # the documents' verdict is the point: no generation
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    p = SyntheticParams(n_funds=240, documents=True)
+    sc = synthetic.universe(p)
+    stored = synthetic_documents.write_documents(sc, synthetic.qualitative_facts(p, sc), p, lambda f: False)
+    stored[stored["language"] == "en"].assign(date="2022-06-30").to_parquet(root / "data/canonical/documents.parquet")
+
+    batch = synthetic.later_batch(TINY, 6)
+    ids = batch["share_class_id"].head(60).tolist()
+    sent = pd.DataFrame({"document_id": [f"B{i}" for i in range(60)], "share_class_id": ids, "date": "2023-01-15",
+                         "kind": "broker_research", "language": "ko",
+                         "text": [f"리서치 {i}호: 업황 회복으로 목표주가 상향." for i in range(60)]})  # fmt: skip
+    drop(root, "batch-docs.csv", batch)
+    sent.to_csv(root / "data/incoming/batch-docs.documents.csv", index=False)
+    drop(root, "batch-badocs.csv", batch)
+    sent.assign(share_class_id="NOT-A-FUND").to_csv(root / "data/incoming/batch-badocs.documents.csv", index=False)
+
+    results = {r["batch"]: r for r in monitoring(root=str(root), retries=0, retrain=False)}
+
+    assert set(results) == {"batch-docs", "batch-badocs"}  # the documents are no batch of their own
+    docs = results["batch-docs"]["documents_drift"]
+    assert docs["verdict"] is True and "korean_share" in docs["drifted"] and docs["rows"]["current"] == 60
+    assert (
+        results["batch-docs"]["verdict"] == "drift"
+        and "document descriptors drifted" in results["batch-docs"]["reason"]
+    )
+    assert (newest_report(root, "batch-docs") / "documents_drift.html").exists()
+    assert (root / results["batch-docs"]["processed"]).with_name("batch-docs.documents.csv").exists()
+    bad = results["batch-badocs"]
+    assert bad["verdict"] == "quarantined" and "its documents cannot be read" in bad["reason"]
+    assert "field share_class_id: 'NOT-A-FUND' is not in the fund table" in bad["reason"]
+    assert (root / bad["quarantine"] / "batch-badocs.documents.csv").exists()
+    assert not list((root / "data/incoming").iterdir())
