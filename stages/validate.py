@@ -14,7 +14,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.data.validation import run
+from fundgrpo.data.validation import run, validate_documents
 from fundgrpo.params import load_params
 
 
@@ -28,6 +28,12 @@ def main() -> None:
         good_dir, failed_dir = Path(p.validate.report_dir), Path(f"{p.validate.report_dir}-failed")
         result = run(df, p.validate, failed_dir, notes)
         c = result.summary["counts"]
+        docs_path = Path(p.ingest.documents_out)
+        docs = pd.read_parquet(docs_path) if docs_path.exists() else pd.DataFrame()
+        if len(docs):  # the documents' own suite, its report beside the table's
+            checked = validate_documents(docs, df, p.ingest.documents, failed_dir / "documents")
+            failures = result.failures + [f"documents: {f}" for f in checked.failures]
+            result = dataclasses.replace(result, success=result.success and checked.success, failures=failures)
         if not result.success:
             print(f"validation failed: {len(result.failures)} expectation(s):", file=sys.stderr)
             for line in result.failures:
@@ -44,6 +50,7 @@ def main() -> None:
             + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "")
             + "; "
             f"{result.summary['expectations']['evaluated']} expectations passed; report {result.report}"
+            + (f"; {len(docs)} documents passed their suite (report in documents/)" if len(docs) else "")
         )
         if result.summary["ingest_notes"]:
             print(

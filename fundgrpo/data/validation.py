@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,8 @@ import pandas as pd
 from fundgrpo import io
 from fundgrpo.cli import offline
 from fundgrpo.data.canonical import COLUMNS
-from fundgrpo.params import ValidateParams
+from fundgrpo.data.documents import LANGUAGES
+from fundgrpo.params import DocumentsSourceParams, ValidateParams
 
 GRADES = [1, 2, 3, 4, 5]
 HISTORY = ("return_5y", "return_10y")  # long-horizon returns young funds lack
@@ -101,9 +102,59 @@ def build_suite(df_columns: list[str] | pd.Index, params: ValidateParams) -> lis
 # ------------------------------------------------------------------ validation
 
 
-def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path, notes: Sequence[str] = ()) -> ValidationResult:
+def documents_suite(params: DocumentsSourceParams, funds: pd.DataFrame) -> list[Any]:
+    """GX expectations for the documents ingest checked (`fundgrpo.data.documents`), the same rules as a
+    suite with a report: unique ids, every key a known share class, fund or company, real dates, a
+    language the project writes, lengths within bounds, a kind."""
+    import great_expectations.expectations as gxe
+
+    keyed = (("share_class", "share_class_id"), ("fund", "fund_id"), ("company", "company"))
+    known = [f"{kind}:{v}" for kind, c in keyed if c in funds for v in funds[c].dropna().astype(str).unique()]
+    return [
+        gxe.ExpectColumnValuesToNotBeNull(column="document_id"),
+        gxe.ExpectColumnValuesToBeUnique(column="document_id"),
+        gxe.ExpectColumnValuesToBeInSet(column="key_ref", value_set=known),
+        gxe.ExpectColumnValuesToMatchRegex(column="date", regex=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"),
+        gxe.ExpectColumnValuesToBeInSet(column="language", value_set=list(LANGUAGES)),
+        gxe.ExpectColumnValueLengthsToBeBetween(column="text", min_value=params.min_chars, max_value=params.max_chars),
+        gxe.ExpectColumnValuesToNotBeNull(column="kind"),
+    ]
+
+
+def document_counts(docs: pd.DataFrame) -> dict[str, Any]:
+    """What the documents report shows: how many, by key, language and kind, and their dates."""
+    return {
+        "rows": len(docs),
+        "by_key": {str(k): int(v) for k, v in docs["key_kind"].value_counts().items()},
+        "by_language": {str(k): int(v) for k, v in docs["language"].value_counts().items()},
+        "by_kind": {str(k): int(v) for k, v in docs["kind"].value_counts().items()},
+        "dates": [str(docs["date"].min()), str(docs["date"].max())] if len(docs) else [],
+    }
+
+
+def validate_documents(
+    docs: pd.DataFrame, funds: pd.DataFrame, params: DocumentsSourceParams, report_dir: Path
+) -> ValidationResult:
+    """The documents suite over `docs` (keys resolved against `funds`), its report in `report_dir`."""
+    frame = docs.assign(key_ref=docs["key_kind"].astype(str) + ":" + docs["key"].astype(str))
+    return run(frame, None, report_dir, (), documents_suite(params, funds), "documents", document_counts)
+
+
+def run(
+    df: pd.DataFrame,
+    params: ValidateParams | None,
+    report_dir: Path,
+    notes: Sequence[str] = (),
+    expectations: list[Any] | None = None,
+    suite_name: str = SUITE,
+    counted: Callable[[pd.DataFrame], dict[str, Any]] | None = None,
+) -> ValidationResult:
     """Validate `df`, write the report directory (atomically) and return the outcome. `notes`: ingest's
-    doubts about the source (its report), repeated in this one."""
+    doubts about the source (its report), repeated in this one. The suite is the fund table's
+    (`build_suite` from `params`) unless `expectations` (named `suite_name`, counted by `counted`) is given."""
+    if expectations is None:
+        assert params is not None, "the fund suite needs ValidateParams"
+        expectations = build_suite(df.columns, params)
     offline()  # before the GX import: no analytics
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
@@ -128,11 +179,13 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path, notes: Seque
             .add_dataframe_asset("canonical")
             .add_batch_definition_whole_dataframe("all")
         )
-        suite = context.suites.add(gx.ExpectationSuite(name=SUITE, expectations=build_suite(df.columns, params)))
-        definition = context.validation_definitions.add(gx.ValidationDefinition(name=SUITE, data=batch, suite=suite))
+        suite = context.suites.add(gx.ExpectationSuite(name=suite_name, expectations=expectations))
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+        )
         checkpoint = context.checkpoints.add(
             gx.Checkpoint(
-                name=SUITE,
+                name=suite_name,
                 validation_definitions=[definition],
                 actions=[UpdateDataDocsAction(name="data_docs", site_names=[SITE])],
                 result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
@@ -153,7 +206,7 @@ def run(df: pd.DataFrame, params: ValidateParams, report_dir: Path, notes: Seque
         failures = [c["message"] for c in checks if not c["success"]]
         summary = {
             "success": bool(outcome.success),
-            "counts": counts(df),
+            "counts": (counted or counts)(df),
             "expectations": {"evaluated": len(checks), "failed": len(failures)},
             "failures": failures,
             "checks": checks,
@@ -264,7 +317,8 @@ def failing_rows(df: pd.DataFrame, check: dict) -> str | None:
     rows = np.flatnonzero(bad.to_numpy())
     if not len(rows):
         return None
-    ids = df["share_class_id"].reset_index(drop=True) if "share_class_id" in df else None
+    key = next((k for k in ("share_class_id", "document_id") if k in df), None)  # which row, by its id
+    ids = df[key].reset_index(drop=True) if key else None
 
     def one(i: int) -> str:
         sid = f"{ids.iloc[i]!r}" if ids is not None else ""
@@ -353,6 +407,8 @@ def summary_html(summary: dict, data_docs: bool = False) -> str:
     e = lambda v: html.escape("" if v is None else str(v))  # noqa: E731
     c = summary["counts"]
     status = "PASSED" if summary["success"] else f"FAILED ({summary['expectations']['failed']} expectation(s))"
+    if "by_kind" in c:  # the documents' report (`document_counts`)
+        return _documents_html(summary, status, data_docs)
     count_rows = [
         ("rows", c["rows"]),
         ("funds", c["funds"]),
@@ -399,3 +455,25 @@ tr.bad td{{background:#fdd}}tr.ok td:first-child{{color:#080}}.status{{font-size
 <h2>Rows per category</h2>{table(["category", "rows"], cats)}
 </body></html>
 """
+
+
+def _documents_html(summary: dict, status: str, data_docs: bool) -> str:
+    """The documents' validation page: counts by key, language and kind, and every expectation."""
+    e = lambda v: html.escape("" if v is None else str(v))  # noqa: E731
+    c = summary["counts"]
+    counted = [("documents", c["rows"]), ("dates", " to ".join(c["dates"]))]
+    counted += [(f"{what}: {k}", v) for what in ("by_key", "by_language", "by_kind") for k, v in c[what].items()]
+    rows = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in counted)
+    checks = "".join(
+        f"<tr><td>{'pass' if ch['success'] else 'FAIL'}</td><td>{e(ch['expectation'])}</td><td>{e(ch['column'])}</td>"
+        f"<td>{e(ch['observed'])}</td><td>{'' if ch['success'] else e(ch['message'])}</td></tr>"
+        for ch in summary["checks"]
+    )
+    docs = '<p>Full Great Expectations data docs: <a href="index.html">index.html</a></p>' if data_docs else ""
+    return (
+        '<!doctype html><html><head><meta charset="utf-8"><title>Documents validation</title>'
+        "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:3px 8px}</style></head>"
+        f"<body><h1>Documents validation</h1><p><b>{e(status)}</b></p>{docs}<h2>Counts</h2><table>{rows}</table>"
+        "<h2>Expectations</h2><table><tr><th></th><th>expectation</th><th>column</th><th>observed</th>"
+        f"<th>failure</th></tr>{checks}</table></body></html>\n"
+    )

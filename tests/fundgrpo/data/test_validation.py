@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from fundgrpo import profiles
-from fundgrpo.data.validation import run, validate_frame
-from fundgrpo.params import ValidateParams
+from fundgrpo.data.validation import run, validate_documents, validate_frame
+from fundgrpo.params import DocumentsSourceParams, ValidateParams
 from tests.support import REPO
 
 PARAMS = ValidateParams(null_budget={"return_5y": 0.3, "return_10y": 0.6}, min_labelled_share=0.5)
@@ -210,3 +210,31 @@ def test_repeated_ids_name_their_rows_and_exact_duplicates_the_setting(tmp_path:
     assert "repeated at table rows (1-based): 'S000' rows 1, 6; 'S002' rows 3, 31" in msg
     assert "1 row(s) equal an earlier row in every column (row 31 = row 3)" in msg
     assert "ingest.drop_duplicate_rows: true" in msg
+
+
+def test_the_documents_suite_passes_good_documents_and_names_each_bad_row(tmp_path: Path) -> None:
+    """The documents' Great Expectations suite: a clean set passes with its report; a repeated id, a key no
+    fund or company has, an impossible date, a language the project does not write and a text below the
+    length bound each fail, naming the document."""
+    funds = pd.DataFrame({"share_class_id": ["S1", "S2"], "fund_id": ["F1", "F2"], "company": ["Acme", "Acme"]})
+    docs = pd.DataFrame({
+        "document_id": ["d1", "d2", "d3"], "key_kind": ["share_class", "fund", "company"], "key": ["S1", "F2", "Acme"],
+        "date": ["2024-01-05", "2024-02-29", "2024-03-01"], "kind": ["news", "meeting_note", "news"],
+        "language": ["en", "ko", "en"], "text": ["The lead manager left.", "책임운용역이 퇴사했다.", "Acme was fined."],
+        "source": ["a.csv row 1", "a.csv row 2", "a.csv row 3"],
+    })  # fmt: skip
+    good = validate_documents(docs, funds, DocumentsSourceParams(), tmp_path / "good")
+    assert good.success and good.summary["counts"]["by_key"] == {"share_class": 1, "fund": 1, "company": 1}
+    assert "Documents validation" in (tmp_path / "good/summary.html").read_text()
+
+    bad = docs.copy()
+    bad.loc[1, "document_id"] = "d1"
+    bad.loc[2, ["key", "date", "language", "text"]] = ["Nobody", "2024-13-01", "fr", "short"]
+    found = validate_documents(bad, funds, DocumentsSourceParams(), tmp_path / "bad")
+    assert not found.success
+    said = "\n".join(found.failures)
+    for expected in ("expect_column_values_to_be_unique(document_id)", "expect_column_values_to_be_in_set(key_ref)",
+                     "expect_column_values_to_match_regex(date)", "expect_column_values_to_be_in_set(language)",
+                     "expect_column_value_lengths_to_be_between(text)"):  # fmt: skip
+        assert expected in said, said
+    assert "3 ('d3': 'company:Nobody')" in said and "3 ('d3': 'fr')" in said  # which document, by row and id
