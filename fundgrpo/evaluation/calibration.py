@@ -291,11 +291,17 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     >>> gbm = {"confidence": "gbm", "temperature": 1.0, "grade_from": "likeliest"}
     >>> decide([0.9, 0.1], 1, gbm, [1, 2], [0.3, 0.7])["grade"]
     2
+
+    Served gradient boosting alone, the grade does not depend on the language model's answer: an
+    invalid one (no belief) keeps gradient boosting's grade.
+
+    >>> decide(None, None, gbm, [1, 2], [0.3, 0.7])["grade"]
+    2
     """
-    if probs is None:
-        return Decision(grade=written, probs=None, expected_grade=None, confidence=None)
-    p = np.asarray(probs, dtype=float)[None, :]
     kind = fit.get("confidence")
+    if probs is None and not (kind == "gbm" and gbm is not None):
+        return Decision(grade=written, probs=None, expected_grade=None, confidence=None)
+    p = np.asarray(probs if probs is not None else gbm, dtype=float)[None, :]
     if kind in ("pooled", "gbm") and gbm is None:
         raise ValueError(f"a {kind} calibration needs the statistical estimate's probabilities (stage evidence)")
     if kind == "temperature":

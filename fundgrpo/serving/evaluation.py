@@ -19,6 +19,11 @@ from fundgrpo.params import EvaluateParams
 from fundgrpo.serving import review
 from fundgrpo.serving.explain import grade_note, refusal, served_from
 
+GBM_ALONE = {
+    "en": "the language model's answer is invalid ({reason}); the grade is gradient boosting's alone",
+    "ko": "언어 모델의 답이 유효하지 않습니다({reason}). 등급은 그래디언트 부스팅의 등급입니다",
+}
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -26,7 +31,8 @@ class Evaluation:
     fund_id: str
     name: str | None
     category: str
-    grade: int | None  # served: None for an invalid answer or a fund not rated (`reason` says why)
+    # served: None for a fund not rated, or an invalid answer unless gradient boosting alone is served (`reason`)
+    grade: int | None
     written_grade: int | None  # what the model wrote in its evaluation
     grade_note: str | None
     score: float | None
@@ -135,6 +141,8 @@ def build(
         rated=not record.get("not_rated"),
         reason=p["reason"]
         if p["valid"] or record.get("not_rated")
+        else GBM_ALONE[language].format(reason=p["reason"])
+        if p["grade"] is not None  # served gradient boosting alone: the answer's failure costs no grade
         else refusal(p["reason"], lacking, methodology, record["rule_grade"], record.get("gbm_grade")),
         probabilities=p.get("probs"),
         expected_grade=p.get("expected_grade"),

@@ -207,10 +207,12 @@ def answer(
     )  # fmt: skip
     preds = answers.predictions_from_texts(texts, schema)
     answers.annotate(preds, rows, methodology)
-    if fit is not None and any(p["valid"] for p in preds):
-        read, _ = read_beliefs(
-            model, tokenizer, rows, preds, methodology, fit["method"], desc, batch_size, cached.get(fit["method"])
-        )
+    if fit is not None:  # every answer, valid or not: served gradient boosting alone, an invalid one keeps its grade
+        read: list = [None] * len(preds)
+        if any(p["valid"] for p in preds):
+            read, _ = read_beliefs(
+                model, tokenizer, rows, preds, methodology, fit["method"], desc, batch_size, cached.get(fit["method"])
+            )
         for p, b, r in zip(preds, read, rows):
             decided = calibration.decide(b, p["grade"], fit, methodology.grades, r.get("gbm_probs"))
             p.update(decided)

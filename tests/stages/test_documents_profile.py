@@ -29,6 +29,8 @@ def test_documents_profile_runs_to_the_baseline(tmp_path: Path) -> None:
     judged = pd.read_parquet(root / "data/canonical/judgements.parquet")
     assert len(docs) > 60 and set(docs["language"]) == {"en", "ko"} and len(judged) > 10
     assert set(judged["document_id"]) <= set(docs["document_id"])
+    checked = json.loads((root / "reports/validation/documents/summary.json").read_text(encoding="utf-8"))
+    assert checked["success"] and checked["counts"]["rows"] == len(docs)  # the documents' GX suite ran and passed
     meta = json.loads((root / "data/evidence/meta.json").read_text(encoding="utf-8"))
     assert meta["inputs"] == "numbers and documents"
 

@@ -47,6 +47,12 @@ def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, monke
     valid = out[out["valid"].astype(bool)]
     same = valid[valid["grade"] == valid["written_grade"]]
     assert not same["grade_note"].fillna("").str.contains("written for grade").any()  # nothing said that is not so
+    invalid = out[~out["valid"].astype(bool) & out["rated"].astype(bool)]
+    if fit["serves"] == "gbm":  # gradient boosting's grade alone: an invalid answer costs no grade, and says so
+        assert len(invalid) and invalid["grade"].notna().all()
+        assert invalid["reason"].str.contains("the grade is gradient boosting's alone").all()
+    else:  # the language model's probabilities are part of the belief: without them, no grade
+        assert invalid["grade"].isna().all()
     # the tiny model writes few valid answers: the evaluation of one it wrote for grade 5, served 3 or more
     # below by gradient boosting's (or the pooled) probabilities, built as batch scoring and the API build it
     from fundgrpo.serving import evaluation
