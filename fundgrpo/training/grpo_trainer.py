@@ -160,7 +160,7 @@ def run(
             # after the greedy validation, which puts the selection metric in the evaluation's metrics
             callbacks.append(EarlyStoppingCallback(early_stopping_patience=params.early_stopping_patience))
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
-    resume = prepare_checkpoints(checkpoint_dir, params, start_dir)
+    resume = prepare_checkpoints(checkpoint_dir, params, start_dir, inputs_digest([*train_rows, *(eval_rows or [])]))
     trainer_class = prompt_sharing.sharing_prompts(GRPOTrainer) if params.share_prompts else GRPOTrainer
     if params.confidence_advantage == "own":
         trainer_class = confidence_credit.owning_confidence(trainer_class, reward_names(params).index("calibration"))
@@ -307,16 +307,39 @@ def _step_of(checkpoint: str | None, last_step: int) -> str:
     return f"step {checkpoint.rsplit('-', 1)[1]}" if checkpoint else f"step {last_step}"
 
 
-def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path) -> str | None:
-    """The checkpoint to resume from, or None. Checkpoints of other params are cleared first.
+def inputs_digest(rows: list[dict], package: Path = Path(__file__).resolve().parents[1]) -> str:
+    """What a GRPO run learns from beside its params and start: the prompts and columns (`rows`) and the
+    library's code (the rewards, the prompts, the checks), as one digest.
 
-    A fingerprint of the GRPO params and the start model is kept beside the checkpoints, so
-    an interrupted run resumes only into the same run, never into a changed one.
+    >>> inputs_digest([{"prompt": "a"}]) == inputs_digest([{"prompt": "a"}]) != inputs_digest([{"prompt": "b"}])
+    True
+    """
+    h = hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode())
+    for f in sorted(package.rglob("*.py")):
+        h.update(f.relative_to(package).as_posix().encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path, inputs: str = "") -> str | None:
+    """The checkpoint to resume from, or None. Checkpoints of another run are cleared first.
+
+    A fingerprint of the GRPO params, the start model and `inputs` (`inputs_digest`: the rows and the
+    code) is kept beside the checkpoints, so an interrupted run resumes only into the same run, never
+    into one whose data, rewards or settings changed.
+
+    >>> import tempfile
+    >>> from fundgrpo.params import GrpoParams
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = prepare_checkpoints(d / "ck", GrpoParams(), d, "a"); (d / "ck/checkpoint-5").mkdir()
+    >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "a") == str(d / "ck/checkpoint-5")
+    True
+    >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "b") is None  # other rows or code: started afresh
+    True
     """
 
     key = {k: v for k, v in to_dict(params).items() if k not in ("resume", "out_dir", "checkpoint_dir")}
     start = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(start_dir).iterdir() if f.is_file())
-    fingerprint = hashlib.sha256(json.dumps([key, str(start_dir), start], sort_keys=True).encode()).hexdigest()
+    fingerprint = hashlib.sha256(json.dumps([key, str(start_dir), start, inputs], sort_keys=True).encode()).hexdigest()
     stamp = checkpoint_dir / "run.json"
     if checkpoint_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text())["fingerprint"] != fingerprint):
         shutil.rmtree(checkpoint_dir)
