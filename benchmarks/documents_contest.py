@@ -1,21 +1,27 @@
-"""The contest on the synthetic universe with documents, from a finished run of `profiles/documents.yaml`.
+"""The contest on the synthetic universe with documents, from finished runs of `profiles/documents.yaml`,
+one per training seed (the data split fixed, so every run has the same test funds).
 
-    python -m fundgrpo.profiles apply documents && dvc repro   # in a workspace of its own
-    python benchmarks/documents_contest.py --root <workspace>  # -> benchmarks/results/documents_contest.json
+    python benchmarks/pipeline.py --seed 1 --profile documents --keep           # one run per seed
+    python benchmarks/documents_contest.py --root RUN1 RUN2 RUN3 [--recompute]   # -> results/, documents.md
 
-Reads the run's per-fund backtest (`reports/backtest/predictions.jsonl`), its pillar figures
-(`metrics/backtest.json`) and the generator's hidden facts (`data/raw/synthetic/qualitative.csv`).
-Every evaluator's grade as the backtest served it: the language model as calibrate chose (served), the
-language model alone, SFT under its own rule, the text baseline (gradient boosting on the numbers and
-the documents' n-grams) with its rule, and the rule scorer. Reported on the test funds: all, those a
-qualitative fact touched, those whose documents use a phrasing held out of training, the Korean funds;
-with served − text baseline QWK and a 95 % bootstrap interval over funds (one run: no seed spread).
+Reads each run's per-fund backtest (`reports/backtest/predictions.jsonl`), its pillar figures
+(`metrics/backtest.json`) and the generator's hidden facts (`data/raw/synthetic/qualitative.csv`);
+`--recompute` first reruns a run's calibrate and backtest stages with this checkout's code (training
+is not rerun). Every evaluator's grade as the backtest served it: the language model as calibrate chose
+(served), the language model alone, SFT under its own rule, the text baseline (gradient boosting on the
+numbers and the documents' n-grams) with its rule, and the rule scorer. Reported on the test funds: all,
+those a qualitative fact touched, those whose documents use a phrasing held out of training, the Korean
+funds; each figure the mean and range over runs, served − text baseline QWK with a 95 % interval that
+resamples funds and runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +31,15 @@ from fundgrpo.evaluation.agreement import grade_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "documents_contest.json"
+PAGE = ROOT / "benchmarks" / "documents.md"
 EVALUATORS = {"served": "grpo", "lm_alone": "grpo_alone", "sft_served": "sft_served", "text_baseline": "gbm_rule",
               "rule": "rule"}  # fmt: skip
+NAMES = {"served": "served (calibrate's choice)", "lm_alone": "language model alone (GRPO)",
+         "sft_served": "SFT start, its own rule", "text_baseline": "text baseline (numbers + n-grams), its rule",
+         "rule": "rule scorer"}  # fmt: skip
+SUBSETS = {"all": "all test funds", "touched": "funds a qualitative fact touched",
+           "heldout_phrasing": "funds whose documents use a phrasing held out of training",
+           "korean": "Korean funds"}  # fmt: skip
 GRADES = [1, 2, 3, 4, 5]
 PILLARS = ("people", "process", "parent")
 
@@ -37,57 +50,135 @@ def as_missed(expert: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(predicted), farthest, predicted).astype(int)
 
 
-def qwk(expert: np.ndarray, predicted: np.ndarray) -> float:
-    return grade_metrics(expert.astype(int).tolist(), as_missed(expert, predicted).tolist(), GRADES)["qwk"]
+def scores(expert: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    found = grade_metrics(expert.astype(int).tolist(), as_missed(expert, predicted).tolist(), GRADES)
+    return {"exact": float(found["exact"]), "qwk": float(found["qwk"])}
 
 
-def figures(frame: pd.DataFrame, rng: np.random.Generator, draws: int = 1000) -> dict:
-    expert = frame["expert_grade"].to_numpy(float)
-    out: dict = {"n": int(len(frame))}
+def table(root: Path) -> pd.DataFrame:
+    """One run's test funds: each evaluator's grade, the expert's, and the hidden facts."""
+    rows = pd.read_json(root / "reports/backtest/predictions.jsonl", lines=True)
+    facts = pd.read_csv(root / "data/raw/synthetic/qualitative.csv")
+    return rows.merge(facts, on="fund_id", how="left").sort_values("share_class_id").reset_index(drop=True)
+
+
+def subsets(t: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {
+        "all": np.ones(len(t), bool),
+        "touched": (t[list(PILLARS)] != 0).any(axis=1).to_numpy(),
+        "heldout_phrasing": t["heldout"].fillna(False).astype(bool).to_numpy(),
+        "korean": (t["category"] == "Korea Equity").to_numpy(),
+    }
+
+
+def figures(tables: list[pd.DataFrame], mask: np.ndarray, rng: np.random.Generator, draws: int = 1000) -> dict:
+    """Every evaluator's exact and QWK (mean and range over runs) on the funds of `mask`, and served − text
+    baseline QWK with an interval resampling the funds and the runs."""
+    parts = [t[mask] for t in tables]
+    expert = parts[0]["expert_grade"].to_numpy(float)
+    out: dict = {"n": int(mask.sum()), "runs": len(parts)}
     for name, column in EVALUATORS.items():
-        predicted = frame[f"{column}_grade"].to_numpy(float)
-        found = grade_metrics(expert.astype(int).tolist(), as_missed(expert, predicted).tolist(), GRADES)
-        out[name] = {"exact": round(float(found["exact"]), 3), "qwk": round(qwk(expert, predicted), 3)}
-    served, text = frame["grpo_grade"].to_numpy(float), frame["gbm_rule_grade"].to_numpy(float)
-    diffs = []
-    for _ in range(draws):
-        i = rng.integers(0, len(frame), len(frame))
-        diffs.append(qwk(expert[i], served[i]) - qwk(expert[i], text[i]))
+        each = [scores(expert, p[f"{column}_grade"].to_numpy(float)) for p in parts]
+        out[name] = {
+            k: {"mean": round(float(np.mean([e[k] for e in each])), 3),
+                "range": [round(min(e[k] for e in each), 3), round(max(e[k] for e in each), 3)]}
+            for k in ("exact", "qwk")
+        }  # fmt: skip
+    served = [p["grpo_grade"].to_numpy(float) for p in parts]
+    text = [p["gbm_rule_grade"].to_numpy(float) for p in parts]
+
+    def gap(funds: np.ndarray, runs: np.ndarray) -> float:
+        e = expert[funds]
+        return float(np.mean([scores(e, served[r][funds])["qwk"] - scores(e, text[r][funds])["qwk"] for r in runs]))
+
+    every = np.arange(len(expert))
+    diffs = [gap(rng.integers(0, len(expert), len(expert)), rng.integers(0, len(parts), len(parts)))
+             for _ in range(draws)]  # fmt: skip
     out["served_minus_text_qwk"] = {
-        "mean": round(qwk(expert, served) - qwk(expert, text), 4),
+        "mean": round(gap(every, np.arange(len(parts))), 4),
         "interval": [round(float(np.percentile(diffs, 2.5)), 4), round(float(np.percentile(diffs, 97.5)), 4)],
     }
     return out
 
 
+def recompute(run: Path) -> None:
+    """Rerun the run's calibrate and backtest stages with this checkout's code (its own params)."""
+    for folder in ("fundgrpo", "stages"):
+        subprocess.run(["rm", "-rf", str(run / folder)], check=True)
+        subprocess.run(["cp", "-r", str(ROOT / folder), str(run / folder)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(run)}
+    for stage in ("calibrate", "backtest"):
+        subprocess.run([sys.executable, "-m", f"stages.{stage}"], cwd=run, env=env, check=True)
+
+
+def page(result: dict) -> str:
+    """The figures as a Markdown page (generated: edit this script, not the page)."""
+    lines = [
+        "# The contest with documents",
+        "",
+        f"Generated by `python benchmarks/documents_contest.py` from {result['runs']} runs of "
+        "`profiles/documents.yaml` (training seeds " + ", ".join(str(s) for s in result["seeds"]) + "; the "
+        "universe and its split fixed). Test funds; each figure the mean over runs [min, max]; served − text "
+        "baseline with a 95 % interval resampling funds and runs. Served: " + ", ".join(result["served"]) + ".",
+        "",
+    ]
+    for key, block in result["subsets"].items():
+        d = block["served_minus_text_qwk"]
+        lines += [f"## {SUBSETS[key]} ({block['n']} share classes)", "", "| evaluator | exact | QWK |", "|---|---|---|"]
+        for name in EVALUATORS:
+            e, q = block[name]["exact"], block[name]["qwk"]
+            lines.append(
+                f"| {NAMES[name]} | {e['mean']:.3f} [{e['range'][0]:.3f}, {e['range'][1]:.3f}]"
+                f" | {q['mean']:.3f} [{q['range'][0]:.3f}, {q['range'][1]:.3f}] |"
+            )
+        lines += [
+            "",
+            f"served − text baseline QWK: {d['mean']:+.4f} [{d['interval'][0]:+.4f}, {d['interval'][1]:+.4f}]",
+            "",
+        ]
+    lines += ["## Pillars (the policy's evaluations of the test funds)", "",
+              "| run | quotes verified | pillars covered | judged as the analysts did | people | process | parent |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for seed, p in zip(result["seeds"], result["pillars"]):
+        g = p.get("grpo") or {}
+        by = g.get("by_criterion") or {}
+        lines.append(
+            f"| seed {seed} | {g.get('verified')} | {g.get('covered')} | {g.get('agree')} | "
+            + " | ".join(str((by.get(c) or {}).get("agree")) for c in PILLARS)
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", type=Path, default=Path("."))
+    ap.add_argument("--root", type=Path, nargs="+", default=[Path(".")], help="finished runs, one per seed")
+    ap.add_argument("--recompute", action="store_true", help="rerun calibrate and backtest with this code first")
     args = ap.parse_args()
-    root = args.root
-    rows = pd.read_json(root / "reports/backtest/predictions.jsonl", lines=True)
-    facts = pd.read_csv(root / "data/raw/synthetic/qualitative.csv")
-    table = rows.merge(facts, on="fund_id", how="left")
-    subsets = {
-        "all": np.ones(len(table), bool),
-        "touched": (table[list(PILLARS)] != 0).any(axis=1).to_numpy(),
-        "heldout_phrasing": table["heldout"].fillna(False).astype(bool).to_numpy(),
-        "korean": (table["category"] == "Korea Equity").to_numpy(),
-    }
+    if args.recompute:
+        for run in args.root:
+            recompute(run)
+    tables = [table(r) for r in args.root]
+    ids = tables[0]["share_class_id"].tolist()
+    if any(t["share_class_id"].tolist() != ids for t in tables):
+        raise SystemExit("the runs' test funds differ: the contest compares runs of one universe and split")
+    backtests = [json.loads((r / "metrics/backtest.json").read_text(encoding="utf-8")) for r in args.root]
+    params = [json.loads((r / "bench.json").read_text()) if (r / "bench.json").exists() else {} for r in args.root]
     rng = np.random.default_rng(0)
-    backtest = json.loads((root / "metrics/backtest.json").read_text(encoding="utf-8"))
     result = {
-        "subsets": {name: figures(table[mask], rng) for name, mask in subsets.items() if mask.any()},
-        "pillars": {name: backtest["models"][name].get("pillars") for name in ("grpo", "sft")},
-        "served": backtest["models"]["grpo"].get("served", {}).get("chosen"),
+        "runs": len(tables),
+        "seeds": [p.get("seed") for p in params],
+        "served": [b["models"]["grpo"].get("served", {}).get("chosen") for b in backtests],
+        "subsets": {k: figures(tables, m, rng) for k, m in subsets(tables[0]).items() if m.any()},
+        "pillars": [{n: b["models"][n].get("pillars") for n in ("grpo", "sft")} for b in backtests],
     }
     OUT.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    PAGE.write_text(page(result), encoding="utf-8")
     for name, block in result["subsets"].items():
-        line = ", ".join(f"{k} {block[k]['qwk']}" for k in EVALUATORS)
         d = block["served_minus_text_qwk"]
+        line = ", ".join(f"{k} {block[k]['qwk']['mean']}" for k in EVALUATORS)
         print(f"{name} (n={block['n']}): QWK {line}; served - text {d['mean']} {d['interval']}")
-    print(json.dumps(result["pillars"], ensure_ascii=False))
-    print(f"-> {OUT.relative_to(ROOT)}")
+    print(f"-> {OUT.relative_to(ROOT)}, {PAGE.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

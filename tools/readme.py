@@ -123,14 +123,16 @@ def documents_line(root: Path) -> list[str]:
     if contest.exists():
         c = json.loads(contest.read_text(encoding="utf-8"))
         a = c["subsets"]["all"]
-        p = c["pillars"]["grpo"] or {}
+        verified = [p["grpo"]["verified"] for p in c["pillars"] if (p.get("grpo") or {}).get("verified") is not None]
+        agree = [p["grpo"]["agree"] for p in c["pillars"] if (p.get("grpo") or {}).get("agree") is not None]
+        mean = lambda xs: f"{sum(xs) / len(xs):.2f}" if xs else "–"  # noqa: E731
+        d = a["served_minus_text_qwk"]
         line += (
-            f" One run of the pipeline (`python benchmarks/documents_contest.py`): served "
-            f"(`{c['served']}`, calibrate's choice) QWK {a['served']['qwk']}, "
-            f"the language model alone {a['lm_alone']['qwk']}, the text baseline {a['text_baseline']['qwk']}, rule "
-            f"{a['rule']['qwk']}; served − text baseline {a['served_minus_text_qwk']['mean']:+.3f} "
-            f"{a['served_minus_text_qwk']['interval']}; the policy's quotes verified {p.get('verified')}, pillars "
-            f"covered {p.get('covered')}, judged as the analysts did {p.get('agree')}."
+            f" The pipeline over {c['runs']} training seeds ([benchmarks/documents.md](benchmarks/documents.md)): "
+            f"served ({', '.join(sorted(set(map(str, c['served']))))}) QWK {a['served']['qwk']['mean']}, the language "
+            f"model alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}, rule "
+            f"{a['rule']['qwk']['mean']}; served − text baseline {d['mean']:+.3f} {d['interval']}; the policy's "
+            f"quotes verified {mean(verified)}, pillars judged as the analysts did {mean(agree)}."
         )
     return ["", line]
 
