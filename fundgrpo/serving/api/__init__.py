@@ -1,13 +1,18 @@
 """REST API for fund evaluations (FastAPI; OpenAPI docs at /docs).
 
     python -m fundgrpo.serving.api add-key NAME --scopes read,evaluate   # prints the key once, stores only its hash
+    python -m fundgrpo.serving.api add-key NAME --client FIRM            # a client firm's key: its ratings only
+    python -m fundgrpo.serving.api entitle FIRM SHARE_CLASS_ID ...       # which share classes it may read
     python -m fundgrpo.serving.api serve [--host 127.0.0.1] [--port 8000]
 
 Endpoints: `POST /v1/evaluations` (scope evaluate; 1..`max_funds` funds as canonical metrics),
 `GET /v1/evaluations/{share_class_id}` (scope read; the latest stored), `GET /v1/model` (scope
 read; the serving version, its backtest metrics and gate decision), `GET /v1/review-queue` (scope
 read), `POST /v1/decisions` (scope review), `GET /v1/decisions` (scope read), `GET /v1/audit`
-(scope review), `/healthz`, `/readyz`, the analysts' page `/review`. Every answer's shape is in
+(scope review), `POST /v1/publications` and `POST /v1/withdrawals` (scope publish: a rating to the
+clients, a new immutable version each), `GET /v1/ratings`, `GET /v1/ratings/{share_class_id}` and
+`GET /v1/ratings/{share_class_id}/history` (a client firm's key: its entitled share classes only; the
+firm's keys with read: all; ratings.py), `/healthz`, `/readyz`, the analysts' page `/review`. Every answer's shape is in
 `schemas.py` and shown, field by field, at /docs (Swagger UI 5, served from a wheel).
 Clients send `X-API-Key`. No key or an unknown one: 401; a key without the scope: 403; over the
 per-key rate: 429; a body over the size limit: 413; a bad field: 422 naming it; generation

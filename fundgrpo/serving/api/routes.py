@@ -53,9 +53,11 @@ def need(scope: str):
         if entry is None:
             raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "API-Key"})
         request.state.key_name = entry["name"]
+        request.state.key = entry
         if scope not in entry["scopes"]:
-            if scope == "review":  # a refused decision is audited too
-                api.store.log(entry["name"], "refused", None, {"path": request.url.path, "why": "no review scope"})
+            if scope in ("review", "publish") or entry.get("client"):  # refused decisions, and every client attempt
+                why = f"no {scope} scope" + (f" (client {entry['client']})" if entry.get("client") else "")
+                api.store.log(entry["name"], "refused", None, {"path": request.url.path, "why": why})
             raise HTTPException(403, f"this key lacks the {scope!r} scope")
         if not api.limiter.allow(entry["name"]):
             raise HTTPException(

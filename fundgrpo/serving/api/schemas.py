@@ -93,6 +93,25 @@ class DecisionRequest(BaseModel):
         return v.strip()
 
 
+class PublicationRequest(BaseModel):
+    """A reviewer publishes a share class's rating to its clients: the stored evaluation as served, or
+    with another grade (then `reason` says why). A new version each time; never an edit."""
+
+    model_config = ConfigDict(extra="forbid")
+    share_class_id: str = Field(..., min_length=1, max_length=MAX_TEXT["share_class_id"], pattern=NO_NUL)
+    evaluation_id: Optional[int] = Field(None, ge=1, le=MAX_ID, description="default: the latest stored evaluation")
+    grade: Optional[int] = Field(None, description="default: the evaluation's grade")
+    reason: Optional[str] = Field(None, max_length=2000, pattern=NO_NUL, description="needed when the grade changes")
+
+
+class WithdrawalRequest(BaseModel):
+    """A reviewer withdraws a published rating: a new version in state `withdrawn`, with the reason."""
+
+    model_config = ConfigDict(extra="forbid")
+    share_class_id: str = Field(..., min_length=1, max_length=MAX_TEXT["share_class_id"], pattern=NO_NUL)
+    reason: str = Field(..., min_length=1, max_length=2000, pattern=NO_NUL)
+
+
 # ------------------------------------------------------------------------------------------ answers
 # Documentation of what the endpoints return (`responses=` in app.py), checked against real answers
 # by tests/fundgrpo/serving/test_api.py: `extra="forbid"` makes a field added to an answer but not
@@ -261,6 +280,32 @@ class Ready(Answer):
     ready: bool
     model_version: Optional[str] = None
     error: Optional[str] = None
+
+
+class Rating(Answer):
+    """A published rating as a client reads it: one immutable version."""
+
+    share_class_id: str
+    version: int = Field(..., description="1, 2, ...: a re-rating or a withdrawal is a new version")
+    state: Literal["published", "withdrawn"]
+    grade: Optional[int] = Field(None, description="null when withdrawn")
+    grade_label: Optional[str] = Field(None, description="what the grade means, in the methodology's language")
+    reasoning: Optional[str] = None
+    pillars: list[PillarOut] = Field(default_factory=list)
+    note: Optional[str] = Field(None, description="the reviewer's reason where the grade is not the draft's")
+    model_version: Optional[str] = None
+    methodology: str
+    reviewer: str
+    published_at: str
+
+
+class Ratings(Answer):
+    ratings: list[Rating]
+
+
+class RatingHistory(Answer):
+    share_class_id: str
+    versions: list[Rating]
 
 
 class Problem(BaseModel):

@@ -24,7 +24,7 @@ def stamp(at: datetime) -> str:
 
 
 class Conflict(Exception):
-    """Someone decided this share class since the decision the analyst saw."""
+    """Someone decided (or published) this share class since what the analyst saw."""
 
     def __init__(self, latest: dict | None) -> None:
         self.latest = latest
@@ -77,6 +77,25 @@ class Store:
             sa.Column("action", sa.String(50), nullable=False),
             sa.Column("share_class_id", sa.String(200), nullable=True),
             sa.Column("detail", sa.Text, nullable=False),
+        )
+        # Published ratings: immutable versions per share class (a re-rating is a new version, a
+        # withdrawal a new state); what a client reads, never the drafts above.
+        self.ratings = sa.Table(
+            "ratings",
+            meta,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("share_class_id", sa.String(200), nullable=False),
+            sa.Column("version", sa.Integer, nullable=False),
+            sa.Column("state", sa.String(20), nullable=False),  # published | withdrawn
+            sa.Column("grade", sa.Integer, nullable=True),  # None when withdrawn
+            sa.Column("evaluation_id", sa.Integer, sa.ForeignKey("evaluations.id"), nullable=True),
+            sa.Column("model_version", sa.String(200), nullable=True),
+            sa.Column("methodology", sa.String(300), nullable=False),
+            sa.Column("reviewer", sa.String(200), nullable=False),
+            sa.Column("reason", sa.Text, nullable=True),  # why the grade differs from the draft's, or the withdrawal
+            sa.Column("published", sa.JSON, nullable=False),  # what the client reads: text, pillars, label
+            now("created_at"),
+            sa.UniqueConstraint("share_class_id", "version"),  # two reviewers at once: the second conflicts
         )
         meta.create_all(self.engine)
 
@@ -194,6 +213,58 @@ class Store:
         except sa.exc.IntegrityError:  # another analyst's first decision won the race
             raise Conflict(self.latest_decision(scid)) from None
         return {**row, "id": new_id, "created_at": now.isoformat()}
+
+    # -- published ratings
+
+    def _rating(self, row) -> dict:
+        keep = ("share_class_id", "version", "state", "grade", "model_version", "methodology", "reviewer")
+        return {**{k: row[k] for k in keep}, **row["published"], "published_at": stamp(row["created_at"])}
+
+    def publish(self, share_class_id: str, state: str, grade: int | None, evaluation: dict | None, methodology: str,
+                reviewer: str, reason: str | None, published: dict) -> dict:  # fmt: skip
+        """A new version of `share_class_id`'s rating (the next number), with its audit row, in one
+        transaction; two reviewers publishing at once: one wins, the other gets `Conflict`."""
+        sa, r = self.sa, self.ratings
+        now = datetime.now(timezone.utc)
+        try:
+            with self.engine.begin() as conn:
+                last = conn.execute(sa.select(sa.func.max(r.c.version)).where(r.c.share_class_id == share_class_id))
+                version = (last.scalar() or 0) + 1
+                row = {
+                    "share_class_id": share_class_id, "version": version, "state": state, "grade": grade,
+                    "evaluation_id": evaluation["evaluation_id"] if evaluation else None,
+                    "model_version": evaluation["model_version"] if evaluation else None, "methodology": methodology,
+                    "reviewer": reviewer, "reason": reason, "published": published, "created_at": now,
+                }  # fmt: skip
+                conn.execute(r.insert().values(**row))
+                detail = {k: row[k] for k in ("version", "state", "grade", "evaluation_id", "reason")}
+                conn.execute(
+                    self.audit.insert().values(at=now, actor=reviewer, action=state, share_class_id=share_class_id,
+                                               detail=json.dumps(detail))
+                )  # fmt: skip
+        except sa.exc.IntegrityError:
+            raise Conflict(None) from None
+        return self._rating(row)
+
+    def rating_history(self, share_class_id: str) -> list[dict]:
+        """Every version of a share class's published rating, oldest first."""
+        r = self.ratings
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                self.sa.select(r).where(r.c.share_class_id == share_class_id).order_by(r.c.version)
+            ).mappings()
+            return [self._rating(row) for row in rows]
+
+    def latest_ratings(self, share_class_ids: set[str] | None) -> list[dict]:
+        """The latest version of each share class's rating (of `share_class_ids`; None: all), by share class."""
+        sa, r = self.sa, self.ratings
+        newest = sa.select(r.c.share_class_id, sa.func.max(r.c.version).label("v")).group_by(r.c.share_class_id)
+        if share_class_ids is not None:
+            newest = newest.where(r.c.share_class_id.in_(sorted(share_class_ids)))
+        n = newest.subquery()
+        q = sa.select(r).join(n, (r.c.share_class_id == n.c.share_class_id) & (r.c.version == n.c.v))
+        with self.engine.connect() as conn:
+            return [self._rating(row) for row in conn.execute(q.order_by(r.c.share_class_id)).mappings()]
 
     def list_decisions(self, share_class_id: str | None = None) -> list[dict]:
         d = self.decisions
