@@ -162,6 +162,18 @@ class PillarJudgement:
         }
 
 
+# A judgement in words, per language: what a reader is shown beside the number
+JUDGEMENT_WORDS = {
+    "en": {
+        -2: "lowers strongly",
+        -1: "lowers",
+        0: "neutral",
+        1: "raises",
+        2: "raises strongly",
+        NOT_ASSESSED: NOT_ASSESSED,
+    },
+    "ko": {-2: "크게 하향", -1: "하향", 0: "중립", 1: "상향", 2: "크게 상향", NOT_ASSESSED: "평가 불가"},
+}
 NO_DOCUMENTS = "no documents"
 SAID_NOT_ASSESSED = "no document speaks to it"
 NOT_JUDGED = "the evaluation did not judge it"

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.params import load_params
-from fundgrpo.serving.api import ratings, routes
+from fundgrpo.serving.api import portal, ratings, routes
 from fundgrpo.serving.api.evaluator import Evaluator
 from fundgrpo.serving.api.keys import KeyRing
 from fundgrpo.serving.api.limits import RateLimiter
@@ -128,6 +128,7 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
 
     app.include_router(routes.router)
     app.include_router(ratings.router)
+    app.include_router(portal.router)
     return app
 
 

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -21,6 +22,10 @@ class ApiSettings:
     timeout_s: float = 60.0
     alias_check_s: float = 30.0
     batch_wait_ms: float = 20.0
+    # signs the client portal's session cookies; without FUNDGRPO_PORTAL_SECRET a random one per process
+    # (sessions then end when the server restarts)
+    portal_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    portal_minutes: int = 30  # a portal session's life
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> ApiSettings:
@@ -36,4 +41,6 @@ class ApiSettings:
             timeout_s=get("FUNDGRPO_API_TIMEOUT_S", cls.timeout_s, float),
             alias_check_s=get("FUNDGRPO_API_ALIAS_CHECK_S", cls.alias_check_s, float),
             batch_wait_ms=get("FUNDGRPO_API_BATCH_WAIT_MS", cls.batch_wait_ms, float),
+            portal_secret=get("FUNDGRPO_PORTAL_SECRET", secrets.token_urlsafe(32)),
+            portal_minutes=get("FUNDGRPO_PORTAL_MINUTES", cls.portal_minutes, int),
         )

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from fundgrpo.methodology.citations import (
+    JUDGEMENT_WORDS,
     NO_DOCUMENTS,
     NOT_FOUND,
     NOT_JUDGED,
@@ -22,10 +23,6 @@ from fundgrpo.methodology.citations import (
 )
 from fundgrpo.methodology.compiler import Methodology
 
-JUDGEMENT = {
-    "en": {-2: "lowers strongly", -1: "lowers", 0: "neutral", 1: "raises", 2: "raises strongly"},
-    "ko": {-2: "크게 하향", -1: "하향", 0: "중립", 1: "상향", 2: "크게 상향"},
-}
 WORDS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Qualitative pillars",
@@ -92,7 +89,7 @@ def rows(pillars: tuple[PillarJudgement, ...], m: Methodology, language: str) ->
         said = (
             f"{w['not_assessed']} ({w.get(p.reason or '', p.reason)})"
             if p.judgement is None
-            else f"{JUDGEMENT[language].get(p.judgement, p.judgement)} ({p.judgement:+d})"
+            else f"{JUDGEMENT_WORDS[language].get(p.judgement, p.judgement)} ({p.judgement:+d})"
         )
         cited = " · ".join(
             f"[{c.document_id}] “{c.quote}”" + ("" if c.verified else f" ({w['unverified']})") for c in p.evidence
