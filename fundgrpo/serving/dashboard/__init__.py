@@ -11,18 +11,34 @@ each batch's Evidently report), Review queue (the API's queue; decisions through
 analyst's key). Every page names the model version it shows: the champion by default, any version
 from the sidebar. Labels follow the methodology's language (English or Korean).
 
-It binds to loopback by default; put it behind the firm's single sign-on before exposing it. The
-review page calls the API at FUNDGRPO_API_URL (default http://127.0.0.1:8000).
+It has no login of its own and shows the firm's drafts: it binds to loopback, and refuses any other
+address unless told it sits behind the firm's single sign-on (`--behind-sso`; docs/operations.md shows
+the reverse proxy). The review page calls the API at FUNDGRPO_API_URL (default http://127.0.0.1:8000),
+whose decisions need the analyst's own key.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fundgrpo.cli import offline
 
 SCRIPT = Path(__file__).with_name("pages.py")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def refusal(host: str) -> str:
+    """Why the dashboard will not listen on `host` by itself.
+
+    >>> print(refusal("0.0.0.0"))  # doctest: +ELLIPSIS
+    dashboard: not listening on 0.0.0.0: it has no login of its own ... pass --behind-sso
+    """
+    return (
+        f"dashboard: not listening on {host}: it has no login of its own and shows the firm's drafts; bind it to "
+        "127.0.0.1, or put it behind the firm's single sign-on (docs/operations.md) and pass --behind-sso"
+    )
 
 
 def command(host: str, port: int) -> list[str]:
@@ -48,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8501)
+    ap.add_argument("--behind-sso", action="store_true", help="another address than loopback: a proxy signs users in")
     args = ap.parse_args(argv)
+    if args.host not in LOOPBACK and not args.behind_sso:
+        print(refusal(args.host), file=sys.stderr)
+        return 2
     offline()
     from streamlit.web import cli
 
