@@ -14,7 +14,7 @@ import pandas as pd
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
-from fundgrpo.data.validation import run, validate_documents
+from fundgrpo.data.validation import run, with_documents
 from fundgrpo.params import load_params
 
 
@@ -28,12 +28,7 @@ def main() -> None:
         good_dir, failed_dir = Path(p.validate.report_dir), Path(f"{p.validate.report_dir}-failed")
         result = run(df, p.validate, failed_dir, notes)
         c = result.summary["counts"]
-        docs_path = Path(p.ingest.documents_out)
-        docs = pd.read_parquet(docs_path) if docs_path.exists() else pd.DataFrame()
-        if len(docs):  # the documents' own suite, its report beside the table's
-            checked = validate_documents(docs, df, p.ingest.documents, failed_dir / "documents")
-            failures = result.failures + [f"documents: {f}" for f in checked.failures]
-            result = dataclasses.replace(result, success=result.success and checked.success, failures=failures)
+        result, n_docs = with_documents(result, Path(p.ingest.documents_out), df, p.ingest.documents, failed_dir)
         if not result.success:
             print(f"validation failed: {len(result.failures)} expectation(s):", file=sys.stderr)
             for line in result.failures:
@@ -50,7 +45,7 @@ def main() -> None:
             + (f" (not in the source: {', '.join(c['history_columns_absent'])})" if c["history_columns_absent"] else "")
             + "; "
             f"{result.summary['expectations']['evaluated']} expectations passed; report {result.report}"
-            + (f"; {len(docs)} documents passed their suite (report in documents/)" if len(docs) else "")
+            + (f"; {n_docs} documents passed their suite (report in documents/)" if n_docs else "")
         )
         if result.summary["ingest_notes"]:
             print(

@@ -12,6 +12,7 @@ passing table is written to `validate.out`; a failing run leaves the previous on
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -138,6 +139,19 @@ def validate_documents(
     """The documents suite over `docs` (keys resolved against `funds`), its report in `report_dir`."""
     frame = docs.assign(key_ref=docs["key_kind"].astype(str) + ":" + docs["key"].astype(str))
     return run(frame, None, report_dir, (), documents_suite(params, funds), "documents", document_counts)
+
+
+def with_documents(
+    result: ValidationResult, path: Path, funds: pd.DataFrame, params: DocumentsSourceParams, report_dir: Path
+) -> tuple[ValidationResult, int]:
+    """`result` (the fund table's) joined by the documents suite over the documents stored at `path`, its
+    report in `report_dir/documents`; and how many documents there were (none: `result` as it is)."""
+    docs = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    if docs.empty:
+        return result, 0
+    checked = validate_documents(docs, funds, params, report_dir / "documents")
+    failures = result.failures + [f"documents: {f}" for f in checked.failures]
+    return dataclasses.replace(result, success=result.success and checked.success, failures=failures), len(docs)
 
 
 def run(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fpdf import FPDF
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from fundgrpo.methodology.citations import JUDGEMENT_WORDS
@@ -258,8 +259,6 @@ def font() -> Path:
 
 
 def report_pdf(request: Request, share_class_id: str) -> Response:
-    from fpdf import FPDF
-
     _, versions = versions_of(request, share_class_id[:100])
     lang = language(request)
     w = WORDS[lang]
