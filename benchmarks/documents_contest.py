@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from fundgrpo.evaluation.agreement import grade_metrics
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.seeds import recompute  # noqa: E402  # one way to rerun a kept run's calibrate and backtest
+from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "documents_contest.json"
 PAGE = ROOT / "benchmarks" / "documents.md"
 EVALUATORS = {"served": "grpo", "lm_alone": "grpo_alone", "sft_served": "sft_served", "text_baseline": "gbm_rule",
@@ -99,16 +100,6 @@ def figures(tables: list[pd.DataFrame], mask: np.ndarray, rng: np.random.Generat
         "interval": [round(float(np.percentile(diffs, 2.5)), 4), round(float(np.percentile(diffs, 97.5)), 4)],
     }
     return out
-
-
-def recompute(run: Path) -> None:
-    """Rerun the run's calibrate and backtest stages with this checkout's code (its own params)."""
-    for folder in ("fundgrpo", "stages"):
-        subprocess.run(["rm", "-rf", str(run / folder)], check=True)
-        subprocess.run(["cp", "-r", str(ROOT / folder), str(run / folder)], check=True)
-    env = {**os.environ, "PYTHONPATH": str(run)}
-    for stage in ("calibrate", "backtest"):
-        subprocess.run([sys.executable, "-m", f"stages.{stage}"], cwd=run, env=env, check=True)
 
 
 def page(result: dict) -> str:

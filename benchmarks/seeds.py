@@ -158,20 +158,26 @@ TITLES = {
 }
 
 
-def collect(run: Path, dataset: str, recompute: bool) -> Path:
+def recompute(run: Path) -> None:
+    """Rerun a kept run's calibrate and backtest stages with this checkout's code (training is the same
+    code and is not rerun), under this checkout's params with the run's profiles laid over them."""
+    for folder in ("fundgrpo", "stages"):
+        shutil.rmtree(run / folder)
+        shutil.copytree(REPO / folder, run / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    # this checkout's params with the run's profiles laid over them (its own file may name old keys)
+    bench = json.loads((run / "bench.json").read_text())
+    names = [*bench["profiles"], *([f"seed-{bench['seed']}"] if bench.get("seed") is not None else [])]
+    data = profiles.merged(names, REPO / "params.yaml", run / "profiles")
+    (run / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    env = {**os.environ, "PYTHONPATH": str(run)}
+    for stage in ("calibrate", "backtest"):  # the stages alone: training is not rerun
+        subprocess.run([sys.executable, "-m", f"stages.{stage}"], cwd=run, env=env, check=True)
+
+
+def collect(run: Path, dataset: str, recompute_first: bool) -> Path:
     """A kept run's per-fund grades, its calibration choice and its backtest blocks, into RESULTS."""
-    if recompute:
-        for folder in ("fundgrpo", "stages"):
-            shutil.rmtree(run / folder)
-            shutil.copytree(REPO / folder, run / folder, ignore=shutil.ignore_patterns("__pycache__"))
-        # this checkout's params with the run's profiles laid over them (its own file may name old keys)
-        bench = json.loads((run / "bench.json").read_text())
-        names = [*bench["profiles"], *([f"seed-{bench['seed']}"] if bench.get("seed") is not None else [])]
-        data = profiles.merged(names, REPO / "params.yaml", run / "profiles")
-        (run / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-        env = {**os.environ, "PYTHONPATH": str(run)}
-        for stage in ("calibrate", "backtest"):  # the stages alone: training is not rerun
-            subprocess.run([sys.executable, "-m", f"stages.{stage}"], cwd=run, env=env, check=True)
+    if recompute_first:
+        recompute(run)
     params = yaml.safe_load((run / "params.yaml").read_text())
     seed = params["grpo"]["seed"]
     out = RESULTS / dataset / f"seed-{seed}"
@@ -182,7 +188,7 @@ def collect(run: Path, dataset: str, recompute: bool) -> Path:
     summary = {
         "seed": seed,
         "sft_seed": params["sft"]["seed"],
-        "recomputed": recompute,
+        "recomputed": recompute_first,
         "test_fingerprint": backtest["test_fingerprint"],
         "n_funds": backtest["n_funds"],
         "models": {k: {m: v.get(m) for m in ("exact", "qwk", "valid_json")} for k, v in backtest["models"].items()},
