@@ -128,13 +128,14 @@ def page(result: dict) -> str:
             "",
         ]
     lines += ["## Pillars (the policy's evaluations of the test funds)", "",
-              "| run | quotes verified | pillars covered | judged as the analysts did | people | process | parent |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
+              "| run | citations verified | verified ones the analysts' sentence | pillars covered "
+              "| judged as the analysts did | people | process | parent |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for seed, p in zip(result["seeds"], result["pillars"]):
         g = p.get("grpo") or {}
         by = g.get("by_criterion") or {}
         lines.append(
-            f"| seed {seed} | {g.get('verified')} | {g.get('covered')} | {g.get('agree')} | "
+            f"| seed {seed} | {g.get('verified')} | {g.get('pertinent')} | {g.get('covered')} | {g.get('agree')} | "
             + " | ".join(str((by.get(c) or {}).get("agree")) for c in PILLARS)
             + " |"
         )

@@ -125,6 +125,7 @@ def documents_line(root: Path) -> list[str]:
         a = c["subsets"]["all"]
         verified = [p["grpo"]["verified"] for p in c["pillars"] if (p.get("grpo") or {}).get("verified") is not None]
         agree = [p["grpo"]["agree"] for p in c["pillars"] if (p.get("grpo") or {}).get("agree") is not None]
+        apt = [p["grpo"]["pertinent"] for p in c["pillars"] if (p.get("grpo") or {}).get("pertinent") is not None]
         mean = lambda xs: f"{sum(xs) / len(xs):.2f}" if xs else "–"  # noqa: E731
         d = a["served_minus_text_qwk"]
         line += (
@@ -132,7 +133,9 @@ def documents_line(root: Path) -> list[str]:
             f"served ({', '.join(sorted(set(map(str, c['served']))))}) QWK {a['served']['qwk']['mean']}, the language "
             f"model alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}, rule "
             f"{a['rule']['qwk']['mean']}; served − text baseline {d['mean']:+.3f} {d['interval']}; the policy's "
-            f"quotes verified {mean(verified)}, pillars judged as the analysts did {mean(agree)}."
+            f"citations verified {mean(verified)}"
+            + (f" (the analysts' sentence {mean(apt)})" if apt else "")
+            + f", pillars judged as the analysts did {mean(agree)}."
         )
     return ["", line]
 

@@ -236,7 +236,8 @@ JUDGEMENT_COLUMNS = ("fund_id", "criterion", "judgement", "document_id", "quote"
 
 def read_judgements(params: DocumentsSourceParams, funds: pd.DataFrame, docs: pd.DataFrame, root: Path = Path(".")):
     """The analysts' judgements of the qualitative criteria (`params.judgements`), checked: the fund is
-    known, the judgement a whole number, the document one of `docs` and the quote in its text. Empty
+    known, the judgement a whole number, the document one of `docs` and the quote in its text, within
+    one sentence or of whole ones (what an answer cites, `sentences`). Empty
     (with its columns) when none are configured."""
     if not params.judgements:
         return pd.DataFrame(columns=list(JUDGEMENT_COLUMNS))
@@ -260,6 +261,8 @@ def read_judgements(params: DocumentsSourceParams, funds: pd.DataFrame, docs: pd
             errors.append(f"{where}: field document_id: {row['document_id']!r} is not a document")
         elif spaced(row["quote"]) not in spaced(by_id[row["document_id"]]):
             errors.append(f"{where}: field quote: not found in document {row['document_id']!r}")
+        elif not sentences_of(row["quote"], by_id[row["document_id"]]):
+            errors.append(f"{where}: field quote: runs across sentences of {row['document_id']!r}; quote whole ones")
     if errors:
         more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
         raise IngestError(
@@ -342,6 +345,31 @@ def spaced(text: str) -> str:
     'The manager left.'
     """
     return " ".join(text.split())
+
+
+def sentences(text: str) -> list[str]:
+    """A document's sentences, as a prompt numbers them (from 1) and a citation names them: the text cut
+    after a full stop, question or exclamation mark (Korean's too) before a space, and at line breaks.
+
+    >>> sentences("Markets were calm.  The lead manager resigned in May.\\n책임운용역이 퇴사했다. 확인됨")
+    ['Markets were calm.', 'The lead manager resigned in May.', '책임운용역이 퇴사했다.', '확인됨']
+    """
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+
+
+def sentences_of(quote: str, text: str) -> list[int]:
+    """The numbers of the sentences of `text` a quote of it gives: the whole ones it holds, else the one it
+    lies in; empty where the quote is not in the text or runs across sentences without holding one.
+
+    >>> text = "Calm. An earlier report said she left. She did not. Then more."
+    >>> sentences_of("report said", text), sentences_of("An earlier report said she left. She did not.", text)
+    ([2], [2, 3])
+    >>> sentences_of("said she left. She", text), sentences_of("fined", text)
+    ([], [])
+    """
+    q, found = spaced(quote), sentences(text)
+    held = [i for i, s in enumerate(found, start=1) if spaced(s) in q]
+    return held or [i for i, s in enumerate(found, start=1) if q in spaced(s)][:1]
 
 
 def texts(found: dict[str, list[Document]], share_class_ids: pd.Series) -> pd.Series:

@@ -1,16 +1,18 @@
 """Evaluations that cite: the qualitative criteria judged from a fund's documents, each judgement
-resting on sentences quoted from them.
+resting on sentences it names in them.
 
-An answer's `pillars` holds, per qualitative criterion of the methodology, a judgement on its
-scale (or "not assessed") and its evidence, a list of {"document_id", "quote"}. A citation is
-*verified* when the quote, whitespace aside, occurs in the text of a document the evaluation could
-read: one of this fund's, its share class's or its company's, dated on or before the as-of date
-(what the prompt showed: the record's `documents` column). A judgement without a verified
-citation is *unsupported*; "not assessed" carries none.
+The prompt shows each readable document with its sentences numbered (`prompt_block`). An answer's
+`pillars` holds, per qualitative criterion of the methodology, a judgement on its scale (or "not
+assessed") and its evidence, a list of {"document_id", "sentence"}: the number of a sentence in that
+document. A citation is *verified* when it names a sentence of a document the evaluation could read:
+one of this fund's, its share class's or its company's, dated on or before the as-of date (what the
+prompt showed: the record's `documents` column). Naming is extractive, so a verified citation quotes
+its document exactly; whether it is the sentence that matters is `summary`'s `pertinent`. A judgement
+without a verified citation is *unsupported*; "not assessed" carries none.
 
 >>> docs = {"D1": "Markets were calm. The lead manager resigned in May.", "D2": "The firm was fined."}
->>> pillars = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "The lead manager resigned"}]},
-...            "parent": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "The firm was fined."}]}}
+>>> pillars = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2}]},
+...            "parent": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 3}]}}
 >>> c = check(pillars, docs, ("people", "process", "parent"))
 >>> c.citations, c.verified, c.supported, c.missing
 (2, 1, 1, 1)
@@ -24,11 +26,9 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from fundgrpo.data.documents import Document, by_share_class, spaced
+from fundgrpo.data.documents import Document, by_share_class, sentences, sentences_of
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.qualitative import NOT_ASSESSED
-
-MIN_QUOTE = 8  # characters: shorter quotes prove nothing
 
 
 @dataclass(frozen=True)
@@ -53,19 +53,32 @@ class Checked:
         return done / self.criteria if self.criteria else 1.0
 
 
-def verified(item: Any, documents: dict[str, str]) -> bool:
-    """One citation: a mapping naming a readable document and quoting it.
+def cited(item: Any, documents: dict[str, str]) -> str | None:
+    """The sentence one citation names, if it names one of a readable document (else None).
 
-    >>> verified({"document_id": "D1", "quote": "manager  resigned"}, {"D1": "The manager resigned."})
-    True
-    >>> verified({"document_id": "D2", "quote": "manager resigned"}, {"D1": "The manager resigned."})
-    False
+    >>> cited({"document_id": "D1", "sentence": 2}, {"D1": "Calm. The manager resigned."})
+    'The manager resigned.'
+    >>> [cited({"document_id": d, "sentence": n}, {"D1": "Calm."}) for d, n in (("D2", 1), ("D1", 2), ("D1", True))]
+    [None, None, None]
     """
     if not isinstance(item, dict):
-        return False
-    text = documents.get(str(item.get("document_id", "")))
-    quote = spaced(str(item.get("quote", "")))
-    return text is not None and len(quote) >= MIN_QUOTE and quote in spaced(text)
+        return None
+    text, number = documents.get(str(item.get("document_id", ""))), item.get("sentence")
+    if text is None or not isinstance(number, int) or isinstance(number, bool):
+        return None
+    found = sentences(text)
+    return found[number - 1] if 1 <= number <= len(found) else None
+
+
+def verified(item: Any, documents: dict[str, str]) -> bool:
+    """One citation: a mapping naming a sentence of a readable document.
+
+    >>> verified({"document_id": "D1", "sentence": 1}, {"D1": "The manager resigned."})
+    True
+    >>> verified({"document_id": "D2", "sentence": 1}, {"D1": "The manager resigned."})
+    False
+    """
+    return cited(item, documents) is not None
 
 
 def check(pillars: Any, documents: dict[str, str], criteria: tuple[str, ...]) -> Checked:
@@ -139,7 +152,7 @@ class PillarJudgement:
     criterion: str
     judgement: int | None
     evidence: tuple[Citation, ...]
-    reason: str | None  # why not assessed: no documents, the model said so, nothing it quoted was found
+    reason: str | None  # why not assessed: no documents, the model said so, no sentence it cited exists
 
     @classmethod
     def from_dict(cls, p: dict[str, Any]) -> PillarJudgement:
@@ -177,19 +190,19 @@ JUDGEMENT_WORDS = {
 NO_DOCUMENTS = "no documents"
 SAID_NOT_ASSESSED = "no document speaks to it"
 NOT_JUDGED = "the evaluation did not judge it"
-NOT_FOUND = "nothing it quoted is in the fund's documents"
+NOT_FOUND = "no sentence it cited is in the fund's documents"
 
 
 def judged(pillars: Any, documents: dict[str, str], m: Methodology) -> tuple[PillarJudgement, ...]:
     """The pillars an evaluation serves: each qualitative criterion's judgement where a quote of it was
-    found in a document the evaluation could read; otherwise not assessed, never guessed.
+    named in a document the evaluation could read (its quote that sentence); otherwise not assessed, never guessed.
 
     >>> from fundgrpo.methodology import compiler
     >>> m = compiler.load("methodology/documents.yaml")
-    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "The manager resigned"}]},
-    ...         "parent": {"judgement": 1, "evidence": [{"document_id": "D1", "quote": "A strong parent."}]}}
+    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 1}]},
+    ...         "parent": {"judgement": 1, "evidence": [{"document_id": "D1", "sentence": 2}]}}
     >>> [(p.criterion, p.judgement, p.reason) for p in judged(said, {"D1": "The manager resigned."}, m)]
-    [('people', -1, None), ('process', None, 'the evaluation did not judge it'), ('parent', None, "nothing it quoted is in the fund's documents")]
+    [('people', -1, None), ('process', None, 'the evaluation did not judge it'), ('parent', None, "no sentence it cited is in the fund's documents")]
     >>> {p.reason for p in judged(said, {}, m)}
     {'no documents'}
     """  # noqa: E501
@@ -200,22 +213,22 @@ def judged(pillars: Any, documents: dict[str, str], m: Methodology) -> tuple[Pil
         said = said if isinstance(said, dict) else {}
         given = said.get("evidence")
         evidence = given if isinstance(given, list) else []
-        cited = tuple(
-            Citation(str(e.get("document_id", "")), str(e.get("quote", "")), verified(e, documents))
-            for e in evidence
-            if isinstance(e, dict)
+        named = [(e, cited(e, documents)) for e in evidence if isinstance(e, dict)]
+        cites = tuple(
+            Citation(str(e.get("document_id", "")), found or f"sentence {e.get('sentence')}", found is not None)
+            for e, found in named
         )
         judgement = said.get("judgement")
         if not documents:
             out.append(PillarJudgement(q.id, None, (), NO_DOCUMENTS))
         elif judgement == NOT_ASSESSED:
-            out.append(PillarJudgement(q.id, None, cited, SAID_NOT_ASSESSED))
+            out.append(PillarJudgement(q.id, None, cites, SAID_NOT_ASSESSED))
         elif judgement not in q.judgements or isinstance(judgement, bool):
-            out.append(PillarJudgement(q.id, None, cited, NOT_JUDGED))
-        elif not any(c.verified for c in cited):
-            out.append(PillarJudgement(q.id, None, cited, NOT_FOUND))
+            out.append(PillarJudgement(q.id, None, cites, NOT_JUDGED))
+        elif not any(c.verified for c in cites):
+            out.append(PillarJudgement(q.id, None, cites, NOT_FOUND))
         else:
-            out.append(PillarJudgement(q.id, int(judgement), cited, None))
+            out.append(PillarJudgement(q.id, int(judgement), cites, None))
     return tuple(out)
 
 
@@ -237,21 +250,24 @@ def shown(documents: list[Document], budget_chars: int) -> tuple[list[Document],
     return out, len(ordered) - len(out)
 
 
-def reference(m: Methodology, judgements: list[dict], readable: set[str]) -> dict[str, Any]:
-    """The reference answer's pillars: the analysts' judgement of each criterion with the sentences it
-    rests on, where those documents are readable; "not assessed" where no readable document speaks.
+def reference(m: Methodology, judgements: list[dict], readable: dict[str, str]) -> dict[str, Any]:
+    """The reference answer's pillars: the analysts' judgement of each criterion citing the sentences
+    they quote, where those documents are readable (`readable`: id -> text); "not assessed" where no
+    readable document speaks.
 
     >>> from fundgrpo.methodology import compiler
     >>> m = compiler.load("methodology/documents.yaml")
-    >>> ref = reference(m, [{"criterion": "people", "judgement": -1, "document_id": "D1", "quote": "Left."}], {"D1"})
+    >>> said = [{"criterion": "people", "judgement": -1, "document_id": "D1", "quote": "Left."}]
+    >>> ref = reference(m, said, {"D1": "Calm. Left."})
     >>> ref["people"], ref["process"]["judgement"]
-    ({'judgement': -1, 'evidence': [{'document_id': 'D1', 'quote': 'Left.'}]}, 'not assessed')
+    ({'judgement': -1, 'evidence': [{'document_id': 'D1', 'sentence': 2}]}, 'not assessed')
     """
     out: dict[str, Any] = {}
     for q in m.qualitative:
         rows = [j for j in judgements if j["criterion"] == q.id and j["document_id"] in readable]
-        if rows:
-            evidence = [{"document_id": j["document_id"], "quote": j["quote"]} for j in rows]
+        if rows:  # each quote checked at ingest: it gives at least one sentence
+            evidence = [{"document_id": j["document_id"], "sentence": n}
+                        for j in rows for n in sentences_of(j["quote"], readable[j["document_id"]])]  # fmt: skip
             out[q.id] = {"judgement": int(rows[0]["judgement"]), "evidence": evidence}
         else:
             out[q.id] = {"judgement": NOT_ASSESSED, "evidence": []}
@@ -268,13 +284,13 @@ PROMPT = {
         "head": "Documents, newest first",
         "cut": ", {n} older not shown",
         "none": "Documents: none",
-        "ask": 'Judge {names} from the documents: {scale} or "not assessed", each citing document id and quote.',
+        "ask": 'Judge {names} from the documents: {scale} or "not assessed", each citing document id and sentence.',
     },
     "ko": {
         "head": "문서 (최신순",
         "cut": ", 이전 문서 {n}건 생략",
         "none": "문서: 없음",
-        "ask": '문서를 근거로 {names}을(를) 평가: {scale} 또는 "not assessed", 문서 id와 인용문을 함께.',
+        "ask": '문서를 근거로 {names}을(를) 평가: {scale} 또는 "not assessed", 문서 id와 문장 번호를 함께.',
     },
 }
 
@@ -294,10 +310,10 @@ def prompt_block(m: Methodology, docs: list[Document], cut: int) -> str:
 
     >>> from fundgrpo.methodology import compiler
     >>> m = compiler.load("methodology/documents.yaml")
-    >>> print(prompt_block(m, [Document("D1", "fund", "F", "2024-03-01", "news", "en", "The manager left.")], 2))
+    >>> print(prompt_block(m, [Document("D1", "fund", "F", "2024-03-01", "news", "en", "Calm. The manager left.")], 2))
     Documents, newest first, 2 older not shown:
-    [D1 2024-03-01 news] The manager left.
-    Judge People, Process, Parent from the documents: -1/0/1 or "not assessed", each citing document id and quote.
+    [D1 2024-03-01 news] (1) Calm. (2) The manager left.
+    Judge People, Process, Parent from the documents: -1/0/1 or "not assessed", each citing document id and sentence.
     """
     t = PROMPT[m.language]
     names = ", ".join(q.text(m.language) for q in m.qualitative)
@@ -306,7 +322,10 @@ def prompt_block(m: Methodology, docs: list[Document], cut: int) -> str:
     if not docs:
         return f"{t['none']}\n{ask}"
     head = t["head"] + (t["cut"].format(n=cut) if cut else "") + (")" if m.language == "ko" else "") + ":"
-    lines = [f"[{d.document_id} {d.date} {d.kind}] {d.text}" for d in docs]
+    lines = [
+        f"[{d.document_id} {d.date} {d.kind}] " + " ".join(f"({i}) {x}" for i, x in enumerate(sentences(d.text), 1))
+        for d in docs
+    ]
     return "\n".join([head, *lines, ask])
 
 
@@ -322,24 +341,28 @@ def reading(
 
 def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology) -> dict[str, Any]:
     """One evaluator's qualitative judgements over `rows` (records with `documents` and reference
-    `pillars`): the citations made and verified, the criteria covered (judged with a verified citation,
-    or not assessed), and the judgements that agree with the analysts', overall and per criterion.
+    `pillars`): the citations made and verified, the verified ones *pertinent* (a sentence the analysts
+    cite for that criterion, where they judge it), the criteria covered (judged with a verified
+    citation, or not assessed), and the judgements that agree with the analysts', overall and per
+    criterion.
 
     >>> m = __import__("fundgrpo.methodology.compiler", fromlist=["load"]).load("methodology/documents.yaml")
-    >>> row = {"documents": '{"D1": "The lead manager resigned."}',
-    ...        "pillars": '{"people": {"judgement": -1, "evidence": []}}'}
-    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": "lead manager resigned"}]}}
+    >>> row = {"documents": '{"D1": "Calm. The lead manager resigned."}',
+    ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2}]}}'}
+    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2},
+    ...                                                   {"document_id": "D1", "sentence": 1}]}}
     >>> s = summary([row], [{"pillars": said}], m)
-    >>> s["citations"], s["verified"], s["agree"], s["by_criterion"]["people"]
-    (1, 1.0, 1.0, {'judged_by_analysts': 1, 'agree': 1.0})
+    >>> s["citations"], s["verified"], s["pertinent"], s["agree"], s["by_criterion"]["people"]
+    (2, 1.0, 0.5, 1.0, {'judged_by_analysts': 1, 'agree': 1.0})
     """
     ids = tuple(q.id for q in m.qualitative)
-    made = found = 0
+    made = found = pertinent = judged_cites = 0
     covered: list[float] = []
     agree: dict[str, list[bool]] = {cid: [] for cid in ids}
     for row, pred in zip(rows, preds):
         said = pred.get("pillars")
-        c = check(said, json.loads(row["documents"]), ids)
+        documents = json.loads(row["documents"])
+        c = check(said, documents, ids)
         made, found = made + c.citations, found + c.verified
         covered.append(c.coverage)
         reference_pillars = json.loads(row["pillars"])
@@ -347,12 +370,19 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
             ref = reference_pillars.get(cid)
             if ref and ref.get("judgement") != NOT_ASSESSED:
                 agree[cid].extend(directions(said, {cid: ref}))
+                right = {(e["document_id"], e["sentence"]) for e in ref["evidence"]}
+                mine = said.get(cid) if isinstance(said, dict) else None
+                given = mine.get("evidence") if isinstance(mine, dict) else None
+                ok = [e for e in given if verified(e, documents)] if isinstance(given, list) else []
+                judged_cites += len(ok)
+                pertinent += sum((str(e["document_id"]), e["sentence"]) in right for e in ok)
     together = [a for v in agree.values() for a in v]
     return {
         "evaluations": len(rows),
         "with_pillars": sum(isinstance(p.get("pillars"), dict) for p in preds),
         "citations": made,
         "verified": round(found / made, 4) if made else None,
+        "pertinent": round(pertinent / judged_cites, 4) if judged_cites else None,
         "covered": round(sum(covered) / len(covered), 4) if covered else None,
         "agree": round(sum(together) / len(together), 4) if together else None,
         "by_criterion": {

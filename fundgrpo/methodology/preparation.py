@@ -127,7 +127,7 @@ def build_records(
             shown_docs, cut = citations.shown(reading.documents.get(sid, []), reading.budget_chars)
             user = messages[-1]["content"].rsplit("\n", 1)  # the documents go before the answer's format
             messages[-1]["content"] = "\n".join([user[0], citations.prompt_block(m, shown_docs, cut), user[-1]])
-            readable = {d.document_id for d in shown_docs}
+            readable = {d.document_id: d.text for d in shown_docs}
             pillars = citations.reference(m, reading.judgements.get(str(row["fund_id"]), []), readable)
         answered, answered_score = grade, score
         if params.reference_grade == "explained" and shown_model:

@@ -49,6 +49,7 @@ class Evaluation:
     gbm_grade: int | None
     gbm_probabilities: list[float] | None
     peers: int
+    percentiles: dict[str, float | None]  # per criterion, among the category's share classes (100 = best)
     missing_criteria: str  # metrics the model weighs that the fund lacks, comma-separated
     unsupported: list[str] = field(default_factory=list)  # what its reasoning misstates
     flags: list[str] = field(default_factory=list)
@@ -60,6 +61,18 @@ class Evaluation:
     @property
     def needs_analyst(self) -> bool:
         return bool(self.review)
+
+
+def percentiles(evidence: str | dict, m: Methodology) -> dict[str, float | None]:
+    """The fund's percentile per quantitative criterion (the methodology's order), from its record's
+    evidence (None where it has no data).
+
+    >>> from fundgrpo.methodology.compiler import example_methodology
+    >>> percentiles('{"sharpe_3y": 85.0}', example_methodology())["sharpe_3y"]
+    85.0
+    """
+    found = json.loads(evidence) if isinstance(evidence, str) else evidence
+    return {c.id: (None if found.get(c.id) is None else round(float(found[c.id]), 1)) for c in m.criteria}
 
 
 def flags(
@@ -153,6 +166,7 @@ def build(
         gbm_grade=record.get("gbm_grade"),
         gbm_probabilities=record.get("gbm_probs"),
         peers=record["peers"],
+        percentiles=percentiles(record["evidence"], methodology),
         missing_criteria=lacking,
         unsupported=list(p.get("unsupported") or []),
         flags=flags(record, lacking, p, methodology, pillars),
@@ -191,6 +205,7 @@ def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extr
                 {str(g): q for g, q in zip(grades, e.gbm_probabilities)} if e.gbm_probabilities is not None else None
             ),
             "peers": e.peers,
+            "percentiles": e.percentiles,
         },
         "rule_grade": e.rule_grade,
         **extra,

@@ -291,7 +291,7 @@ def length_reward(completions: list, *, schema: dict, reasoning_chars: tuple[int
 def citations_reward(
     completions: list, documents: list | None = None, *, schema: dict, methodology: Methodology, **columns: Any
 ) -> list[float | None]:
-    """The qualitative criteria covered and their quotes verified (`methodology.citations.reward`) against
+    """The qualitative criteria covered and their citations verified (`methodology.citations.reward`) against
     the documents the prompt showed; None where the record has no documents column (no qualitative criteria).
 
     >>> methodology, schema = example_methodology()

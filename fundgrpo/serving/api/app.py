@@ -19,12 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 
 from fundgrpo.data import analyst_labels
 from fundgrpo.params import load_params
 from fundgrpo.serving.api import portal, ratings, routes
 from fundgrpo.serving.api.evaluator import Evaluator
-from fundgrpo.serving.api.keys import KeyRing
+from fundgrpo.serving.api.keys import KeyRing, hash_key
 from fundgrpo.serving.api.limits import RateLimiter
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
@@ -98,6 +99,8 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
                 response = await call_next(request)
         else:
             response = await call_next(request)
+        if 400 <= response.status_code < 500 and not getattr(request.state, "audited", False):
+            await run_in_threadpool(audit_refusal, request, response.status_code)
         ACCESS.info(
             json.dumps(
                 {
@@ -130,6 +133,23 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     app.include_router(ratings.router)
     app.include_router(portal.router)
     return app
+
+
+def audit_refusal(request: Request, status: int) -> None:
+    """The audit row of a refused request that its route did not audit: who (the key's name; "unknown
+    key" with the first digits of its hash, never the key; "anonymous"), what and from where."""
+    key = request.headers.get("x-api-key")
+    entry = request.app.state.keys.get(hash_key(key)) if key else None  # refused before the key was read (413)
+    actor = getattr(request.state, "key_name", None) or (entry or {}).get("name")
+    detail = {"method": request.method, "path": request.url.path, "status": status,
+              "from": request.client.host if request.client else None}  # fmt: skip
+    if actor is None and key:
+        actor, detail["key_hash"] = "unknown key", hash_key(key)[:12]
+    try:
+        request.app.state.store.log(actor or "anonymous", "refused", None, detail)
+    except sa.exc.OperationalError as err:  # the store is down: the refusal stands, the access log keeps it
+        why = str(err).splitlines()[0]
+        ACCESS.warning(json.dumps({**detail, "actor": actor or "anonymous", "audit": f"not written: {why}"}))
 
 
 def json_safe(value):

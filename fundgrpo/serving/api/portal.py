@@ -28,6 +28,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from fundgrpo.methodology.citations import JUDGEMENT_WORDS
 from fundgrpo.serving.api import ratings
 from fundgrpo.serving.api.keys import hash_key
+from fundgrpo.serving.api.routes import audit
 
 router = APIRouter(include_in_schema=False)
 SESSION, CSRF = "fg_portal", "fg_csrf"
@@ -44,14 +45,17 @@ WORDS = {
            "reviewer": "Reviewer", "methodology": "Methodology", "model": "Model", "pillars": "Qualitative pillars",
            "reasoning": "Reasoning", "note": "Reviewer's note", "history": "Grade history", "evidence": "Evidence",
            "not_assessed": "not assessed", "withdrawn": "withdrawn", "published": "published", "pdf": "PDF",
-           "other": "한국어", "not_found": "No published rating for this share class."},
+           "other": "한국어", "not_found": "No published rating for this share class.", "peers": "Against its peers",
+           "percentile": "percentile among the {n} share classes of its category (100 = best; dashed: the middle)",
+           "no_data": "no data"},
     "ko": {"title": "공개 등급", "sign_in": "로그인", "key": "API 키", "sign_out": "로그아웃",
            "bad_key": "이 키로는 포털에 들어갈 수 없습니다.", "none": "공개된 등급이 아직 없습니다.",
            "fund": "클래스", "grade": "등급", "state": "상태", "version": "버전", "date": "공개일",
            "reviewer": "심사자", "methodology": "방법론", "model": "모델", "pillars": "정성 평가",
            "reasoning": "근거", "note": "심사자 의견", "history": "등급 이력", "evidence": "근거 문장",
            "not_assessed": "평가 불가", "withdrawn": "철회", "published": "공개", "pdf": "PDF",
-           "other": "English", "not_found": "이 클래스의 공개 등급이 없습니다."},
+           "other": "English", "not_found": "이 클래스의 공개 등급이 없습니다.", "peers": "동일 유형 대비",
+           "percentile": "같은 유형 {n}개 클래스 중 백분위 (100 = 최상, 점선: 중간)", "no_data": "자료 없음"},
 }  # fmt: skip
 
 
@@ -137,7 +141,7 @@ def login(request: Request, key: str = Form("", max_length=200), csrf: str = For
     api = request.app.state
     host = request.client.host if request.client else "unknown"
     if not api.limiter.allow(f"portal:{host}"):  # guessing keys: the sign-in form has a rate of its own
-        api.store.log("unknown", "portal_refused", None, {"why": "over the sign-in rate", "from": host})
+        audit(request, "anonymous", "portal_refused", None, {"why": "over the sign-in rate", "from": host})
         raise HTTPException(429, "too many sign-in attempts: wait a minute", headers={"Retry-After": "60"})
     digest = hash_key(key) if key else ""
     entry = api.keys.get(digest) if key else None
@@ -176,12 +180,6 @@ def _grade(r: dict, w: dict) -> str:
     return f"{r['grade']} · {html.escape(r.get('grade_label') or '')}"
 
 
-def pillar_name(request: Request, criterion: str, lang: str) -> str:
-    """A qualitative criterion by the methodology's label in `lang`."""
-    found = next((q for q in request.app.state.evaluator.methodology.qualitative if q.id == criterion), None)
-    return found.text(lang) if found is not None else criterion
-
-
 def judgement_words(judgement, lang: str) -> str:
     """ "lowers (-1)", "not assessed", in `lang`."""
     said = JUDGEMENT_WORDS[lang].get(judgement, str(judgement))
@@ -196,25 +194,77 @@ def versions_of(request: Request, share_class_id: str) -> tuple[dict, list[dict]
     return who, ratings.visible(request, share_class_id, set(who["entitled"]))
 
 
-def history_svg(versions: list[dict]) -> str:
-    """The grade over the versions as an inline SVG (matplotlib), withdrawals as gaps."""
+def pyplot():
+    """matplotlib's pyplot, drawing off-screen, with the Korean font known (the charts' labels may be Korean)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import font_manager
 
-    fig, ax = plt.subplots(figsize=(6, 2.2))
-    xs = [v["published_at"][:10] + f" v{v['version']}" for v in versions]
-    ax.step(range(len(xs)), [v["grade"] if v["grade"] is not None else float("nan") for v in versions],
-            where="mid", marker="o")  # fmt: skip
-    ax.set_xticks(range(len(xs)), xs, fontsize=7)
-    ax.set_ylim(0.5, 5.5)
-    ax.set_yticks([1, 2, 3, 4, 5])
-    fig.tight_layout()
+    if "NanumGothic" not in {f.name for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(str(font()))
+    return plt
+
+
+def svg(fig) -> str:
+    """The figure as inline SVG (then closed)."""
     out = io.StringIO()
     fig.savefig(out, format="svg")
-    plt.close(fig)
+    pyplot().close(fig)
     return out.getvalue()[out.getvalue().index("<svg") :]
+
+
+def png(fig) -> bytes:
+    """The figure as PNG (then closed), for the PDF."""
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=150)
+    pyplot().close(fig)
+    return out.getvalue()
+
+
+def history_chart(versions: list[dict]):
+    """The grade over the versions (withdrawals as gaps)."""
+    plt = pyplot()
+    with plt.rc_context({"font.family": ["NanumGothic", "DejaVu Sans"]}):
+        fig, ax = plt.subplots(figsize=(6, 2.2))
+        xs = [v["published_at"][:10] + f" v{v['version']}" for v in versions]
+        ax.step(range(len(xs)), [v["grade"] if v["grade"] is not None else float("nan") for v in versions],
+                where="mid", marker="o")  # fmt: skip
+        ax.set_xticks(range(len(xs)), xs, fontsize=7)
+        ax.set_ylim(0.5, 5.5)
+        ax.set_yticks([1, 2, 3, 4, 5])
+        fig.tight_layout()
+        return fig
+
+
+def peers_chart(peers: dict, names: dict[str, str], w: dict):
+    """The fund's percentile per quantitative criterion among its category's share classes, the middle
+    peer dashed; a criterion without data is named, with no bar."""
+    plt = pyplot()
+    with plt.rc_context({"font.family": ["NanumGothic", "DejaVu Sans"]}):
+        items = list(peers["percentiles"].items())
+        fig, ax = plt.subplots(figsize=(6, 0.45 * len(items) + 0.9))
+        ys = range(len(items))
+        values = [v if v is not None else 0.0 for _, v in items]
+        colours = [plt.get_cmap("RdYlGn")(v / 100) for v in values]
+        ax.barh(ys, values, color=colours)
+        for y, (_, v) in zip(ys, items):
+            ax.text(v + 1 if v is not None else 1, y, f"{v:.0f}" if v is not None else w["no_data"], va="center",
+                    fontsize=8)  # fmt: skip
+        ax.axvline(50, linestyle="--", color="grey", linewidth=1)
+        ax.set_yticks(list(ys), [names.get(c, c) for c, _ in items], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 105)
+        ax.set_xlabel(w["percentile"].format(n=peers["count"]), fontsize=8)
+        fig.tight_layout()
+        return fig
+
+
+def criterion_names(request: Request, lang: str) -> dict[str, str]:
+    """Every criterion (quantitative and qualitative) by the methodology's label in `lang`."""
+    m = request.app.state.evaluator.methodology
+    return {c.id: c.text(lang) for c in (*m.criteria, *m.qualitative)}
 
 
 @router.get("/portal/ratings/{share_class_id}")
@@ -225,8 +275,9 @@ def report(request: Request, share_class_id: str):
     lang = language(request)
     w = WORDS[lang]
     r = versions[-1]
+    names = criterion_names(request, lang)
     pillars = "".join(
-        f"<tr><td>{html.escape(pillar_name(request, p['criterion'], lang))}</td>"
+        f"<tr><td>{html.escape(names.get(p['criterion'], p['criterion']))}</td>"
         f"<td>{html.escape(judgement_words(p['judgement'], lang))}</td><td>"
         + "<br>".join(f"[{html.escape(c['document_id'])}] “{html.escape(c['quote'])}”" for c in p["evidence"])
         + "</td></tr>"
@@ -246,7 +297,8 @@ def report(request: Request, share_class_id: str):
         + (f"<h2>{w['note']}</h2><p>{html.escape(r['note'])}</p>" if r.get("note") else "")
         + (f"<h2>{w['reasoning']}</h2><p>{html.escape(r['reasoning'])}</p>" if r.get("reasoning") else "")
         + (f"<h2>{w['pillars']}</h2><table>{pillars}</table>" if pillars else "")
-        + f"<h2>{w['history']}</h2>{history_svg(versions)}{_sign_out(who, w)}"
+        + (f"<h2>{w['peers']}</h2>{svg(peers_chart(r['peers'], names, w))}" if r.get("peers") else "")
+        + f"<h2>{w['history']}</h2>{svg(history_chart(versions))}{_sign_out(who, w)}"
     )
     return page(f"{w['fund']} {r['share_class_id']}", body, lang)
 
@@ -263,6 +315,7 @@ def report_pdf(request: Request, share_class_id: str) -> Response:
     lang = language(request)
     w = WORDS[lang]
     r = versions[-1]
+    names = criterion_names(request, lang)
     pdf = FPDF()
     pdf.add_page()
     pdf.add_font("Nanum", "", str(font()))
@@ -286,9 +339,13 @@ def report_pdf(request: Request, share_class_id: str) -> Response:
         say(w["pillars"], 12)
         for p in r["pillars"]:
             quotes = "; ".join(f"[{c['document_id']}] “{c['quote']}”" for c in p["evidence"])
-            said = f"{pillar_name(request, p['criterion'], lang)}: {judgement_words(p['judgement'], lang)}"
+            said = f"{names.get(p['criterion'], p['criterion'])}: {judgement_words(p['judgement'], lang)}"
             say(said + (f" — {quotes}" if quotes else ""))
+    if r.get("peers"):
+        say(w["peers"], 12)
+        pdf.image(io.BytesIO(png(peers_chart(r["peers"], names, w))), w=150)
     say(w["history"], 12)
+    pdf.image(io.BytesIO(png(history_chart(versions))), w=150)
     for v in versions:
         said = w["withdrawn"] if v["state"] == "withdrawn" else f"{v['grade']} {v.get('grade_label') or ''}"
         say(f"v{v['version']} {v['published_at'][:10]}: {said} ({v['reviewer']})")

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from fundgrpo.methodology.compiler import Methodology, described
 from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.keys import CLIENT_SCOPE, hash_key
-from fundgrpo.serving.api.routes import documented, header, need
+from fundgrpo.serving.api.routes import audit, documented, header, need
 from fundgrpo.serving.api.schemas import PublicationRequest, WithdrawalRequest
 from fundgrpo.serving.api.store import Conflict, Store
 
@@ -29,6 +29,15 @@ def grade_label(m: Methodology, grade: int | None) -> str | None:
     """What a grade means, in the methodology's language (its band's label)."""
     band = next((b for b in m.bands if b.grade == grade), None)
     return None if band is None else band.label.get(m.language) or band.label.get("en")
+
+
+def peers(evidence: dict) -> dict | None:
+    """The fund against its peers as its evaluation saw them (None for an evaluation stored without).
+
+    >>> peers({"peers": 12, "percentiles": {"sharpe_3y": 85.0}})
+    {'count': 12, 'percentiles': {'sharpe_3y': 85.0}}
+    """
+    return {"count": evidence["peers"], "percentiles": evidence["percentiles"]} if "percentiles" in evidence else None
 
 
 def reader(request: Request, key: str | None = Depends(header)) -> set[str] | None:
@@ -47,7 +56,7 @@ def visible(request: Request, share_class_id: str, allowed: set[str] | None) -> 
     as one never published."""
     api = request.app.state
     versions = api.store.rating_history(share_class_id) if allowed is None or share_class_id in allowed else []
-    api.store.log(request.state.key_name, "read_rating", share_class_id, {"found": bool(versions)})
+    audit(request, request.state.key_name, "read_rating", share_class_id, {"found": bool(versions)})
     if not versions:
         raise HTTPException(404, f"no published rating for share class {share_class_id!r}")
     return versions
@@ -98,6 +107,7 @@ def publish(request: Request, body: PublicationRequest, reviewer: str = Depends(
         "reasoning": evaluation.get("reasoning"),
         "pillars": evaluation.get("pillars") or [],
         "note": reason if changed else None,
+        "peers": peers(evaluation.get("evidence") or {}),
     }
     try:
         return store.publish(

@@ -44,6 +44,12 @@ def documented(model, code: int = 200, also: tuple[int, ...] = ()) -> dict:
     return {"response_model": None, "responses": responses}
 
 
+def audit(request: Request, actor: str, action: str, share_class_id: str | None, detail: dict) -> None:
+    """An audit row for this request (the access middleware then adds no refusal row of its own)."""
+    request.app.state.store.log(actor, action, share_class_id, detail)
+    request.state.audited = True
+
+
 def need(scope: str):
     def check(request: Request, key: str | None = Depends(header)) -> str:
         api = request.app.state
@@ -57,7 +63,7 @@ def need(scope: str):
         if scope not in entry["scopes"]:
             if scope in ("review", "publish") or entry.get("client"):  # refused decisions, and every client attempt
                 why = f"no {scope} scope" + (f" (client {entry['client']})" if entry.get("client") else "")
-                api.store.log(entry["name"], "refused", None, {"path": request.url.path, "why": why})
+                audit(request, entry["name"], "refused", None, {"path": request.url.path, "why": why})
             raise HTTPException(403, f"this key lacks the {scope!r} scope")
         if not api.limiter.allow(entry["name"]):
             raise HTTPException(

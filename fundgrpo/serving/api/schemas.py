@@ -144,6 +144,9 @@ class Evidence(Answer):
     gbm_grade: Optional[int] = Field(None, description="gradient boosting's likeliest grade")
     gbm_probabilities: Optional[Grades] = None
     peers: int = Field(..., description="share classes in the category, this one included")
+    percentiles: dict[str, Optional[float]] = Field(
+        ..., description="per quantitative criterion, the fund's percentile among those peers (100 = best; null: none)"
+    )
 
 
 class Label(Answer):
@@ -282,6 +285,13 @@ class Ready(Answer):
     error: Optional[str] = None
 
 
+class Peers(Answer):
+    count: int = Field(..., description="share classes in the category, this one included")
+    percentiles: dict[str, Optional[float]] = Field(
+        ..., description="per quantitative criterion, the fund's percentile among them (100 = best; null: no data)"
+    )
+
+
 class Rating(Answer):
     """A published rating as a client reads it: one immutable version."""
 
@@ -293,6 +303,7 @@ class Rating(Answer):
     reasoning: Optional[str] = None
     pillars: list[PillarOut] = Field(default_factory=list)
     note: Optional[str] = Field(None, description="the reviewer's reason where the grade is not the draft's")
+    peers: Optional[Peers] = Field(None, description="the fund against its category's share classes, as evaluated")
     model_version: Optional[str] = None
     methodology: str
     reviewer: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -106,3 +108,22 @@ def test_an_empty_or_absent_folder_gives_no_documents_and_says_so(tmp_path):
     assert documents.summary(absent, None, tmp_path / "absent").endswith(
         "absent does not exist: ingest.documents.path)"
     )
+
+
+def test_the_analysts_judgements_name_each_bad_row_and_field(tmp_path):
+    docs = pd.DataFrame({"document_id": ["D1"], "text": ["Markets were calm. The lead manager left the firm."]})
+    rows = pd.DataFrame({"fund_id": ["F1", "F9", "F1", "F1", "F1"], "criterion": ["people"] * 5,
+                         "judgement": ["-1", "-1", "down", "-1", "-1"], "document_id": ["D1", "D1", "D1", "D2", "D1"],
+                         "quote": ["The lead manager left", "calm.", "calm.", "x", "calm. The lead"]})  # fmt: skip
+    rows.to_csv(tmp_path / "judged.csv", index=False)
+    params = DocumentsSourceParams(path=str(tmp_path), judgements="judged.csv")
+    with pytest.raises(IngestError) as err:
+        documents.read_judgements(params, FUNDS, docs, tmp_path)
+    said = str(err.value)
+    assert "4 problem(s); nothing was written" in said
+    assert "row 2: field fund_id: 'F9'" in said and "row 3: field judgement: 'down'" in said
+    assert "row 4: field document_id: 'D2' is not a document" in said
+    assert "row 5: field quote: runs across sentences of 'D1'" in said  # an answer cites whole sentences
+    rows.iloc[[0]].to_csv(tmp_path / "good.csv", index=False)
+    good = documents.read_judgements(replace(params, judgements="good.csv"), FUNDS, docs, tmp_path)
+    assert good["judgement"].tolist() == [-1]

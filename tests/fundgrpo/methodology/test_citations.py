@@ -75,21 +75,39 @@ def test_the_reference_cites_what_the_prompt_showed_and_passes_its_own_checks(re
         assert citations.reward(answer["pillars"], json.loads(r["documents"]), IDS) == 1.0
     pillars = json.loads(records["S0"]["reference"])["pillars"]
     assert pillars["people"]["judgement"] == -1 and pillars["parent"]["evidence"][0]["document_id"] == "D2"
+    # the analysts' quote, as the number of the sentence the prompt shows it in
+    assert pillars["people"]["evidence"] == [{"document_id": "D3", "sentence": 2}]
+    assert (
+        "[D3 2024-06-01 news] (1) Markets were calm. (2) The lead manager resigned in May."
+        in (records["S0"]["prompt"][-1]["content"])
+    )
     assert pillars["process"] == {"judgement": "not assessed", "evidence": []}  # its document was cut
     assert all(p["judgement"] == "not assessed" for p in json.loads(records["S1"]["reference"])["pillars"].values())
 
 
-def test_an_invented_or_misattributed_quote_is_not_verified(records):
+def test_a_citation_of_no_sentence_or_an_unshown_document_is_not_verified(records):
     documents = json.loads(records["S0"]["documents"])
     lies = {
-        "people": {"judgement": -1, "evidence": [{"document_id": "D3", "quote": "The lead manager was fired."}]},
-        "process": {"judgement": 1, "evidence": [{"document_id": "D1", "quote": "We remain disciplined"}]},  # not shown
-        "parent": {"judgement": -1, "evidence": [{"document_id": "D3", "quote": "The regulator fined Acme"}]},
+        "people": {"judgement": -1, "evidence": [{"document_id": "D3", "sentence": 3}]},  # D3 has two
+        "process": {"judgement": 1, "evidence": [{"document_id": "D1", "sentence": 1}]},  # not shown
+        "parent": {"judgement": -1, "evidence": [{"document_id": "D3", "sentence": 0}, {"document_id": "D2"}]},
     }
     c = citations.check(lies, documents, IDS)
-    assert (c.citations, c.verified, c.supported, c.coverage) == (3, 0, 0, 0.0)
+    assert (c.citations, c.verified, c.supported, c.coverage) == (4, 0, 0, 0.0)
     assert citations.reward(lies, documents, IDS) == 0.0
     assert citations.reward({}, documents, IDS) == 0.5  # nothing judged: no false citation, no coverage
+    # served: the judgements rest on nothing, so none is served; the citations read as the model gave them
+    served = {p.criterion: p for p in citations.judged(lies, documents, M)}
+    assert {p.judgement for p in served.values()} == {None} and served["people"].reason == citations.NOT_FOUND
+    assert served["people"].evidence[0].quote == "sentence 3" and not served["people"].evidence[0].verified
+
+
+def test_a_verified_citation_serves_its_sentence_word_for_word(records):
+    documents = json.loads(records["S0"]["documents"])
+    said = {"people": {"judgement": -1, "evidence": [{"document_id": "D3", "sentence": 2}]}}
+    [people] = [p for p in citations.judged(said, documents, M) if p.criterion == "people"]
+    assert people.judgement == -1 and people.evidence[0].quote == "The lead manager resigned in May."
+    assert people.evidence[0].quote in DOCS[0].text
 
 
 def test_the_backtest_summary_counts_what_the_model_wrote(records):
@@ -97,6 +115,7 @@ def test_the_backtest_summary_counts_what_the_model_wrote(records):
     texts = [rows[0]["reference"], json.dumps({"reasoning": "average fund", "score": 20, "grade": 2})]
     summary = citations.summary(rows, predictions_from_texts(texts, compiler.output_schema(M)), M)
     assert summary["with_pillars"] == 1 and summary["verified"] == 1.0 and summary["agree"] == 1.0
+    assert summary["pertinent"] == 1.0  # the reference cites the analysts' sentences
     assert summary["covered"] == 0.5  # the second answer judged nothing
     assert summary["by_criterion"]["people"] == {"judged_by_analysts": 1, "agree": 1.0}
 
@@ -106,5 +125,6 @@ def test_korean_prompts_show_documents_in_korean():
     ko = compiler.parse({**raw, "language": "ko"}, "ko.yaml")
     doc = Document("K1", "company", "한빛자산운용", "2024-05-02", "news", "ko", "금융당국은 과태료를 부과했다.")
     block = citations.prompt_block(ko, [doc], 0)
-    assert block.startswith("문서 (최신순):") and "[K1 2024-05-02 news] 금융당국은" in block
+    assert block.startswith("문서 (최신순):") and "[K1 2024-05-02 news] (1) 금융당국은" in block
+    assert "문장 번호" in block
     assert "운용인력, 운용 프로세스, 운용사" in block

@@ -26,7 +26,9 @@ from fundgrpo.methodology import compiler
 from fundgrpo.methodology.citations import NO_DOCUMENTS
 from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.app import create_app
+from fundgrpo.serving.api.keys import hash_key
 from fundgrpo.serving.api.settings import ApiSettings
+from fundgrpo.serving.api.store import Store
 from tests import support
 from tests.support import REPO
 
@@ -356,6 +358,15 @@ def test_keys_scopes_limits_and_bad_input(setup, caplog):
     assert {"method", "path", "status", "ms", "key"} <= set(lines[-1]) and lines[-1]["key"] == "analyst"
     assert {401, 403, 413, 422, 429} <= {line["status"] for line in lines}
     assert not any(keys["analyst"] in r.getMessage() or keys["reader"] in r.getMessage() for r in caplog.records)
+    # the audit: every refused request, the anonymous and the unknown key's too (its hash's first digits, not it)
+    refused = [a for a in Store(settings.db_url).audit_log() if a["action"] == "refused"]
+    by_status = {a["detail"]["status"]: a["actor"] for a in refused}
+    assert by_status[401] in ("anonymous", "unknown key") and by_status[413] == by_status[422] == "analyst"
+    assert {"anonymous", "unknown key", "analyst"} <= {a["actor"] for a in refused}
+    unknown = next(a for a in refused if a["actor"] == "unknown key")
+    assert unknown["detail"]["key_hash"] == hash_key("fg_wrong")[:12] and "fg_wrong" not in json.dumps(refused)
+    assert len([a for a in refused if a["detail"]["status"] == 422]) == 9  # each bad body, one row each
+    assert any(a["detail"]["status"] == 429 for a in refused)
 
 
 def test_keys_added_and_revoked_while_the_server_runs(setup, tmp_path):
@@ -528,8 +539,6 @@ def test_an_acknowledged_decision_survives_a_server_kill(trained, tmp_path):
     import signal
     import socket
     import urllib.request
-
-    from fundgrpo.serving.api.store import Store
 
     root, _ = trained
     keys = tmp_path / "keys.json"

@@ -15,6 +15,8 @@ from fastapi.testclient import TestClient
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from selenium.webdriver.common.by import By
 
+from fundgrpo.methodology.compiler import load_methodology
+from fundgrpo.params import load_params
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key, entitle, hash_key, revoke_key
 from fundgrpo.serving.api.portal import SESSION, WORDS
@@ -40,6 +42,8 @@ def portal(trained, tmp_path):
     entitle(keys, "Beta", ["API-1"])
     db = f"sqlite:///{tmp_path}/store.db"
     store = Store(db)
+    criteria = load_methodology(root / load_params(root / "params.yaml").methodology.out_dir).criteria
+    peers = {"count": 12, "percentiles": {c.id: (None if i == 0 else 90.0 - 20 * i) for i, c in enumerate(criteria)}}
     for sid in ("API-0", "API-1"):
         [eid] = store.add([{"share_class_id": sid, "grade": 3, "reasoning": "Average. 운용인력 교체.",
                             "pillars": PILLARS}], "models:/fund-evaluator/1")  # fmt: skip
@@ -47,9 +51,9 @@ def portal(trained, tmp_path):
         for grade, note in ((4, None), (3, "re-rated after the manager left")):
             store.publish(sid, "published", grade, draft, "'House' v1 (en, fingerprint ab12)", "reviewer", note,
                           {"grade_label": f"label {grade}", "reasoning": draft["reasoning"], "pillars": PILLARS,
-                           "note": note})  # fmt: skip
+                           "note": note, "peers": peers})  # fmt: skip
     settings = ApiSettings(keys_file=keys, db_url=db, model=str(root / "models/policy"), portal_secret="s3cret")
-    return root, settings, made, keys
+    return root, settings, made, keys, criteria
 
 
 def get(base: str, path: str, cookie: str = "") -> tuple[int, bytes]:
@@ -63,7 +67,7 @@ def get(base: str, path: str, cookie: str = "") -> tuple[int, bytes]:
 
 @pytest.mark.skipif(not support.has_browser(), reason=support.NO_BROWSER)
 def test_a_client_signs_in_reads_its_report_in_both_languages_and_downloads_the_pdf(portal, tmp_path):
-    root, settings, keys, _ = portal
+    root, settings, keys, _, _ = portal
     server, base = support.serve(create_app(root, settings))
     driver = support.browser("1200,1400")
     try:
@@ -76,9 +80,9 @@ def test_a_client_signs_in_reads_its_report_in_both_languages_and_downloads_the_
         body = driver.find_element(By.TAG_NAME, "body").text
         w = WORDS["en"]
         for said in ("3 · label 3", w["pillars"], "책임운용역이 5월에 퇴사했다", "re-rated after the manager left",
-                     "reviewer", w["history"]):  # fmt: skip
+                     "reviewer", w["history"], w["peers"]):  # fmt: skip
             assert said in body, said
-        assert driver.find_elements(By.CSS_SELECTOR, "svg")  # the grade history chart
+        assert len(driver.find_elements(By.CSS_SELECTOR, "svg")) == 2  # against its peers, the grade history
         SHOTS.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(SHOTS / "portal_report_en.png"))
         driver.find_element(By.LINK_TEXT, w["other"]).click()
@@ -90,10 +94,13 @@ def test_a_client_signs_in_reads_its_report_in_both_languages_and_downloads_the_
         assert status == 200 and pdf.startswith(b"%PDF")
         (tmp_path / "report.pdf").write_bytes(pdf)
         if shutil.which("pdftoppm"):  # the PDF as a reader sees it
-            subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", str(tmp_path / "report.pdf"),
+            subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "2", str(tmp_path / "report.pdf"),
                             str(SHOTS / "portal_report_pdf_ko")], check=True)  # fmt: skip
             text = subprocess.run(["pdftotext", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True)
             assert "책임운용역이 5월에 퇴사했다" in text.stdout and "등급 이력" in text.stdout
+            listed = subprocess.run(["pdfimages", "-list", str(tmp_path / "report.pdf")], capture_output=True,
+                                    text=True)  # fmt: skip
+            assert len(listed.stdout.splitlines()) - 2 >= 2  # the two charts (a header of two lines, then one each)
         assert get(base, "/portal/ratings/API-1", cookie)[0] == get(base, "/portal/ratings/NONE", cookie)[0] == 404
         assert get(base, "/portal/ratings/API-1.pdf", cookie)[0] == 404
     finally:
@@ -102,7 +109,7 @@ def test_a_client_signs_in_reads_its_report_in_both_languages_and_downloads_the_
 
 
 def test_sessions_and_forms_refuse_forgery_expiry_other_sites_and_revoked_keys(portal):
-    root, settings, keys, keys_file = portal
+    root, settings, keys, keys_file, _ = portal
     with TestClient(create_app(root, settings)) as client:
         form = client.get("/portal")
         token = form.text.split('name="csrf" value="')[1].split('"')[0]

@@ -89,6 +89,8 @@ def test_a_rating_is_drafted_published_re_rated_and_read_by_its_client_only(serv
         assert (rating.version, rating.grade, rating.reviewer, rating.state) == (1, changed, "reviewer", "published")
         assert rating.model_version == draft["model_version"] and "fingerprint" in rating.methodology
         assert rating.grade_label and rating.reasoning == draft["reasoning"]
+        assert rating.peers is not None and rating.peers.count == draft["evidence"]["peers"]
+        assert rating.peers.percentiles == draft["evidence"]["percentiles"] and rating.peers.percentiles
 
         two = client.post("/v1/publications", json={"share_class_id": "API-0", "grade": 3, "reason": "re-rated"},
                           headers=h["reviewer"])  # fmt: skip

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.skipif(not support.has_browser(), reason=support.NO_BRO
 
 TEXT = {
     "en": ("Q3 meeting note. The lead manager resigned in May and was replaced by her deputy. <b>bold</b>",
-           "The lead manager resigned in May"),
+           "The lead manager resigned in May and was replaced by her deputy."),
     "ko": ("3분기 미팅 노트. 책임운용역이 5월에 퇴사했고 부책임운용역이 자리를 이었다. <b>bold</b>",
-           "책임운용역이 5월에 퇴사했고"),
+           "책임운용역이 5월에 퇴사했고 부책임운용역이 자리를 이었다."),
 }  # fmt: skip
 
 
@@ -47,8 +47,8 @@ def test_the_fund_page_shows_each_pillar_beside_its_highlighted_citation(trained
     cited, bare = rows[0]["share_class_id"], rows[1]["share_class_id"]
     text, quote = TEXT[language]
     pillars = {
-        "people": {"judgement": -1, "evidence": [{"document_id": "D1", "quote": quote}]},
-        "process": {"judgement": 1, "evidence": [{"document_id": "D1", "quote": "a sentence no document holds"}]},
+        "people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2}]},  # the quote's
+        "process": {"judgement": 1, "evidence": [{"document_id": "D1", "sentence": 9}]},  # a sentence D1 lacks
         "parent": {"judgement": "not assessed", "evidence": []},
     }
     answer = {"pillars": pillars, "grade": 3, "score": 50, "reasoning": "Average."}
