@@ -176,7 +176,8 @@ def page(rows: list[dict]) -> str:
         lines.append(f"| {r['category']} | {r['attempt']} | {r['expected']} | {r['got']} | "
                      f"{'YES' if r['leaked'] else 'no'} | {audited} |")  # fmt: skip
     refused = sum(r["refused"] for r in rows)
-    lines += ["", f"{refused} of {len(rows)} as expected; {sum(r['leaked'] for r in rows)} leaked."]
+    lines += ["", f"{refused} of {len(rows)} as expected; {sum(r['leaked'] for r in rows)} leaked; "
+                  f"{sum(r['audited'] for r in rows)} of {len(rows)} audited."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
