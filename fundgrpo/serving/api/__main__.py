@@ -1,5 +1,5 @@
-"""`python -m fundgrpo.serving.api add-key NAME --scopes ... | --client FIRM`, `list-keys`, `revoke-key NAME`,
-`entitle FIRM ID...` / `disentitle FIRM ID...`, `serve`."""
+"""`python -m fundgrpo.serving.api add-key NAME --role ROLE | --scopes ... | --client FIRM`, `list-keys`,
+`revoke-key NAME`, `entitle FIRM ID...` / `disentitle FIRM ID...`, `serve`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import fundgrpo.serving.api as api_package
 from fundgrpo.cli import offline
 from fundgrpo.serving.api.app import create_app, store_url
-from fundgrpo.serving.api.keys import SCOPES, add_key, entitle, list_keys, revoke_key
+from fundgrpo.serving.api.keys import ROLES, SCOPES, add_key, entitle, list_keys, revoke_key
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
 
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("add-key", help="create an API key (printed once; only its hash is stored)")
     k.add_argument("name")
     k.add_argument("--scopes", default="read,evaluate", help=f"the firm's: among {', '.join(SCOPES)}")
+    k.add_argument("--role", choices=sorted(ROLES), help="the firm's role, as its scopes: " + "; ".join(
+        f"{r} {','.join(s)}" for r, s in ROLES.items()))  # fmt: skip
     k.add_argument("--client", default=None, help="a client firm's key: published ratings of its share classes only")
     for command, what in (("entitle", "let a client firm read"), ("disentitle", "stop a client firm reading")):
         e = sub.add_parser(command, help=f"{what} these share classes' published ratings (audited)")
@@ -43,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = ApiSettings.from_env()
     if args.command == "add-key":
         scopes = [x.strip() for x in args.scopes.split(",") if x.strip()] if args.client is None else []
+        if args.role is not None:
+            if args.client is not None:
+                print("add-key failed: a client key has no firm role (drop --role)", file=sys.stderr)
+                return 1
+            scopes = list(ROLES[args.role])
         try:
             key = add_key(settings.keys_file, args.name, scopes, args.client)
         except ValueError as err:

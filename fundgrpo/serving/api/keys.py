@@ -15,6 +15,12 @@ from pathlib import Path
 
 SCOPES = ("read", "evaluate", "review", "publish")  # review: analysts' decisions; publish: ratings to clients
 CLIENT_SCOPE = "ratings"  # a client firm's key: published ratings of its entitled share classes, nothing else
+# The firm's roles, as the scopes each needs (`add-key NAME --role ROLE`; `--scopes` sets them by hand)
+ROLES = {
+    "analyst": ("read", "evaluate", "review"),  # evaluates funds, decides grades (decisions become labels)
+    "reviewer": ("read", "review", "publish"),  # the rating committee: approves and publishes to clients
+    "engineer": ("read", "evaluate"),  # runs and checks the service, publishes nothing
+}
 
 
 def hash_key(key: str) -> str:

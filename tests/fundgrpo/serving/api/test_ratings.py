@@ -40,11 +40,12 @@ def served(request, trained, tmp_path):
     env = {**os.environ, "FUNDGRPO_API_KEYS": str(keys), "FUNDGRPO_DB_URL": db_url, "PYTHONPATH": str(REPO)}
     made = {
         "analyst": cli(env, "add-key", "analyst", "--scopes", "read,evaluate"),
-        "reviewer": cli(env, "add-key", "reviewer", "--scopes", "read,review,publish"),
+        "reviewer": cli(env, "add-key", "reviewer", "--role", "reviewer"),  # the rating committee's scopes
         "acme": cli(env, "add-key", "acme-portal", "--client", "Acme AM"),
         "beta": cli(env, "add-key", "beta-portal", "--client", "Beta Securities"),
     }
     assert cli(env, "entitle", "Acme AM", "API-0") == "Acme AM: 1 share classes"
+    assert "reviewer\tpublish,read,review\tfirm" in cli(env, "list-keys").splitlines()
     settings = ApiSettings(keys_file=keys, db_url=db_url, model=str(root / "models/policy"), rate_per_min=1000)
     reference = pd.read_parquet(root / "data/validated/funds.parquet")
     yield root, settings, made, reference
