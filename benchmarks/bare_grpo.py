@@ -16,8 +16,9 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model import modelling
 from fundgrpo.params import load_params
-from fundgrpo.training import modelling, rewards
+from fundgrpo.training import rewards
 from fundgrpo.training.grpo_trainer import grpo_config, reward_names
 from fundgrpo.training.judge import make_judge_reward
 from fundgrpo.training.shared import lora_config

@@ -40,9 +40,9 @@ def main() -> None:
     import torch
     from transformers import DynamicCache
 
+    from fundgrpo.model import modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
-    from fundgrpo.training import modelling
 
     configure()
     p = load_params(args.root / "params.yaml")

@@ -177,8 +177,9 @@ def time_steps(args) -> dict:
     from transformers import AutoTokenizer
 
     from fundgrpo.methodology import compiler, preparation
+    from fundgrpo.model import modelling
     from fundgrpo.params import ModelParams
-    from fundgrpo.training import grpo_trainer, modelling, sft_trainer
+    from fundgrpo.training import grpo_trainer, sft_trainer
 
     overrides = ["grpo.use_vllm=false", "grpo.eval_steps=0", "grpo.save_steps=0", "grpo.logging_steps=1",
                  "grpo.early_stopping_patience=0", "grpo.resume=false", *args.set]  # fmt: skip

@@ -32,9 +32,10 @@ def main() -> None:
 
     from fundgrpo import io
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.model import modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
-    from fundgrpo.training import grpo_trainer, modelling
+    from fundgrpo.training import grpo_trainer
 
     configure()
     root = args.root.resolve()

@@ -46,7 +46,7 @@ GRPO_PHASES = {
     ("trl", "GRPOTrainer", "training_step"): "backward (and the loss's arithmetic)",
     ("torch.optim", "AdamW", "step"): "optimizer",
     ("trl", "GRPOTrainer", "_generate_and_score_completions"): "TRL bookkeeping (advantages, masks, logs)",
-    ("fundgrpo.training.modelling", None, "generate"): "greedy answers",  # only the greedy validation calls it
+    ("fundgrpo.model.modelling", None, "generate"): "greedy answers",  # only the greedy validation calls it
     ("fundgrpo.methodology.answers", None, "predictions_from_texts"): "parsing answers",
     ("fundgrpo.methodology.claims", None, "summary"): "claims check",
     ("trl", "GRPOTrainer", "evaluate"): "TRL's evaluation loop",
@@ -57,11 +57,11 @@ EVALUATE_PHASES = {
     ("fundgrpo.serving.api.evaluator", "Evaluator", "records"): "prompt records (peers, percentiles)",
     ("fundgrpo.evaluation.statistical", "Estimator", "estimate"): "statistical estimate",
     ("fundgrpo.serving.champion", None, "build_records"): "prompt building",  # imported by name there
-    ("fundgrpo.training.modelling", None, "generate"): "generation (greedy)",
+    ("fundgrpo.model.modelling", None, "generate"): "generation (greedy)",
     ("fundgrpo.methodology.answers", None, "predictions_from_texts"): "parsing answers",
     ("fundgrpo.methodology.answers", None, "annotate"): "claims check",
-    ("fundgrpo.training.belief", None, "beliefs"): "belief read",
-    ("fundgrpo.training.belief", None, "from_cache"): "belief read",  # from the generation's cache
+    ("fundgrpo.model.belief", None, "beliefs"): "belief read",
+    ("fundgrpo.model.belief", None, "from_cache"): "belief read",  # from the generation's cache
     ("fundgrpo.evaluation.calibration", None, "decide"): "decision rule",
     ("fundgrpo.serving.evaluation", None, "build"): "served record (flags, review)",
     ("fundgrpo.serving.evaluation", None, "as_json"): "JSON",

@@ -570,7 +570,7 @@ def trust_section(name: str, runs: dict[str, dict]) -> list[str]:
     out = [
         f"### {name}: evidence and confidence",
         "",
-        "Grade probabilities are read where the grade is decided (`fundgrpo/training/belief.py`); the GRPO rows'",
+        "Grade probabilities are read where the grade is decided (`fundgrpo/model/belief.py`); the GRPO rows'",
         "confidence is the calibrate stage's choice on validation, the SFT rows' the belief at the score as read,",
         "gradient boosting's its class probability. ECE: expected calibration error (10 bins); Brier: multi-class;",
         '"top 70 %": exact on the 70 % of funds each evaluator is surest of; "misstated": share of valid answers',

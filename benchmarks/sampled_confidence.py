@@ -53,9 +53,9 @@ def main() -> None:
 
     from fundgrpo.methodology.answers import predictions_from_texts
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.model import modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
-    from fundgrpo.training import modelling
 
     configure()
     p = load_params(args.root / "params.yaml")

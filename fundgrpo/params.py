@@ -49,10 +49,10 @@ def _within(where: str, value: float, low: float | None = None, high: float | No
 PROMPT_STYLES = ("full", "compact")
 CRITERIA_ORDERS = ("weight", "pull")
 ANSWER_STYLES = ("brief", "weighted", "evaluation")
-CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.training.pretrained.CHAT_TEMPLATE_TEXT
+CHAT_TEMPLATES = ("chatml", "gemma")  # the keys of fundgrpo.model.pretrained.CHAT_TEMPLATE_TEXT
 SHOWN_MODELS = ("none", "gbm")
 REFERENCE_GRADES = ("expert", "explained")
-# Where a model's grade probabilities are read (fundgrpo.training.belief): at the score, at the
+# Where a model's grade probabilities are read (fundgrpo.model.belief): at the score, at the
 # score's digits only (the token that must end a score taken as given: a tenth of the reading),
 # at the grade token, or the confidence its answer states (prepare.stated_confidence).
 BELIEF_METHODS = ("score", "digits", "grade", "stated")
@@ -612,7 +612,7 @@ class GenerationParams:
 class BacktestParams:
     max_funds: int = 0  # 0 = all test funds
     # Where each language model's grade probabilities are read for the calibration figures
-    # (fundgrpo/training/belief.py): at the score (mapped through the bands) and at the grade token.
+    # (fundgrpo/model/belief.py): at the score (mapped through the bands) and at the grade token.
     beliefs: tuple[str, ...] = READ_BELIEFS
     bootstrap: int = 1000  # resamples for the paired intervals in metrics/backtest.json (0: none)
     metrics: str = "metrics/backtest.json"

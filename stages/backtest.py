@@ -16,8 +16,8 @@ from fundgrpo.cli import run_stage
 from fundgrpo.evaluation.backtesting import backtest, scored_funds
 from fundgrpo.evaluation.report import per_fund, plot_confusions, reliability
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model.inference import evaluate_models
 from fundgrpo.params import load_params
-from fundgrpo.training.inference import evaluate_models
 
 # The evaluators with a confusion matrix among DVC's plots (dvc.yaml); the served evaluator's parts
 # (grpo_alone, grpo_stack, gbm_rule, sft_served) are in the metrics and the per-fund file.

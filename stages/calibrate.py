@@ -1,7 +1,7 @@
 """Stage `calibrate`: what the product serves and how it decides a grade, chosen on the validation funds.
 
 Answers every validation fund greedily with the trained policy, reads its grade probabilities at
-each of `calibrate.beliefs` (fundgrpo/training/belief.py), and chooses among the policy's own
+each of `calibrate.beliefs` (fundgrpo/model/belief.py), and chooses among the policy's own
 belief, gradient boosting's probabilities (out of fold on these funds) and the two pooled, each
 with each decision rule, by cross-validation over these funds (fundgrpo/evaluation/calibration.py,
 `fit_choice`). The SFT start gets the same choice (key `sft`), so the backtest compares like with
@@ -16,8 +16,8 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import StageError, run_stage
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model.inference import fit_models
 from fundgrpo.params import load_params
-from fundgrpo.training.inference import fit_models
 
 
 def main() -> None:

@@ -4,7 +4,7 @@
   prompts and answers and build a compact Qwen3, saved with `save_pretrained`.
 - a GGUF file (`package:<module>/<file>.gguf` or a path): convert it once into a Hugging
   Face folder (safetensors, tokenizer with chat template, generation config;
-  `fundgrpo/training/pretrained.py`).
+  `fundgrpo/model/pretrained.py`).
 - a Hugging Face folder or hub name (e.g. `Qwen/Qwen3-0.6B`): write a pointer that later
   stages pass to `from_pretrained`; nothing is copied.
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
+from fundgrpo.model.modelling import build_base
 from fundgrpo.params import load_params
-from fundgrpo.training.modelling import build_base
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ from fundgrpo.evaluation import statistical
 from fundgrpo.methodology import citations
 from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.methodology.preparation import lengths, run
+from fundgrpo.model.pretrained import configured_tokenizer
 from fundgrpo.params import load_params
-from fundgrpo.training.pretrained import configured_tokenizer
 
 
 def main() -> None:

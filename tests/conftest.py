@@ -206,7 +206,7 @@ def smollm2_dir(tmp_path_factory) -> Path:
     `trained_once`: the first under a file lock, the others read it). Tests only read it."""
     from filelock import FileLock
 
-    from fundgrpo.training import pretrained
+    from fundgrpo.model import pretrained
 
     shared = shared_folder(tmp_path_factory)
     out, done = shared / "smollm2" / "base", shared / "smollm2.done"

@@ -120,25 +120,40 @@ def test_imports_sit_at_the_top_except_heavy_packages():
 
 
 # The library's layers, bottom to top: a module may import its own layer and those below, never
-# one above (docs/pipeline.md). So the `baseline` stage runs no model code and a backtest figure
-# reruns no training. The modules at the bottom are shared by all.
+# one above (docs/pipeline.md). So the `baseline` stage runs no model code, a backtest figure
+# reruns no training, and serving and the registry run the model (`model`) without the training
+# code. The modules at the bottom are shared by all; the monitoring checks and the flows that
+# orchestrate everything (top-level packages beside fundgrpo) sit on top.
 LAYERS = (
     ("params", "io", "cli", "threads", "profiles"),
     ("data",),
     ("methodology",),
     ("evaluation",),
+    ("model",),
     ("training",),
     ("registry",),
     ("serving",),
+    ("monitoring",),
+    ("flows",),
 )
 LAYER = {part: i for i, parts in enumerate(LAYERS) for part in parts}
+TOP_LEVEL = ("monitoring", "flows")  # packages beside fundgrpo, layered with its parts
+
+
+def layer_of(name: str) -> str | None:
+    """The layer part a module name belongs to: fundgrpo's second name, or a top-level package's."""
+    bits = name.split(".")
+    if bits[0] == "fundgrpo" and len(bits) > 1:
+        return bits[1]
+    return bits[0] if bits[0] in TOP_LEVEL else None
 
 
 def upward_imports(path: str, source: str) -> list[str]:
-    """`path:line: a -> b` for each import (top or lazy) of a fundgrpo part above the module's own.
+    """`path:line: a -> b` for each import (top or lazy) of a layered part above the module's own.
     (`test_the_checks_see_what_they_look_for` tries it on made-up modules.)
     """
-    part = path.split("/")[1].removesuffix(".py")
+    part = layer_of(path.removesuffix(".py").replace("/", "."))
+    assert part is not None, path
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -148,16 +163,17 @@ def upward_imports(path: str, source: str) -> list[str]:
         else:
             continue
         for name in names:
-            bits = name.split(".")
-            if bits[0] == "fundgrpo" and len(bits) > 1 and LAYER.get(bits[1], -1) > LAYER[part]:
-                found.append(f"{path}:{node.lineno}: {part} -> {bits[1]}")
+            other = layer_of(name)
+            if other is not None and LAYER.get(other, -1) > LAYER[part]:
+                found.append(f"{path}:{node.lineno}: {part} -> {other}")
     return found
 
 
 def test_layers_import_downwards():
     parts = {f.split("/")[1].removesuffix(".py") for f in tracked("fundgrpo")} - {"__init__"}
     assert parts <= set(LAYER), f"place {sorted(parts - set(LAYER))} in LAYERS"
-    up = [u for f in tracked("fundgrpo") for u in upward_imports(f, (REPO / f).read_text(encoding="utf-8"))]
+    files = tracked("fundgrpo", *TOP_LEVEL)
+    up = [u for f in files for u in upward_imports(f, (REPO / f).read_text(encoding="utf-8"))]
     assert up == [], "an import points up the layers: move the code it needs down, or the caller up"
 
 
@@ -236,3 +252,7 @@ def test_the_checks_see_what_they_look_for():
         "fundgrpo/data/x.py:2: data -> serving"
     ]
     assert upward_imports("fundgrpo/serving/x.py", "from fundgrpo.data import peers\n") == []
+    assert upward_imports("monitoring/x.py", "from flows import common\n") == ["monitoring/x.py:1: monitoring -> flows"]
+    assert upward_imports("fundgrpo/model/x.py", "import fundgrpo.training.rewards\n") == [
+        "fundgrpo/model/x.py:1: model -> training"
+    ]

@@ -22,8 +22,8 @@ def main() -> None:
     args = ap.parse_args()
     from fundgrpo import io, threads
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.model import inference, modelling
     from fundgrpo.params import load_params
-    from fundgrpo.training import inference, modelling
 
     threads.configure()
     p = load_params(Path("params.yaml"))

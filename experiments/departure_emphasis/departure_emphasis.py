@@ -30,9 +30,9 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.evaluation.agreement import paired_bootstrap
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model.inference import evaluate_model
 from fundgrpo.params import load_params
 from fundgrpo.training import sft_trainer
-from fundgrpo.training.inference import evaluate_model
 
 METRICS = ("exact", "within_one", "qwk", "spearman")
 

@@ -30,12 +30,12 @@ from fundgrpo import io
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology.answers import predictions_from_texts
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model import modelling
 from fundgrpo.params import load_params
-from fundgrpo.training import modelling
 
 
 class Sampling:
-    """A model as `fundgrpo.training.modelling.generate` sees it, answering each prompt with `k`
+    """A model as `fundgrpo.model.modelling.generate` sees it, answering each prompt with `k`
     samples at `temperature` (top_k off) instead of one greedy answer: the library's batching,
     chat template, device placement and decoding, with the sampling settings laid over its call.
     Its answers come back prompt by prompt, the k samples of one prompt together."""

@@ -22,8 +22,9 @@ from fundgrpo import io
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.methodology.answers import predictions_from_texts
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model import modelling
 from fundgrpo.params import load_params
-from fundgrpo.training import modelling, sft_trainer
+from fundgrpo.training import sft_trainer
 
 KEYS = ("valid_json", "exact", "within_one", "qwk", "spearman")
 

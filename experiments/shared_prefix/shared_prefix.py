@@ -82,9 +82,9 @@ def main() -> None:
     import torch
 
     from fundgrpo import io
+    from fundgrpo.model import modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
-    from fundgrpo.training import modelling
 
     configure()
     params = load_params()

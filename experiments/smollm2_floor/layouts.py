@@ -44,9 +44,9 @@ def main() -> None:
 
     from fundgrpo import io
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.model import inference, modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
-    from fundgrpo.training import inference, modelling
 
     configure()
     params = load_params()

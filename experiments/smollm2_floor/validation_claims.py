@@ -23,9 +23,9 @@ def main() -> None:
     from fundgrpo import io
     from fundgrpo.evaluation import agreement
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.model import inference, modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
-    from fundgrpo.training import inference, modelling
 
     configure()
     p = load_params()

@@ -106,7 +106,7 @@ def backtest(
     not_rated: list[dict] | None = None,
 ) -> dict:
     """Every evaluator scored on the test `rows`: each model's figures and predictions as its
-    inference gave them (`answered`: name -> (figures, predictions), `fundgrpo.training.inference`),
+    inference gave them (`answered`: name -> (figures, predictions), `fundgrpo.model.inference`),
     the rule scorer and, when the records carry it, the gradient-boosting baseline (block "gbm",
     whose `trust` uses its class probabilities); with `fits["grpo"]`, the served evaluator's parts
     apart; `comparisons` holds paired bootstrap intervals. `not_rated`: the test funds the

@@ -1,7 +1,7 @@
 """A fair contest: every evaluator that gives grade probabilities gets the same decision rules,
 chosen on validation, and the served evaluator is reported with its parts apart.
 
-`fundgrpo.training.inference.fit_model` is the calibrate stage's work for one language model (its validation
+`fundgrpo.model.inference.fit_model` is the calibrate stage's work for one language model (its validation
 answers, its grade probabilities, `calibration.fit_choice`); `parts` applies a fit's best option of each source
 to test predictions (the language model alone, gradient boosting with its rule, the stack);
 `served` says what the served grades are: how often gradient boosting's, and where they depart,

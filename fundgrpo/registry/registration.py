@@ -21,10 +21,10 @@ from fundgrpo.cli import StageError
 from fundgrpo.evaluation import contest
 from fundgrpo.evaluation.story import served_words
 from fundgrpo.methodology.compiler import Methodology, fingerprint
+from fundgrpo.model import modelling
+from fundgrpo.model.inference import evaluate_model
 from fundgrpo.params import Params, to_dict
 from fundgrpo.registry import mlflow_registry
-from fundgrpo.training import modelling
-from fundgrpo.training.inference import evaluate_model
 
 
 def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = None):

@@ -24,11 +24,11 @@ from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
+from fundgrpo.model import modelling
+from fundgrpo.model.inference import DEFAULT_FIT, answer
 from fundgrpo.params import GenerationParams, Params, PrepareParams
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.registry.mlflow_registry import CALIBRATION_FILE
-from fundgrpo.training import modelling
-from fundgrpo.training.inference import DEFAULT_FIT, answer
 
 
 def prompt_records(

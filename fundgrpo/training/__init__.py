@@ -1,2 +1,2 @@
-"""Models and their training: the base model, SFT, GRPO with its rewards, and inference (a model's
-answers, parsed and checked, with its grade probabilities)."""
+"""Training the model: SFT, GRPO with its rewards, and the checkpoints between them (the model at
+run time is `fundgrpo.model`)."""

@@ -20,8 +20,9 @@ import numpy as np
 
 from fundgrpo import io
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.model import modelling
 from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams, to_dict
-from fundgrpo.training import confidence_credit, modelling, prompt_sharing
+from fundgrpo.training import confidence_credit, prompt_sharing
 from fundgrpo.training import rewards as rule_rewards
 from fundgrpo.training.judge import make_judge_reward
 from fundgrpo.training.shared import (

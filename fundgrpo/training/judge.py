@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from fundgrpo.model import modelling
 from fundgrpo.params import JudgeParams
-from fundgrpo.training import modelling
 from fundgrpo.training.rewards import completion_text
 
 PROMPT_VERSION = "v1"

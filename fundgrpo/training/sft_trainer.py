@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
+from fundgrpo.model import modelling
 from fundgrpo.params import ModelParams, SftParams
-from fundgrpo.training import modelling
 from fundgrpo.training.shared import lora_config, model_init_kwargs, save_model, use_cpu
 
 

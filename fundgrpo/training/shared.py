@@ -13,8 +13,8 @@ from fundgrpo.evaluation import agreement
 from fundgrpo.methodology import answers, claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.model import modelling
 from fundgrpo.params import LoraParams, ModelParams
-from fundgrpo.training import modelling
 
 
 def is_main_process() -> bool:

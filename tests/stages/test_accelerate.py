@@ -50,7 +50,7 @@ def test_two_cpu_processes_train_sft_and_grpo(trained):
     assert grpo.stdout.count("grpo: {") == 1
     assert json.loads((root / "metrics/grpo.json").read_text())["steps"] == 2
 
-    from fundgrpo.training import modelling
+    from fundgrpo.model import modelling
 
     for folder in ("models/sft", "models/policy"):
         model, tokenizer = modelling.load(root / folder)

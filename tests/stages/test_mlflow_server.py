@@ -125,8 +125,8 @@ def test_two_candidates_at_once_are_gated_in_turn_on_a_postgres_backed_server(tr
     # the served artifacts: the champion's model downloads and loads, as `evaluate` and the API do
     import mlflow
 
+    from fundgrpo.model import modelling
     from fundgrpo.registry import mlflow_registry
-    from fundgrpo.training import modelling
 
     mlflow.set_tracking_uri(mlflow_server)
     try:

@@ -82,10 +82,10 @@ def test_lora_sft_and_grpo_save_merged_folders_that_differ_from_the_base(smollm2
 
 
 def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_path, monkeypatch):
+    from fundgrpo.model import modelling
+    from fundgrpo.model.inference import evaluate_model
     from fundgrpo.registry import mlflow_registry
     from fundgrpo.registry.registration import log_model
-    from fundgrpo.training import modelling
-    from fundgrpo.training.inference import evaluate_model
 
     methodology, schema, data = setup
     root, _, _ = trained
@@ -114,7 +114,7 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
 def test_prepare_reports_token_lengths_and_compact_prompts_halve_them(setup):
     """metrics/prepare.json's token figures come from the configured pretrained tokenizer (read from the GGUF)."""
     from fundgrpo.methodology import preparation as prepare
-    from fundgrpo.training import pretrained
+    from fundgrpo.model import pretrained
 
     methodology, _, data = setup
     tokenizer = pretrained.configured_tokenizer(MODEL)

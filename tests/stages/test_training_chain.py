@@ -90,8 +90,8 @@ def datasets(methodology):
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, datasets):
+    from fundgrpo.model.modelling import build_base
     from fundgrpo.training import sft_trainer
-    from fundgrpo.training.modelling import build_base
 
     root = tmp_path_factory.mktemp("chain")
     model_params = ModelParams(arch=TINY_ARCH)
@@ -116,7 +116,7 @@ def test_prepare_never_splits_a_fund(datasets):
 
 
 def test_base_model_loads_by_path(chain):
-    from fundgrpo.training import modelling
+    from fundgrpo.model import modelling
 
     root, _ = chain
     model, tokenizer = modelling.load(root / "base")
@@ -129,8 +129,8 @@ def test_base_model_loads_by_path(chain):
 
 
 def test_base_with_a_pretrained_name_writes_a_pointer(tmp_path):
-    from fundgrpo.training import modelling
-    from fundgrpo.training.modelling import build_base
+    from fundgrpo.model import modelling
+    from fundgrpo.model.modelling import build_base
 
     build_base(ModelParams(pretrained="Qwen/Qwen3-0.6B"), [], tmp_path)
     assert modelling.resolve(tmp_path) == "Qwen/Qwen3-0.6B"
@@ -141,7 +141,7 @@ def test_generation_stops_at_its_deadline(chain, datasets):
     running one stops at its next token."""
     import time
 
-    from fundgrpo.training import modelling
+    from fundgrpo.model import modelling
 
     root, _ = chain
     model, tokenizer = modelling.load(root / "base")
@@ -214,7 +214,7 @@ def test_grpo_trains_and_logs_reward_curves(policy):
 @pytest.fixture(scope="module")
 def backtest_result(policy, chain, datasets, methodology, schema):
     from fundgrpo.evaluation.backtesting import backtest, scored_funds
-    from fundgrpo.training.inference import DEFAULT_FIT, evaluate_models
+    from fundgrpo.model.inference import DEFAULT_FIT, evaluate_models
 
     root, _ = chain
     models = {"grpo": policy[0], "base": root / "base"}
@@ -254,7 +254,7 @@ def test_backtest_answers_once_for_a_policy_that_kept_its_start(policy, datasets
     import shutil
 
     from fundgrpo.evaluation.backtesting import backtest, scored_funds
-    from fundgrpo.training.inference import evaluate_models
+    from fundgrpo.model.inference import evaluate_models
 
     kept = shutil.copytree(policy[0], tmp_path / "kept")
     (kept / "tokenizer.json").write_text((kept / "tokenizer.json").read_text() + " ")  # not part of the answers
@@ -277,7 +277,7 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
     distribution over the grades for each, read at the score and at the grade; a calibration fit
     on them; and every evaluation decided under that fit carries a confidence in 0-1."""
     from fundgrpo.evaluation import calibration
-    from fundgrpo.training import belief, modelling
+    from fundgrpo.model import belief, modelling
 
     root, _ = chain
     rows = datasets["validation"]
@@ -393,8 +393,8 @@ def test_register_gate_in_both_directions(
 
     # 3b. the champion re-scored on another test set answers with its own registered fit and decision
     #     rule, as serving does: the same model scored the same way as a candidate ties with it
+    from fundgrpo.model.inference import evaluate_model
     from fundgrpo.registry.registration import champion_baseline
-    from fundgrpo.training.inference import evaluate_model
 
     elsewhere = dict(candidate(0.8), test_fingerprint="elsewhere")
     found, name = champion_baseline(client, params, elsewhere, rows, methodology, schema)
@@ -580,7 +580,7 @@ def test_best_checkpoint_by_greedy_agreement_keeps_the_start_unless_beaten(
     assert sorted(curve) == [0, 2, 4] and all("eval_greedy_qwk" in r and "eval_reward" in r for r in curve.values())
     assert out["start_value"] == curve[0]["eval_greedy_qwk"]
     # the callback's figures are the backtest's, for the start model on the same prompts
-    from fundgrpo.training.inference import evaluate_model
+    from fundgrpo.model.inference import evaluate_model
 
     start_metrics, _ = evaluate_model(root / "sft", datasets["validation"], methodology, schema, max_new_tokens=48)
     assert {k: curve[0][f"eval_greedy_{k}"] for k in ("valid_json", "exact", "within_one", "qwk")} == {

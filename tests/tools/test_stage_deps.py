@@ -21,8 +21,9 @@ def test_closure_follows_lazy_imports_and_packages():
         "stages/grpo.py",
         "fundgrpo/training/grpo_trainer.py",
         "fundgrpo/training/rewards.py",
-        "fundgrpo/training/modelling.py",
+        "fundgrpo/model/modelling.py",
         "fundgrpo/training/__init__.py",
+        "fundgrpo/model/__init__.py",
         "fundgrpo/__init__.py",
     } <= files
     assert "fundgrpo/serving/api/app.py" not in files

@@ -21,14 +21,14 @@ from fundgrpo.evaluation.baselines import MAX_CATEGORIES
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.model import modelling
+from fundgrpo.model.inference import answer
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import evaluation
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.batch import missing_criteria, with_reference
 from fundgrpo.serving.champion import calibration_of, check_posted_dates, prompt_records, stored_reading
-from fundgrpo.training import modelling
-from fundgrpo.training.inference import answer
 
 
 @dataclass

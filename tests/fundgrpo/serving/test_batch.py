@@ -145,9 +145,9 @@ def test_funds_are_evaluated_in_the_precision_generation_dtype_names(trained):
     import torch
 
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.model import modelling
     from fundgrpo.params import GenerationParams, ParamsError, load_params
     from fundgrpo.serving.champion import calibration_of, grade, prompt_records
-    from fundgrpo.training import modelling
 
     root, _ = trained
     p = load_params(root / "params.yaml")

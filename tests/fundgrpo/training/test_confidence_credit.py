@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from fundgrpo.model import modelling
 from fundgrpo.params import ModelArchParams
-from fundgrpo.training import confidence_credit, modelling
+from fundgrpo.training import confidence_credit
 
 ANSWER = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 4, "confidence": 80}'
 

@@ -86,8 +86,8 @@ def test_unreachable_endpoint_excludes_samples_after_retries(tmp_path):
 
 
 def test_local_transformers_judge_runs_a_real_small_model(tmp_path):
+    from fundgrpo.model import modelling
     from fundgrpo.params import ModelArchParams
-    from fundgrpo.training import modelling
 
     tok = modelling.build_tokenizer(['{"faithful": 3}', "fund data, evaluation"] * 20, 300)
     arch = ModelArchParams(

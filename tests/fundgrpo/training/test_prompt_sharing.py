@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from fundgrpo.model import modelling
 from fundgrpo.params import ModelArchParams
-from fundgrpo.training import modelling, prompt_sharing
+from fundgrpo.training import prompt_sharing
 
 
 @pytest.fixture(scope="module")

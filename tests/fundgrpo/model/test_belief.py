@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from fundgrpo.methodology.compiler import parse
+from fundgrpo.model import belief, modelling
 from fundgrpo.params import ModelArchParams
-from fundgrpo.training import belief, modelling
 
 METHODOLOGY = parse(
     {

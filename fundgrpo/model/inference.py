@@ -18,9 +18,9 @@ from fundgrpo.evaluation.backtesting import as_written, honesty
 from fundgrpo.methodology import answers
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.model import belief, modelling
+from fundgrpo.model.modelling import answer_fingerprint
 from fundgrpo.params import GRADE_FROM, CalibrateParams, GenerationParams
-from fundgrpo.training import belief, modelling
-from fundgrpo.training.modelling import answer_fingerprint
 
 
 def evaluate_model(

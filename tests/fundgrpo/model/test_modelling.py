@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fundgrpo.training import modelling
+from fundgrpo.model import modelling
 
 ANSWERS = [
     '{"reasoning": "Average. Sharpe ratio top 30%; 3-year return top 10%. Methodology 4", "score": 48, "grade": 3}',

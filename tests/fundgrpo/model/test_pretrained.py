@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fundgrpo.training import pretrained
-from fundgrpo.training.pretrained import PretrainedError
+from fundgrpo.model import pretrained
+from fundgrpo.model.pretrained import PretrainedError
 from tests.support import REPO
 
 
@@ -22,7 +22,7 @@ def smollm2_file() -> Path:
 def test_converted_smollm2_loads_by_path_and_answers(smollm2_dir):
     from transformers import AutoModelForCausalLM
 
-    from fundgrpo.training import modelling
+    from fundgrpo.model import modelling
 
     config = json.loads((smollm2_dir / "config.json").read_text())
     assert "quantization_config" not in config and config["model_type"] == "llama"
@@ -40,7 +40,7 @@ def test_converted_smollm2_loads_by_path_and_answers(smollm2_dir):
     # one left-padded pass (a 49k vocabulary: the logit rows kept are the tries' only) what each gives alone
     import numpy as np
 
-    from fundgrpo.training import belief
+    from fundgrpo.model import belief
 
     text = tokenizer.apply_chat_template([{"role": "user", "content": "Rate this fund."}], tokenize=False,
                                          add_generation_prompt=True)  # fmt: skip
