@@ -264,10 +264,8 @@ class PrepareParams:
     # where the data is a slice of the rating company's peer groups (the Morningstar file),
     # how a category stands in the market carries signal (README, "Real expert ratings").
     universe_percentile: bool = False
-    # compact: each criterion's percentile (with its band) and weight, 465 characters a prompt on the
-    # default instead of 815; full: also each metric's value and peer median. Chosen on validation
-    # over seeds 0-2 (benchmarks/seeds.md): the SFT start's greedy QWK 0.881 against 0.850, its
-    # misstated claims 1.8 % against 6.7 %, the served evaluator's cross-validated QWK 0.893 against 0.892.
+    # compact: each criterion's percentile (with its band) and weight, about 465 characters a prompt
+    # on the default; full: also each metric's value and peer median (about 815).
     prompt_style: str = "compact"
     # brief: the reasoning cites the weightiest criteria; weighted: it also states their weighted
     # mean percentile before the score and grade (reasoning first: a step GRPO can sharpen);
@@ -280,15 +278,11 @@ class PrepareParams:
     # starts from the published rule and learns where the analysts' judgement departs from it.
     show_rule: bool = True
     # Follow each peer percentile with its band in the methodology's wording ("percentile 90 (top
-    # 10%)"), the words a reasoning cites: the claim is copied, not computed. Chosen on validation
-    # (Morningstar, embedded model, 3 seeds, SFT's greedy answers): complete 0.833 -> 0.907, claims
-    # misstated 0.029 -> 0.014, QWK level (benchmarks/seeds.md, section morningstar-bands).
+    # 10%)"), the words a reasoning cites: the claim is copied, not computed.
     show_bands: bool = True
     # The order of the criteria in the prompt: pull (as a reasoning cites them: weight x distance of
     # the percentile from 50, furthest first, so which to cite is read off the first lines, not
-    # computed) or weight (weightiest first). Chosen on validation (Morningstar, embedded model, 3
-    # seeds, SFT's greedy answers): complete 0.91 -> 1.00, claims misstated 0.014 -> 0.002, QWK
-    # 0.803 -> 0.824 (benchmarks/seeds.md, section morningstar-pull-order).
+    # computed) or weight (weightiest first).
     criteria_order: str = "pull"
     # Show a statistical model's estimate beside the methodology's verdict: `gbm` states gradient
     # boosting's grade, its probability and the runner-up (stage `evidence`: out of fold for the
@@ -301,8 +295,7 @@ class PrepareParams:
     # The grade the reference answer (SFT's target) gives: `expert`, the experts' grade; or
     # `explained`, the experts' grade where the prompt explains it (it is the shown estimate's or the
     # methodology's), else the shown estimate's: SFT is then never taught a departure the prompt gives
-    # no reason for (issue 32: those were right a third of the time). Rewards and scores still read the
-    # experts' grade. Needs show_model gbm.
+    # no reason for. Rewards and scores still read the experts' grade. Needs show_model gbm.
     reference_grade: str = "expert"
     # With a methodology's qualitative criteria: the characters of document text a prompt shows, newest
     # first (what is cut is said); the evaluation judges each criterion from them, citing them.
@@ -363,9 +356,8 @@ class ModelParams:
     chat_template: str = ""
     arch: ModelArchParams = field(default_factory=ModelArchParams)
     # The compact model's tokenizer: BPE merges "phrases" (across words, split at digits only: the
-    # template's text between two numbers becomes few tokens) | "words" (within a word, GPT-2's split).
-    # Phrases since 2026-11-29: served validation QWK level over three seeds, the pipeline 1.7x faster
-    # (benchmarks/seeds.md, hotspots_notes.md).
+    # template's text between two numbers becomes few tokens, so answers are shorter to generate) |
+    # "words" (within a word, GPT-2's split).
     tokenizer_merges: str = "phrases"
     dtype: str = "float32"  # "float32" | "bfloat16" | "float16"
     load_in_4bit: bool = False  # QLoRA (needs bitsandbytes and a GPU)
@@ -505,8 +497,8 @@ class GrpoParams:
     eval_steps: int = 10  # >0: evaluate on validation prompts every N steps (and at the start); the best is kept
     # Validation prompts TRL samples and rewards at each evaluation (`eval_reward`, what best_metric
     # `reward` reads; e.g. 32); 0: none, each evaluation is the greedy answers alone (what the other
-    # metrics read), 6 s a validation instead of 27 (benchmarks/hotspots.md). Evaluations draw from a
-    # copy of the random state, so the training and the kept checkpoint are the same either way.
+    # metrics read; a fraction of the time). Evaluations draw from a copy of the random state, so the
+    # training and the kept checkpoint are the same either way.
     eval_prompts: int = 0
     save_steps: int = 10  # >0: checkpoint every N steps (a multiple of eval_steps when evaluating)
     # Stop after this many trained evaluations in a row that do not beat the best so far (transformers'
@@ -594,12 +586,12 @@ class GenerationParams:
     # An evaluation's JSON is about 16 tokens with the compact model's phrase merges (44 with word merges);
     # longer is cut and invalid.
     max_new_tokens: int = 96
-    # Prompts per generation call. 128 on the default: 115 funds/s against 97 at 32, every figure the same
-    # (issue 34's notes); a pretrained model's profile sets its own.
+    # Prompts per generation call (1 or more; the answers do not depend on it, only speed and memory);
+    # a pretrained model's profile sets its own.
     batch_size: int = 128
-    # The weights' precision while answering: "float32" | "bfloat16" | "float16". bfloat16 is a GPU's
-    # and a CPU's with AVX-512 BF16 or AMX (1.6x faster on one, 4 % of answers changed: issue 34's notes);
-    # elsewhere on a CPU it is emulated and slower.
+    # The weights' precision while answering: "float32" | "bfloat16" | "float16". bfloat16 is for a GPU
+    # or a CPU with AVX-512 BF16 or AMX (faster, and a few answers differ from float32's); elsewhere on a
+    # CPU it is emulated and slower.
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
@@ -797,8 +789,8 @@ class MonitorParams:
     prediction_threshold: float = 0.2
     prediction_sample: int = 200  # rows of each frame the champion grades (0: no prediction drift)
     # Rating migration: share of the sampled share classes whose champion grade moved since the
-    # reference; drift at or above it (0: off). Rule scorer, synthetic default: calm 0.14 / 0.27 /
-    # 0.44 after 1 / 6 / 12 months, volatility spike 0.26 / 0.45 after 1 / 6 (benchmarks/rating_migration.md).
+    # reference; drift at or above it (0: off; 0 to 1). Grades move with time even in calm markets,
+    # so set it above the migration a calm month of the firm's own book shows.
     migration_threshold: float = 0.35
     seed: int = 0  # for the samples
     retrain: bool = True  # relearn when drift is found (false: report only)

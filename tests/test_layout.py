@@ -4,8 +4,10 @@ output paths (fundgrpo/params.py), and imports at the top of modules except the 
 from __future__ import annotations
 
 import ast
+import io
 import re
 import subprocess
+import tokenize
 from collections import defaultdict
 
 import pytest
@@ -177,6 +179,32 @@ def test_layers_import_downwards():
     assert up == [], "an import points up the layers: move the code it needs down, or the caller up"
 
 
+# The library says what the code does, not how it came to be: the research record (benchmarks/,
+# experiments/, their notes, the issues) keeps the history, so no comment or docstring of fundgrpo/
+# cites it, and no comment dates a change.
+HISTORY = re.compile(r"benchmarks/|experiments/|_notes\.md|\bissues? ?#?\d+")
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def history_lines(path: str, source: str) -> list[str]:
+    """`path:line: text` for each comment naming the research record or a date, and each line of prose
+    in a string (doctest lines aside: their dates are data) naming the research record."""
+    found = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT and (HISTORY.search(tok.string) or DATED.search(tok.string)):
+            found.append(f"{path}:{tok.start[0]}: {tok.string.strip()}")
+        elif tok.type == tokenize.STRING:
+            for i, line in enumerate(tok.string.splitlines()):
+                if not line.lstrip().startswith((">>>", "...")) and HISTORY.search(line):
+                    found.append(f"{path}:{tok.start[0] + i}: {line.strip()}")
+    return found
+
+
+def test_the_library_names_no_benchmark_experiment_issue_or_date():
+    found = [h for f in tracked("fundgrpo") for h in history_lines(f, (REPO / f).read_text(encoding="utf-8"))]
+    assert found == [], "say what the code does; the history belongs to research/ and the issues"
+
+
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,
 # aside); a stage reads params, calls the library and writes, in 60 lines at most.
 MAX_MODULE_LINES, MAX_STAGE_LINES = 600, 60
@@ -252,6 +280,11 @@ def test_the_checks_see_what_they_look_for():
         "fundgrpo/data/x.py:2: data -> serving"
     ]
     assert upward_imports("fundgrpo/serving/x.py", "from fundgrpo.data import peers\n") == []
+    made_up = (
+        "x = 1  # 1.6x faster (issue 34)\ny = 2  # since 2026-11-29\n"
+        '"""See benchmarks/seeds.md.\n>>> f("2024-01-01")\n"""\n'
+    )
+    assert [h.split(": ")[0] for h in history_lines("m.py", made_up)] == ["m.py:1", "m.py:2", "m.py:3"]
     assert upward_imports("monitoring/x.py", "from flows import common\n") == ["monitoring/x.py:1: monitoring -> flows"]
     assert upward_imports("fundgrpo/model/x.py", "import fundgrpo.training.rewards\n") == [
         "fundgrpo/model/x.py:1: model -> training"

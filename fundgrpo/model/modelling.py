@@ -259,7 +259,7 @@ def prompt_batch(model, tokenizer, texts: list[str]) -> dict:
     The shared beginning runs once and its key-value cache is copied to every row; each row is laid out as
     shared tokens, its padding, its own tokens, and the mask hides the padding (positions count real tokens
     only, as `generate` derives them from the mask), so every row computes what it would alone, to float
-    rounding: the same answers in float32, the same work less the copies (issue 34's notes). A lone prompt,
+    rounding: the same answers in float32, the same work less the copies. A lone prompt,
     prompts that share nothing and models with sliding-window layers get the tokenizer's own left-padded batch."""
     import torch
     from transformers import DynamicCache

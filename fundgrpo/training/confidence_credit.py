@@ -3,8 +3,7 @@
 TRL gives every token of a completion one advantage, from the rewards summed. An answer that ends
 `"grade": 4, "confidence": 99` then has its confidence tokens paid by the grade, evidence and
 departure rewards too, and a sure-sounding confidence goes with right grades often enough that GRPO
-learns to say 99 whatever it knows (on Morningstar, three seeds: 0.99 on every fund, right on 72 %;
-benchmarks/seeds_notes.md), while the Brier reward pays a wrong grade stated at under 50 more than a
+learns to say 99 whatever it knows, while the Brier reward pays a wrong grade stated at under 50 more than a
 right one. Here each part of the answer is paid by the rewards that judge it: the tokens from the
 `"confidence"` key to the end get the calibration reward's advantage alone (a proper scoring rule:
 its best is the chance of being right given the answer written so far), every token before them the

@@ -59,7 +59,7 @@ def run(
 
     With `sft.lora.enabled` only LoRA adapters train; they are merged into the base weights
     before saving, so every later stage (and the MLflow model) loads one plain folder.
-    `callbacks` (transformers `TrainerCallback`s) watch the run, e.g. a benchmark's per-epoch evaluation.
+    `callbacks` (transformers `TrainerCallback`s) watch the run, e.g. a per-epoch evaluation.
     """
     started = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -120,8 +120,7 @@ class Evaluator:
         self.closing = False
         # Every torch call (loading, generating) runs on this one thread. OpenMP keeps a pool of
         # threads per calling thread; two pools on two cores make each idle thread sleep at once
-        # (libgomp throttles its spinning) and each parallel region wake them: generating four funds
-        # took 0.39 s on a second thread against 0.19 s on one (issue 34's notes).
+        # (libgomp throttles its spinning) and each parallel region wake them: about twice as slow.
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fundgrpo-model")
         self._worker_thread: int = self.worker.submit(threading.get_ident).result()
 
