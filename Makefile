@@ -17,7 +17,7 @@ export DVC_NO_ANALYTICS=1
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 
-.PHONY: help setup run test test-fast lint bench browser api pages
+.PHONY: help setup run test test-fast lint bench browser api pages research
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
 
@@ -39,16 +39,16 @@ run: setup ## the whole pipeline on the embedded default (dvc repro)
 
 # lint first: it takes seconds, the tests minutes. One worker per core, one thread each, files in the
 # order tests/conftest.py gives (longest first; xdist would reorder them by test count). Measured
-# (benchmarks/suite.md): 3 workers on 2 cores 14.3 min against 14.4, with 1.5 min more CPU.
+# (research/suite.md): 3 workers on 2 cores 14.3 min against 14.4, with 1.5 min more CPU.
 TEST_WORKERS ?= 2
-test: setup lint ## lint, then every test (what CI runs: .ci/run)
-	pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+test: setup lint ## lint, then every test of the product (what CI runs: .ci/run)
+	pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not research"
 
 # The edit loop: the library's tests, params, layout and doctests (tools/ too); nothing that needs
 # the trained workspace, a pretrained model, a server or a browser (tests/conftest.py marks those slow).
 FAST_TESTS = tests/fundgrpo tests/test_layout.py tests/tools fundgrpo stages flows monitoring tools
 test-fast: setup ## the fast tier, in about a minute: library, params, layout, doctests
-	pytest -q -n 2 --dist loadfile -m "not slow and not fault" $(FAST_TESTS)
+	pytest -q -n 2 --dist loadfile -m "not slow and not fault and not research" $(FAST_TESTS)
 
 lint: setup ## ruff (lint and format) and the type checker (mypy, pyproject.toml)
 	ruff check .
@@ -65,14 +65,19 @@ api: setup ## serve the REST API on 127.0.0.1:8000 (docs at /docs; keys: python 
 bench: setup ## the benchmarks (benchmarks/run.sh)
 	bash benchmarks/run.sh
 
-# The generated pages, after editing any notes they are built from (CI compares each with what it generates).
-pages: setup ## regenerate the benchmark pages and the README's figures from the recorded runs and notes
+# The generated pages, after a recorded run or an edit to the notes they are built from.
+pages: setup ## regenerate the current benchmark pages and the README's figures (CI compares the README)
+	$(PY) benchmarks/make_run.py report
+	$(PY) tools/readme.py
+
+# The research record (research/README.md): its pages from the recorded runs and notes, then the check
+# that each is what they generate (kept out of make test: CI checks the product).
+research: setup ## regenerate and check the research pages (research/README.md: experiments, runs, notes)
 	$(PY) benchmarks/hotspots.py report
 	$(PY) benchmarks/suite.py report
 	$(PY) benchmarks/seeds.py report
 	$(PY) benchmarks/pretrained_report.py report
-	$(PY) benchmarks/make_run.py report
-	$(PY) tools/readme.py
+	pytest -q -m research tests/benchmarks
 
 # GRPO sweeps as queued DVC experiments (README "Sweeps"), e.g. make sweep SWEEP_ARGS="--max-steps 20"
 .PHONY: sweep compare

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.seeds import recompute  # noqa: E402  # one way to rerun a kept run's calibrate and backtest
 from fundgrpo.evaluation.agreement import grade_metrics  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "results" / "documents_contest.json"
+OUT = ROOT / "research" / "results" / "documents_contest.json"
 PAGE = ROOT / "benchmarks" / "documents.md"
 EVALUATORS = {"served": "grpo", "lm_alone": "grpo_alone", "sft_served": "sft_served", "text_baseline": "gbm_rule",
               "rule": "rule"}  # fmt: skip

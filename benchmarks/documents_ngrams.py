@@ -1,7 +1,7 @@
 """How much of the synthetic universe's qualitative half an n-gram model reads: the realism check of
 the documents generator, before any language model is tuned on it.
 
-    python benchmarks/documents_ngrams.py                 # seeds 7 8 9 -> benchmarks/results/documents_ngrams.json
+    python benchmarks/documents_ngrams.py                 # seeds 7 8 9 -> research/results/documents_ngrams.json
     python benchmarks/documents_ngrams.py --seeds 7       # one seed
 
 Per seed: the universe with documents (`profiles/documents.yaml`'s settings) is written and
@@ -35,7 +35,7 @@ from fundgrpo.params import BaselineParams, DocumentsSourceParams, EvidenceParam
 from fundgrpo.threads import small_data
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "documents_ngrams.json"
+OUT = ROOT / "research" / "results" / "documents_ngrams.json"
 
 
 def universe(seed: int, folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

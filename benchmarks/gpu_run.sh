@@ -5,11 +5,11 @@
 #
 #   bash benchmarks/gpu_run.sh          # results (JSON, one per check, a traceback where one broke) in $OUT
 #
-# Then here: copy the JSON files into benchmarks/results/gpu/ and run `python benchmarks/gpu_grpo.py report`.
+# Then here: copy the JSON files into research/results/gpu/ and run `python benchmarks/gpu_grpo.py report`.
 # 1. the embedded model's SFT and GRPO on CUDA in bf16 (the GPU path end to end, as the stages run it);
 # 2. GRPO (and SFT) steps of a random model of Qwen3-0.6B's shape at the `gpu-qwen3` profile's settings.
 set -u -o pipefail
-OUT=${OUT:-benchmarks/results/gpu}
+OUT=${OUT:-research/results/gpu}
 mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1

@@ -2,7 +2,7 @@
 trained workspace, with a fresh store and keys: each attempt, what it should get, what it got, whether
 anything leaked, and whether the attempt added a row to the audit log.
 
-    python benchmarks/security.py [--root .]    # -> benchmarks/security.md, benchmarks/results/security.json
+    python benchmarks/security.py [--root .]    # -> benchmarks/security.md, research/results/security.json
 
 Two client firms (Acme, entitled to one share class; Beta, to another), a firm analyst and a reviewer;
 one draft of each share class, one published rating of Acme's. "Leaked" means the answer holds another
@@ -186,7 +186,7 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=Path("."))
     args = ap.parse_args()
     rows = attacks(args.root.resolve())
-    (HERE / "results" / "security.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (HERE.parent / "research" / "results" / "security.json").write_text(json.dumps(rows, indent=2) + "\n")
     (HERE / "security.md").write_text(page(rows))
     print(page(rows))
 

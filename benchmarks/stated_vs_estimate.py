@@ -7,7 +7,7 @@ wrote (shown in the prompt), and the top-label Brier of both. Prints a markdown 
 
 TEST_JSONL: `data/prepared/test.jsonl` of any kept run on the same test split (its `gbm_probs`: gradient
 boosting's grade probabilities for each test fund), e.g. a Morningstar run of `benchmarks/pipeline.py --keep`.
-Seeds whose funds it does not hold are skipped. SECTION: folders under benchmarks/results/seeds/ (default: all).
+Seeds whose funds it does not hold are skipped. SECTION: folders under research/results/seeds/ (default: all).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-SEEDS = Path(__file__).resolve().parent / "results" / "seeds"
+SEEDS = Path(__file__).resolve().parents[1] / "research" / "results" / "seeds"
 
 
 def figures(per_fund: list[dict], test: dict[str, dict], who: str) -> dict | None:

@@ -27,7 +27,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(key, "1")
 
 REPO = Path(__file__).resolve().parents[1]
-SUITE_RESULTS = REPO / "benchmarks" / "results" / "suite"
+SUITE_RESULTS = REPO / "research" / "results" / "suite"
 MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.csv"
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "faults.md"
-SUMMARY = REPO / "benchmarks" / "results" / "faults.json"
+SUMMARY = REPO / "research" / "results" / "faults.json"
 
 
 def summarise(rows: list[dict]) -> dict:

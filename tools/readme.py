@@ -1,10 +1,10 @@
-"""Regenerate the README's results from metrics/ and benchmarks/results/: its figures are never typed.
+"""Regenerate the README's results from metrics/ and research/results/: its figures are never typed.
 
     python tools/readme.py           # rewrites the block between the two `results` markers
     python tools/readme.py --check   # exit 1 when README.md is not what the files give
 
-`metrics/` is the committed `dvc repro` of the embedded default; `benchmarks/results/seeds/` holds the
-contest over training seeds collected by `benchmarks/seeds.py` (details: benchmarks/seeds.md).
+`metrics/` is the committed `dvc repro` of the embedded default; `research/results/seeds/` holds the
+contest over training seeds collected by `benchmarks/seeds.py` (details: research/seeds.md).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def default_table(root: Path) -> list[str]:
 
 def demo_line(root: Path) -> list[str]:
     """One sentence per step of `python tools/demo.py` (benchmarks/demo.md), when it was run."""
-    path = root / "benchmarks/results/demo.json"
+    path = root / "research/results/demo.json"
     if not path.exists():
         return []
     r = json.loads(path.read_text(encoding="utf-8"))
@@ -103,7 +103,7 @@ def demo_line(root: Path) -> list[str]:
 def documents_line(root: Path) -> list[str]:
     """The qualitative half: what n-grams read of the synthetic documents (benchmarks/documents_ngrams.py,
     seeds of the universe) and the contest of one documents run (benchmarks/documents_contest.py)."""
-    results = root / "benchmarks" / "results"
+    results = root / "research" / "results"
     text, contest = results / "documents_ngrams.json", results / "documents_contest.json"
     if not text.exists():
         return []
@@ -148,14 +148,14 @@ SEED_DATASETS = {
 
 
 def seeds_table(root: Path) -> list[str]:
-    """The contest over training seeds (benchmarks/seeds.md): every evaluator with its own
+    """The contest over training seeds (research/seeds.md): every evaluator with its own
     validation-chosen rule, so each column compares like with like."""
-    path = root / "benchmarks/results/seeds/summary.json"
+    path = root / "research/results/seeds/summary.json"
     if not path.exists():
         return []
     found = json.loads(path.read_text(encoding="utf-8"))
     out = [
-        "Over training seeds, embedded model ([benchmarks/seeds.md](benchmarks/seeds.md); exact / QWK, mean over "
+        "Over training seeds, embedded model (`research/seeds.md`; exact / QWK, mean over "
         "seeds; every evaluator with its own rule chosen on validation; differences: 95 % interval, funds and seeds). "
         "Recorded runs, not repeated since `calibrate` serves a fitted rule only beyond one standard error of its "
         "edge (one run each at that code: the default kept its stack; Morningstar served gradient boosting alone):",
@@ -191,7 +191,7 @@ def seeds_table(root: Path) -> list[str]:
 
 
 def trust_table(root: Path) -> list[str]:
-    bad, faults = (root / "benchmarks/results" / f for f in ("robustness.json", "faults.json"))
+    bad, faults = (root / "research/results" / f for f in ("robustness.json", "faults.json"))
     if not bad.exists() and not faults.exists():
         return []
     out = [

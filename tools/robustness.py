@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "robustness.md"
-SUMMARY = REPO / "benchmarks" / "results" / "robustness.json"
+SUMMARY = REPO / "research" / "results" / "robustness.json"
 
 
 def summarise(rows: list[dict]) -> list[dict]:

@@ -52,6 +52,7 @@ def test_an_evaluation_profile_of_the_trained_repo(trained, tmp_path, monkeypatc
     assert "| generation (greedy) |" in page and "| funds/s |" in page
 
 
+@pytest.mark.research
 def test_the_committed_page_is_what_the_recorded_runs_generate():
     if not hotspots.RESULTS.exists():
         pytest.skip("no recorded runs")

@@ -1,4 +1,4 @@
-"""benchmarks/seeds.md is generated from the collected runs, and its GRPO − SFT figures on what each
+"""research/seeds.md is generated from the collected runs, and its GRPO − SFT figures on what each
 model wrote (misstated claims, completeness, stated confidence, departures) are what the per-fund
 files say, with intervals over funds and seeds."""
 
@@ -13,9 +13,10 @@ BENCH = REPO / "benchmarks"
 SEEDS = runpy.run_path(str(BENCH / "seeds.py"))
 
 
+@pytest.mark.research
 def test_the_committed_page_is_what_the_collected_runs_generate():
     page, _ = SEEDS["report"]()
-    assert page == (BENCH / "seeds.md").read_text(encoding="utf-8"), "run `python benchmarks/seeds.py report`"
+    assert page == SEEDS["PAGE"].read_text(encoding="utf-8"), "run `python benchmarks/seeds.py report`"
 
 
 def run(seed: int, grpo_wrong: int) -> dict:

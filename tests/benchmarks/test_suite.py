@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks import suite
 from tests.support import REPO
 
@@ -15,6 +17,7 @@ def test_the_summaries_read_a_timeline_right():
     assert doctest.testmod(suite).failed == 0
 
 
+@pytest.mark.research
 def test_the_committed_page_is_what_the_recorded_runs_generate():
     if suite.load():
         assert suite.report() == suite.PAGE.read_text(encoding="utf-8"), "run `python benchmarks/suite.py report`"

@@ -708,9 +708,9 @@ def test_bad_input_is_named_and_loses_nothing(case: Case, good_run, capsys):
 
 
 def test_the_trust_table_counts_this_suite():
-    """The README's trust table (benchmarks/results/robustness.json, from `python tools/robustness.py`)
+    """The README's trust table (research/results/robustness.json, from `python tools/robustness.py`)
     counts the cases this suite has now: a case added or removed means running the tool again."""
-    summary = json.loads((REPO / "benchmarks/results/robustness.json").read_text(encoding="utf-8"))
+    summary = json.loads((REPO / "research/results/robustness.json").read_text(encoding="utf-8"))
     counted = next(s["cases"] for s in summary if s["area"] == "all")
     assert counted == len(CASES), (
         f"{counted} cases counted, {len(CASES)} in the suite: run `python tools/robustness.py`"

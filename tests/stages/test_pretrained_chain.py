@@ -2,7 +2,7 @@
 (converted from its GGUF package) -> LoRA SFT -> LoRA GRPO -> backtest -> MLflow model ->
 the registered model as monitoring loads it. A few steps on a handful of funds: this checks
 the code path (LoRA on CPU, merged saving, loading everywhere), not accuracy; accuracy is
-benchmarks/pretrained.md."""
+research/pretrained.md."""
 
 from __future__ import annotations
 

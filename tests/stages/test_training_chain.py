@@ -159,7 +159,8 @@ def test_sft_trains(chain):
 
 
 def test_sft_passes_callbacks_the_model_each_epoch(chain, datasets, tmp_path):
-    """What experiments/sft_epoch_curve/sft_epoch_curve.py relies on: its callback sees the model after every epoch."""
+    """What the sft_epoch_curve study (research/experiments/) relies on: its callback sees the model after every
+    epoch."""
     from transformers import TrainerCallback
 
     from fundgrpo.training import sft_trainer

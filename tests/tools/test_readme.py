@@ -1,4 +1,4 @@
-"""The README is short and its figures are what metrics/ and benchmarks/results/ say."""
+"""The README is short and its figures are what metrics/ and research/results/ say."""
 
 import io
 import re
@@ -13,7 +13,7 @@ from tests.support import REPO
 from tools import readme
 
 # What the README's figures are generated from, beside the README itself.
-FIGURE_SOURCES = ("README.md", "metrics", "benchmarks/results", "methodology")
+FIGURE_SOURCES = ("README.md", "metrics", "research/results", "methodology")
 
 
 def committed(repo: Path, dest: Path) -> Path:
@@ -99,12 +99,13 @@ def test_the_stage_table_is_the_dvc_graph():
 
 
 def test_every_benchmark_script_and_experiment_is_in_its_index():
-    """benchmarks/README.md names every script there; experiments/README.md links every folder, each with its
+    """benchmarks/README.md names every script there; research/experiments/README.md links every folder, each with its
     own README (the experiments index once listed one of eight)."""
     index = (REPO / "benchmarks/README.md").read_text(encoding="utf-8")
     scripts = sorted(p.name for p in (REPO / "benchmarks").iterdir() if p.suffix in (".py", ".sh"))
     assert scripts and [s for s in scripts if f"`{s}`" not in index] == []
-    experiments = (REPO / "experiments/README.md").read_text(encoding="utf-8")
-    folders = sorted(p.name for p in (REPO / "experiments").iterdir() if p.is_dir() and not p.name.startswith("_"))
+    studies = REPO / "research" / "experiments"
+    experiments = (studies / "README.md").read_text(encoding="utf-8")
+    folders = sorted(p.name for p in studies.iterdir() if p.is_dir() and not p.name.startswith("_"))
     assert len(folders) > 1 and [f for f in folders if f"[{f}]({f}/)" not in experiments] == []
-    assert [f for f in folders if not (REPO / "experiments" / f / "README.md").exists()] == []
+    assert [f for f in folders if not (studies / f / "README.md").exists()] == []
