@@ -46,7 +46,7 @@ def best_metric_key(params: GrpoParams) -> str:
 
 
 def reward_names(params: GrpoParams) -> list[str]:
-    """The rewards in use, in order: the five rule rewards, plus the judge when enabled."""
+    """The rewards in use, in order: the rule rewards (`RULE_REWARDS`), plus the judge when enabled."""
     return list(RULE_REWARDS) + (["judge"] if params.judge.enabled else [])
 
 

@@ -1,10 +1,11 @@
 """Reward functions for GRPO, TRL style: `(completions, **columns) -> list[float | None]`.
 
 Each is a pure module-level function: it reads the completion and the dataset columns TRL
-passes in (`expert_grade`, `expert_score`, `evidence`, `shown_grade`, `rule_grade`) and nothing
-else. What a reward needs from the methodology or the settings (the output schema, the methodology,
-`grpo.score_tolerance` ...) comes as keyword arguments, which `bind` fills from `params.yaml`; the rewards, in the order
-of `fundgrpo.params.RULE_REWARDS`, are `REWARDS`. A malformed completion gets 0, never an
+passes in (`expert_grade`, `expert_score`, `evidence`, `shown_grade`, `rule_grade`, and with
+documents `documents` and `pillars`) and nothing else. What a reward needs from the methodology or
+the settings (the output schema, the methodology, `grpo.score_tolerance` ...) comes as keyword
+arguments, which `bind` fills from `params.yaml`; the rewards, in the order of
+`fundgrpo.params.RULE_REWARDS`, are `REWARDS`. A malformed completion gets 0, never an
 exception; a sample with no label gets None, which TRL leaves out of the mean.
 """
 
