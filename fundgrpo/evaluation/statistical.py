@@ -115,27 +115,9 @@ def estimate(
     The estimates table has share_class_id, fund_id, split, fold (TRAIN_FIT for rows estimated by
     the training split's model), gbm_grade and one `gbm_p<grade>` column per grade.
     """
-    if baseline.objective != "classifier":
-        raise EvidenceError(
-            f"evidence: grade probabilities need baseline.objective: classifier, got {baseline.objective!r}"
-        )
     funds = funds.reset_index(drop=True)
-    if problem := compiler.uncovered_grades(funds["expert_grade"], grades):
-        raise EvidenceError(f"evidence: {problem}")
-    ids = funds["share_class_id"].astype(str)
-    if ids.duplicated().any():
-        raise EvidenceError(
-            f"evidence: share_class_id repeats in the validated table (e.g. {ids[ids.duplicated()].iloc[0]!r})"
-        )
-    labelled = funds["expert_grade"].notna().to_numpy()
-    split = np.where(
-        labelled, funds["fund_id"].astype(str).map(lambda f: split_of(f, prepare)).to_numpy(), "unlabelled"
-    )
+    ids, split = checked_split(funds, baseline, prepare, grades)
     train = split == "train"
-    if not train.any():
-        raise EvidenceError(
-            "evidence: no labelled fund falls in the training split; add funds or change prepare's shares"
-        )
     X = baselines.features(funds, baseline.features or None, category=baseline.category)
     fit = baselines.fit if texts is None else text_baseline.fit
     if texts is not None:
@@ -181,6 +163,33 @@ def estimate(
     # byte-equal outputs (a timing would make DVC rerun every stage after this one for nothing)
     estimator = Estimator(fitted, tuple(baseline.features), baseline.category)
     return out, estimator, summary
+
+
+def checked_split(
+    funds: pd.DataFrame, baseline: BaselineParams, prepare: PrepareParams, grades: list[int]
+) -> tuple[pd.Series, np.ndarray]:
+    """(share class ids, each row's split: train, validation, test or unlabelled), once the inputs are
+    checked: a classifier, every grade labelled, ids unique, a training split that is not empty."""
+    if baseline.objective != "classifier":
+        raise EvidenceError(
+            f"evidence: grade probabilities need baseline.objective: classifier, got {baseline.objective!r}"
+        )
+    if problem := compiler.uncovered_grades(funds["expert_grade"], grades):
+        raise EvidenceError(f"evidence: {problem}")
+    ids = funds["share_class_id"].astype(str)
+    if ids.duplicated().any():
+        raise EvidenceError(
+            f"evidence: share_class_id repeats in the validated table (e.g. {ids[ids.duplicated()].iloc[0]!r})"
+        )
+    labelled = funds["expert_grade"].notna().to_numpy()
+    split = np.where(
+        labelled, funds["fund_id"].astype(str).map(lambda f: split_of(f, prepare)).to_numpy(), "unlabelled"
+    )
+    if not (split == "train").any():
+        raise EvidenceError(
+            "evidence: no labelled fund falls in the training split; add funds or change prepare's shares"
+        )
+    return ids, split
 
 
 def split_settings(prepare: PrepareParams) -> dict[str, float]:

@@ -169,6 +169,20 @@ def build_messages(
         return _compact_messages(m, fund, evidence, rule, model, confidence, bands, order)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
+    return _full_messages(m, fund, evidence, rule, model, confidence, bands, order)
+
+
+def _full_messages(
+    m: Methodology,
+    fund: dict[str, Any],
+    evidence: dict[str, dict[str, Any]],
+    rule: tuple[float, int] | None,
+    model: dict[str, Any] | None,
+    confidence: bool,
+    bands: bool,
+    order: str,
+) -> list[dict]:
+    """`build_messages` in the full style: each criterion's value, peer median and percentile."""
     t = TEXT[m.language]
     grades = "|".join(str(g) for g in m.grades)
     lines = [

@@ -376,6 +376,61 @@ def trie_after(first: int, alone: list[list[int]], given: bool = False) -> dict[
     return {**template, "input_ids": [first, *template["input_ids"][1:]]}
 
 
+def decision_points(
+    tokenizer, sequences, prompt_mask, cached: int, answers: list[str], methodology: Methodology, methods, out: dict
+) -> list[tuple[int, list]]:
+    """Per answer, its padding and a segment per method it can be read at over the cache: (method, trie,
+    end, position, owner), `end` the prefix's last token (run again: its logits give the first digit).
+    A method with no decision point in the answer is set to None in `out` (nothing to read)."""
+    width = prompt_mask.shape[1]
+    rows: list[tuple[int, list]] = []
+    for b, text in enumerate(answers):
+        pad = width - int(prompt_mask[b].sum())  # a position is a column less the padding before it
+        new = sequences[b, width:].tolist()
+        segments = []
+        for m in methods:
+            asked = question(text, methodology, m, tokenizer)
+            if asked is None:
+                out[m][b] = None
+                continue
+            offset, candidates, owner = asked
+            k = token_boundary(tokenizer, new, text, offset)
+            alone = candidate_ids(tokenizer, text[:offset], candidates) if k is not None else None
+            if k is None or alone is None or width + k - 1 > cached:
+                continue
+            end = width + k - 1
+            t = trie_after(int(sequences[b, end]), alone, m in GIVEN)
+            segments.append((m, t, end, end - pad, owner))
+        rows.append((pad, segments))
+    return rows
+
+
+def tree_batch(rows: list[tuple[int, list]], size: int, cached: int, prompt_mask, pad_id: int, dtype):
+    """(input ids, positions, additive attention mask) of every answer's tries laid after the cache: each
+    trie token sees the prompt (less its padding) and the answer up to its decision point, and its own
+    trie's ancestors; padding sees itself only."""
+    import torch
+
+    width, batch = prompt_mask.shape[1], len(rows)
+    input_ids = torch.full((batch, size), pad_id, dtype=torch.long)
+    positions = torch.zeros((batch, size), dtype=torch.long)
+    allowed = torch.zeros((batch, size, cached + size), dtype=torch.bool)
+    allowed[:, torch.arange(size), cached + torch.arange(size)] = True
+    for b, (_, segments) in enumerate(rows):
+        at = 0
+        for _, t, end, position, _ in segments:
+            n = len(t["input_ids"])
+            input_ids[b, at : at + n] = torch.tensor(t["input_ids"])
+            positions[b, at : at + n] = position + torch.tensor(t["positions"])
+            allowed[b, at : at + n, :end] = True
+            allowed[b, at : at + n, :width] &= prompt_mask[b].bool().cpu()
+            allowed[b, at : at + n, cached + at : cached + at + n] = t["allowed"]
+            at += n
+    mask = torch.zeros((batch, 1, size, cached + size), dtype=dtype)
+    mask.masked_fill_(~allowed[:, None], torch.finfo(dtype).min)
+    return input_ids, positions, mask
+
+
 def from_cache(
     model, tokenizer, sequences, prompt_mask, cache, answers: list[str], methodology: Methodology, methods
 ) -> dict[str, list]:
@@ -393,53 +448,18 @@ def from_cache(
     import torch
     from transformers.cache_utils import DynamicLayer
 
-    width = prompt_mask.shape[1]
     out: dict[str, list] = {m: [UNREAD] * len(answers) for m in methods}
     # only a cache whose every layer holds every token maps its columns to the sequence's positions
     # (a sliding-window layer, Gemma 3's, keeps the last few: those answers are read the exact way)
     if cache is None or not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
         return out
     cached = cache.get_seq_length()
-    rows: list[tuple[int, list]] = []  # per answer: its padding, and (method, trie, end, position, owner)
-    for b, text in enumerate(answers):
-        pad = width - int(prompt_mask[b].sum())  # a position is a column less the padding before it
-        new = sequences[b, width:].tolist()
-        segments = []
-        for m in methods:
-            asked = question(text, methodology, m, tokenizer)
-            if asked is None:
-                out[m][b] = None  # no decision point: nothing to read
-                continue
-            offset, candidates, owner = asked
-            k = token_boundary(tokenizer, new, text, offset)
-            alone = candidate_ids(tokenizer, text[:offset], candidates) if k is not None else None
-            if k is None or alone is None or width + k - 1 > cached:
-                continue
-            end = width + k - 1  # the prefix's last token, run again: its logits give the first digit
-            t = trie_after(int(sequences[b, end]), alone, m in GIVEN)
-            segments.append((m, t, end, end - pad, owner))
-        rows.append((pad, segments))
+    rows = decision_points(tokenizer, sequences, prompt_mask, cached, answers, methodology, methods, out)
     size = max((sum(len(t["input_ids"]) for _, t, *_ in s) for _, s in rows), default=0)
     if size == 0:
         return out
-    batch = len(answers)
-    input_ids = torch.full((batch, size), tokenizer.pad_token_id or 0, dtype=torch.long)
-    positions = torch.zeros((batch, size), dtype=torch.long)
-    allowed = torch.zeros((batch, size, cached + size), dtype=torch.bool)
-    allowed[:, torch.arange(size), cached + torch.arange(size)] = True  # padding sees itself only
-    for b, (pad, segments) in enumerate(rows):
-        at = 0
-        for _, t, end, position, _ in segments:
-            n = len(t["input_ids"])
-            input_ids[b, at : at + n] = torch.tensor(t["input_ids"])
-            positions[b, at : at + n] = position + torch.tensor(t["positions"])
-            allowed[b, at : at + n, :end] = True  # the prompt and the answer before the decision point,
-            allowed[b, at : at + n, :width] &= prompt_mask[b].bool().cpu()  # less the prompt's padding
-            allowed[b, at : at + n, cached + at : cached + at + n] = t["allowed"]
-            at += n
     dtype = next(model.parameters()).dtype
-    mask = torch.zeros((batch, 1, size, cached + size), dtype=dtype)
-    mask.masked_fill_(~allowed[:, None], torch.finfo(dtype).min)
+    input_ids, positions, mask = tree_batch(rows, size, cached, prompt_mask, tokenizer.pad_token_id or 0, dtype)
     device = model.device
     with torch.no_grad():
         hidden = model.get_decoder()(

@@ -81,37 +81,10 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     @app.middleware("http")
     async def limits_and_access_log(request: Request, call_next):
         started = time.perf_counter()
-        length = request.headers.get("content-length")
-        too_big = JSONResponse({"detail": f"request body over {settings.max_bytes} bytes"}, status_code=413)
-        if length and (not length.isdigit() or int(length) > settings.max_bytes):
-            response = too_big
-        elif not length and request.method in ("POST", "PUT", "PATCH"):
-            # a streamed (chunked) body states no length: read it up to the limit, refuse beyond
-            body = bytearray()
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > settings.max_bytes:
-                    break
-            if len(body) > settings.max_bytes:
-                response = too_big
-            else:
-                request._body = bytes(body)  # what the endpoint reads (Starlette caches the body here)
-                response = await call_next(request)
-        else:
-            response = await call_next(request)
+        response = await within_limit(request, call_next, settings.max_bytes)
         if 400 <= response.status_code < 500 and not getattr(request.state, "audited", False):
             await run_in_threadpool(audit_refusal, request, response.status_code)
-        ACCESS.info(
-            json.dumps(
-                {
-                    "method": request.method,
-                    "path": request.url.path,
-                    "status": response.status_code,
-                    "ms": round((time.perf_counter() - started) * 1000, 1),
-                    "key": getattr(request.state, "key_name", None),
-                }
-            )
-        )
+        ACCESS.info(access_line(request, response.status_code, started))
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -133,6 +106,36 @@ def create_app(root: Path = Path("."), settings: ApiSettings | None = None):
     app.include_router(ratings.router)
     app.include_router(portal.router)
     return app
+
+
+async def within_limit(request: Request, call_next, max_bytes: int):
+    """The endpoint's response, or 413 for a body over `max_bytes`: a stated length is checked before
+    reading, a streamed (chunked) body is read up to the limit and refused beyond it."""
+    too_big = JSONResponse({"detail": f"request body over {max_bytes} bytes"}, status_code=413)
+    length = request.headers.get("content-length")
+    if length and (not length.isdigit() or int(length) > max_bytes):
+        return too_big
+    if not length and request.method in ("POST", "PUT", "PATCH"):
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_bytes:
+                return too_big
+        request._body = bytes(body)  # what the endpoint reads (Starlette caches the body here)
+    return await call_next(request)
+
+
+def access_line(request: Request, status: int, started: float) -> str:
+    """One JSON line of the access log: the request, its answer, its time and the key's owner (never the key)."""
+    return json.dumps(
+        {
+            "method": request.method,
+            "path": request.url.path,
+            "status": status,
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+            "key": getattr(request.state, "key_name", None),
+        }
+    )
 
 
 def audit_refusal(request: Request, status: int) -> None:
