@@ -331,76 +331,8 @@ def write_documents(
     language, text, and the generator's own `heldout` flag (dropped from the public file)."""
     rng = np.random.default_rng([params.seed, 102])
     months = [str(p) for p in pd.period_range(params.start, periods=params.n_months, freq="M")]
-    first = params.n_months - WINDOW
-    names = share_classes.drop_duplicates("fund_id").set_index("fund_id")["name"]
-    managers = share_classes.drop_duplicates("fund_id").set_index("fund_id")["manager"]
-    written: list[Written] = []
-
-    def pick(options: tuple[str, ...], allow_heldout: bool, held: int) -> tuple[str, bool]:
-        n = len(options) if allow_heldout else len(options) - held
-        k = int(rng.integers(0, n))
-        return options[k], k >= len(options) - held
-
-    for company, group in facts.groupby("company", sort=True):
-        language = "ko" if str(company).endswith("자산운용") else "en"
-        buyers = KR_BUYERS if language == "ko" else EN_BUYERS
-        events = {e for events in group["events"] for e in str(events).split(";") if e in COMPANY_FACTS}
-        for event in sorted(events):
-            if rng.random() < DOCUMENTED:
-                text, _ = pick(FACT_TEXT[event][language], False, 0)
-                fields = {"company": company, "buyer": buyers[int(rng.integers(0, len(buyers)))]}
-                kind = KINDS[event][0]
-                when = _date(rng, months, int(rng.integers(first, params.n_months)))
-                sentence = text.format(**fields)
-                written.append(Written("company", str(company), when, kind, language, sentence, False, event, sentence))
-        if rng.random() < TRAPS["cleared_inquiry"]:
-            text = TRAP_TEXT["cleared_inquiry"][language][0].format(company=company)
-            when = _date(rng, months, int(rng.integers(first, params.n_months)))
-            written.append(
-                Written("company", str(company), when, "news", language, text, False, "cleared_inquiry", text)
-            )
-
-    for _, row in facts.iterrows():
-        fund_id = str(row["fund_id"])
-        language = "ko" if str(row["company"]).endswith("자산운용") else "en"
-        open_ = heldout(fund_id)  # a validation or test fund: every phrasing and kind
-        pool = KR_MANAGERS_POOL if language == "ko" else EN_MANAGERS_POOL
-        mgr = str(managers[fund_id])
-        old = next(m for m in pool[int(rng.integers(0, len(pool))) :] + pool if m != mgr)
-        siblings = facts[(facts["company"] == row["company"]) & (facts["fund_id"] != fund_id)]["fund_id"]
-        other = str(names[siblings.iloc[0]]) if len(siblings) else "another fund"
-        fields = {"fund": str(names[fund_id]), "company": row["company"], "old": old, "new": mgr, "mgr": mgr,
-                  "other": other}  # fmt: skip
-        for event in [e for e in str(row["events"]).split(";") if e]:
-            if event in FUND_FACTS and rng.random() < DOCUMENTED:
-                month = int(row["manager_change_month"]) if event == "manager_change" else None
-                month = int(rng.integers(first, params.n_months)) if month is None else month
-                fields["month"] = months[month]
-                text, held = pick(FACT_TEXT[event][language], open_, HELD_OUT)
-                kind = KINDS[event][int(rng.integers(0, len(KINDS[event])))]
-                if open_ and rng.random() < 0.2:
-                    kind, held = HELD_OUT_KIND, True
-                sentence = text.format(**fields)
-                body = _surround(sentence, language, rng)
-                when = _date(rng, months, month)
-                written.append(Written("fund", fund_id, when, kind, language, body, held, event, sentence))
-            elif event in ("negation", "hedge", "other_fund"):
-                sentence = TRAP_TEXT[event][language][int(rng.integers(0, len(TRAP_TEXT[event][language])))]
-                sentence = sentence.format(**fields)
-                body = _surround(sentence, language, rng)
-                when = _date(rng, months, int(rng.integers(first, params.n_months)))
-                written.append(Written("fund", fund_id, when, "news", language, body, False, event, sentence))
-            elif event == "correction":
-                month = int(rng.integers(first, params.n_months - 2))
-                for part, later in (("correction_early", 0), ("correction_late", 1 + int(rng.integers(0, 2)))):
-                    body = TRAP_TEXT[part][language][0].format(**fields)
-                    when = _date(rng, months, month + later)
-                    written.append(Written("fund", fund_id, when, "news", language, body, False, part, body))
-        for _ in range(int(rng.integers(1, 3))):  # the fund's own commentaries: boilerplate
-            body = " ".join(rng.choice(BOILERPLATE[language], size=2, replace=False))
-            when = _date(rng, months, int(rng.integers(first, params.n_months)))
-            written.append(Written("fund", fund_id, when, "commentary", language, body, False))
-
+    written = company_documents(facts, rng, months, params.n_months - WINDOW)
+    written += fund_documents(share_classes, facts, rng, months, params.n_months - WINDOW, heldout)
     return pd.DataFrame(
         [
             {
@@ -419,6 +351,107 @@ def write_documents(
             for i, w in enumerate(sorted(written, key=lambda w: (w.date, w.key)))
         ]
     )
+
+
+def _pick(rng: np.random.Generator, options: tuple[str, ...], allow_heldout: bool, held: int) -> tuple[str, bool]:
+    """One phrasing of a fact, and whether it is one of the last `held` (held out of training funds)."""
+    n = len(options) if allow_heldout else len(options) - held
+    k = int(rng.integers(0, n))
+    return options[k], k >= len(options) - held
+
+
+def company_documents(facts: pd.DataFrame, rng: np.random.Generator, months: list[str], first: int) -> list[Written]:
+    """Each company's documented events (news of an ownership change, a sanction ...) and the cleared
+    inquiries that move nothing, dated within the last `WINDOW` months."""
+    written: list[Written] = []
+    for company, group in facts.groupby("company", sort=True):
+        language = "ko" if str(company).endswith("자산운용") else "en"
+        buyers = KR_BUYERS if language == "ko" else EN_BUYERS
+        events = {e for events in group["events"] for e in str(events).split(";") if e in COMPANY_FACTS}
+        for event in sorted(events):
+            if rng.random() < DOCUMENTED:
+                text, _ = _pick(rng, FACT_TEXT[event][language], False, 0)
+                fields = {"company": company, "buyer": buyers[int(rng.integers(0, len(buyers)))]}
+                kind = KINDS[event][0]
+                when = _date(rng, months, int(rng.integers(first, len(months))))
+                sentence = text.format(**fields)
+                written.append(Written("company", str(company), when, kind, language, sentence, False, event, sentence))
+        if rng.random() < TRAPS["cleared_inquiry"]:
+            text = TRAP_TEXT["cleared_inquiry"][language][0].format(company=company)
+            when = _date(rng, months, int(rng.integers(first, len(months))))
+            written.append(
+                Written("company", str(company), when, "news", language, text, False, "cleared_inquiry", text)
+            )
+    return written
+
+
+def fund_documents(
+    share_classes: pd.DataFrame,
+    facts: pd.DataFrame,
+    rng: np.random.Generator,
+    months: list[str],
+    first: int,
+    heldout: Callable[[str], bool],
+) -> list[Written]:
+    """Each fund's documented facts (in a phrasing held out of training for validation and test funds,
+    sometimes), its traps (negations, hedges, news of another fund, a report corrected later) and its
+    boilerplate commentaries."""
+    names = share_classes.drop_duplicates("fund_id").set_index("fund_id")["name"]
+    managers = share_classes.drop_duplicates("fund_id").set_index("fund_id")["manager"]
+    written: list[Written] = []
+    for _, row in facts.iterrows():
+        fund_id = str(row["fund_id"])
+        language = "ko" if str(row["company"]).endswith("자산운용") else "en"
+        open_ = heldout(fund_id)  # a validation or test fund: every phrasing and kind
+        pool = KR_MANAGERS_POOL if language == "ko" else EN_MANAGERS_POOL
+        mgr = str(managers[fund_id])
+        old = next(m for m in pool[int(rng.integers(0, len(pool))) :] + pool if m != mgr)
+        siblings = facts[(facts["company"] == row["company"]) & (facts["fund_id"] != fund_id)]["fund_id"]
+        other = str(names[siblings.iloc[0]]) if len(siblings) else "another fund"
+        fields = {"fund": str(names[fund_id]), "company": row["company"], "old": old, "new": mgr, "mgr": mgr,
+                  "other": other}  # fmt: skip
+        for event in [e for e in str(row["events"]).split(";") if e]:
+            written += _fund_event(event, row, fields, rng, months, first, language, open_)
+        for _ in range(int(rng.integers(1, 3))):  # the fund's own commentaries: boilerplate
+            body = " ".join(rng.choice(BOILERPLATE[language], size=2, replace=False))
+            when = _date(rng, months, int(rng.integers(first, len(months))))
+            written.append(Written("fund", fund_id, when, "commentary", language, body, False))
+    return written
+
+
+def _fund_event(
+    event: str, row: pd.Series, fields: dict, rng: np.random.Generator, months: list[str], first: int,
+    language: str, open_: bool,
+) -> list[Written]:  # fmt: skip
+    """The documents one fund event leaves (none for an undocumented fact or a company's event)."""
+    fund_id, n_months = str(row["fund_id"]), len(months)
+    if event in FUND_FACTS and rng.random() < DOCUMENTED:
+        month = int(row["manager_change_month"]) if event == "manager_change" else None
+        month = int(rng.integers(first, n_months)) if month is None else month
+        fields["month"] = months[month]
+        text, held = _pick(rng, FACT_TEXT[event][language], open_, HELD_OUT)
+        kind = KINDS[event][int(rng.integers(0, len(KINDS[event])))]
+        if open_ and rng.random() < 0.2:
+            kind, held = HELD_OUT_KIND, True
+        sentence = text.format(**fields)
+        body = _surround(sentence, language, rng)
+        when = _date(rng, months, month)
+        return [Written("fund", fund_id, when, kind, language, body, held, event, sentence)]
+    if event in ("negation", "hedge", "other_fund"):
+        sentence = TRAP_TEXT[event][language][int(rng.integers(0, len(TRAP_TEXT[event][language])))]
+        sentence = sentence.format(**fields)
+        body = _surround(sentence, language, rng)
+        when = _date(rng, months, int(rng.integers(first, n_months)))
+        return [Written("fund", fund_id, when, "news", language, body, False, event, sentence)]
+    if event == "correction":
+        month = int(rng.integers(first, n_months - 2))
+        out = []
+        for part, later in (("correction_early", 0), ("correction_late", 1 + int(rng.integers(0, 2)))):
+            body = TRAP_TEXT[part][language][0].format(**fields)
+            when = _date(rng, months, month + later)
+            out.append(Written("fund", fund_id, when, "news", language, body, False, part, body))
+        return out
+    return []
 
 
 HIDDEN = ("heldout", "fact", "sentence")  # the generator's columns of `write_documents`, not the public file's
