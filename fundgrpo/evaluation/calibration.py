@@ -430,16 +430,8 @@ def fit_choice(
     n = len(expert)
     groups = list(groups) if groups is not None else [str(i) for i in range(n)]
     fold = folds_of(groups, max(2, folds))
-    candidates = []
-    for method, rows in beliefs.items():
-        if any(r is not None and written[i] is not None for i, r in enumerate(rows)):
-            candidates += [("lm", method)] + ([("stack", method)] if gbm is not None else [])
-    if gbm is not None:  # served beside the language model's evaluation: a grade where it answered
-        candidates.append(("gbm", candidates[0][1] if candidates else next(iter(beliefs), "score")))
-    if not candidates:
-        raise ValueError("no valid answer with readable grade probabilities to calibrate on")
     options: dict[str, dict] = {}
-    for source, method in candidates:
+    for source, method in candidates_of(beliefs, written, gbm):
         lm = beliefs.get(method, [None] * n)
         # the funds a source's fit learns from: gradient boosting's probabilities exist for every fund
         seen = (
@@ -448,31 +440,9 @@ def fit_choice(
         for way in GRADE_FROM:
             if way == "greedy" and source == "gbm":
                 continue  # the language model's written grade is not gradient boosting's
-            predicted: list = [None] * n
-            probs: list = [None] * n
-            for k in sorted(set(fold)):
-                train = [i for i in seen if fold[i] != k]
-                held = [i for i in range(n) if fold[i] == k]
-                if len(train) < 2 or not held:
-                    continue
-                fit = fit_option(source, method, way, expert, written, lm, gbm, grades, train)
-                for i in held:
-                    d = decide(lm[i], written[i], fit, grades, gbm[i] if gbm is not None else None)
-                    predicted[i], probs[i] = d["grade"], d["probs"]
-            exact, qwk = _agreement(expert, predicted, grades)
-            conf = [
-                p[grades.index(int(g))] if p is not None and g is not None else 0.0 for g, p in zip(predicted, probs)
-            ]
-            against = contradicted(predicted, probs, grades)
-            by_fold = [  # the objective on each fold's held-out funds: how much the option's edge varies
-                _objective(expert, predicted, probs, grades, [i for i in range(n) if fold[i] == k], contradiction_cost)
-                for k in sorted(set(fold))
-            ]
-            options[f"{source}/{method}/{way}"] = {
-                "serves": source, "method": method, "grade_from": way, "exact": exact, "qwk": qwk,
-                "contradicted": against, "objective": round(qwk - contradiction_cost * against, 4),
-                "fold_objective": by_fold, **summary(expert, predicted, probs, conf, grades, bins),
-            }  # fmt: skip
+            options[f"{source}/{method}/{way}"] = cross_validated(
+                (source, method, way), expert, written, lm, gbm, grades, seen, fold, bins, contradiction_cost
+            )
 
     def best(keys):  # on a tie, the option with fewer fitted parts (no pooling, no cut-points), then Brier
         return max(keys, key=lambda k: (options[k]["objective"], -fitted_parts(options[k]), -options[k]["brier"]))
@@ -502,6 +472,53 @@ def fit_choice(
     return {
         **refit(key), "options": options, "by_source": by_source, "choice": why,
         "folds": folds, "contradiction_cost": contradiction_cost,
+    }  # fmt: skip
+
+
+def candidates_of(beliefs: dict[str, list], written, gbm: list | None) -> list[tuple[str, str]]:
+    """(source, belief method) pairs to weigh: the language model's belief by each method that read any
+    valid answer, pooled with gradient boosting's where given, and gradient boosting's alone."""
+    candidates = []
+    for method, rows in beliefs.items():
+        if any(r is not None and written[i] is not None for i, r in enumerate(rows)):
+            candidates += [("lm", method)] + ([("stack", method)] if gbm is not None else [])
+    if gbm is not None:  # served beside the language model's evaluation: a grade where it answered
+        candidates.append(("gbm", candidates[0][1] if candidates else next(iter(beliefs), "score")))
+    if not candidates:
+        raise ValueError("no valid answer with readable grade probabilities to calibrate on")
+    return candidates
+
+
+def cross_validated(
+    option: tuple[str, str, str], expert, written, lm: list, gbm: list | None, grades: list[int], seen: list[int],
+    fold: list[int], bins: int, contradiction_cost: float,
+) -> dict[str, Any]:  # fmt: skip
+    """One option (source, method, decision rule) scored out of fold: on each fold's funds, fitted on
+    the other folds' `seen` funds; its agreement, contradictions, objective per fold and calibration."""
+    source, method, way = option
+    n = len(expert)
+    predicted: list = [None] * n
+    probs: list = [None] * n
+    for k in sorted(set(fold)):
+        train = [i for i in seen if fold[i] != k]
+        held = [i for i in range(n) if fold[i] == k]
+        if len(train) < 2 or not held:
+            continue
+        fit = fit_option(source, method, way, expert, written, lm, gbm, grades, train)
+        for i in held:
+            d = decide(lm[i], written[i], fit, grades, gbm[i] if gbm is not None else None)
+            predicted[i], probs[i] = d["grade"], d["probs"]
+    exact, qwk = _agreement(expert, predicted, grades)
+    conf = [p[grades.index(int(g))] if p is not None and g is not None else 0.0 for g, p in zip(predicted, probs)]
+    against = contradicted(predicted, probs, grades)
+    by_fold = [  # the objective on each fold's held-out funds: how much the option's edge varies
+        _objective(expert, predicted, probs, grades, [i for i in range(n) if fold[i] == k], contradiction_cost)
+        for k in sorted(set(fold))
+    ]
+    return {
+        "serves": source, "method": method, "grade_from": way, "exact": exact, "qwk": qwk,
+        "contradicted": against, "objective": round(qwk - contradiction_cost * against, 4),
+        "fold_objective": by_fold, **summary(expert, predicted, probs, conf, grades, bins),
     }  # fmt: skip
 
 
