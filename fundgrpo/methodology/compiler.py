@@ -157,37 +157,79 @@ def load(path: str | Path) -> Methodology:
 
 
 def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
-    def number(value: Any, field: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-            raise MethodologyError(f"{where}: {field} must be a number, got {value!r}")
-        return float(value)
-
-    def need(d: dict, key: str, ctx: str) -> Any:
-        if not isinstance(d, dict):
-            raise MethodologyError(f"{where}: {ctx} must be a mapping (key: value, ...), got {d!r}")
-        if key not in d:
-            raise MethodologyError(f"{where}: {ctx} is missing '{key}'")
-        return d[key]
-
-    def entries(key: str, required: bool) -> list:
-        value = need(raw, key, "the file") if required else raw.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise MethodologyError(f"{where}: {key} must be a list (one '- ...' entry each), got {value!r}")
-        return value
-
+    """A methodology from its YAML's mapping, every field checked; an error names the file (`where`), the
+    entry and the field."""
     language = raw.get("language", "en")
     if language not in LANGUAGES:
         raise MethodologyError(f"{where}: language must be one of {LANGUAGES}, got {language!r}")
     scoring = raw.get("scoring", "weighted")
     if scoring not in SCORING:
         raise MethodologyError(f"{where}: scoring must be one of {SCORING}, got {scoring!r}")
+    criteria = _criteria(raw, language, where)
+    ids = [c.id for c in criteria]
+    qualitative = parse_qualitative(raw.get("qualitative"), language, where)
+    total = sum(c.weight for c in criteria) + sum(q.weight for q in qualitative)
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        detail = ", ".join([f"{c.id}={c.weight:g}" for c in criteria] + [f"{q.id}={q.weight:g}" for q in qualitative])
+        raise MethodologyError(f"{where}: criterion weights must sum to 1, they sum to {total:.4g} ({detail})")
+    context = _context(raw, criteria, language, where)
+    shown = ids + [c.id for c in context]
+    if len(set(shown)) != len(shown):
+        raise MethodologyError(f"{where}: criterion and context ids repeat: {shown}")
+    if set(shown) & {q.id for q in qualitative}:
+        raise MethodologyError(
+            f"{where}: qualitative ids repeat a criterion id: {sorted(set(shown) & {q.id for q in qualitative})}"
+        )
+    bands = _check_bands(_bands(raw, where), where)
+    min_coverage, required = parse_coverage(raw.get("coverage"), ids, where)
+    output = raw.get("output", {}) or {}
+    low, high = _reasoning_chars(output, where)
+    return Methodology(
+        name=str(raw.get("name", "methodology")),
+        version=str(raw.get("version", "1")),
+        language=language,
+        scoring=scoring,
+        criteria=tuple(criteria),
+        bands=tuple(bands),
+        reasoning_min_chars=low,
+        reasoning_max_chars=high,
+        cite_top=int(output.get("cite_top", 3)),
+        context=tuple(context),
+        min_coverage=min_coverage,
+        required=required,
+        qualitative=qualitative,
+    )
 
+
+def _number(value: Any, field: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise MethodologyError(f"{where}: {field} must be a number, got {value!r}")
+    return float(value)
+
+
+def _need(d: Any, key: str, ctx: str, where: str) -> Any:
+    if not isinstance(d, dict):
+        raise MethodologyError(f"{where}: {ctx} must be a mapping (key: value, ...), got {d!r}")
+    if key not in d:
+        raise MethodologyError(f"{where}: {ctx} is missing '{key}'")
+    return d[key]
+
+
+def _entries(raw: dict[str, Any], key: str, required: bool, where: str) -> list:
+    value = _need(raw, key, "the file", where) if required else raw.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MethodologyError(f"{where}: {key} must be a list (one '- ...' entry each), got {value!r}")
+    return value
+
+
+def _criteria(raw: dict[str, Any], language: str, where: str) -> list[Criterion]:
+    """The weighted criteria: each a known numeric metric (never the label), a positive weight, unique ids."""
     criteria = []
-    for i, c in enumerate(entries("criteria", required=True)):
+    for i, c in enumerate(_entries(raw, "criteria", True, where)):
         ctx = f"criterion {i + 1}"
-        metric = need(c, "metric", ctx)
+        metric = _need(c, "metric", ctx, where)
         if metric in canonical.LABELS:
             raise MethodologyError(
                 f"{where}: {ctx} reads {metric!r}, the analysts' label the model learns to predict; "
@@ -195,7 +237,7 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
             )
         if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
             raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
-        weight = need(c, "weight", ctx)
+        weight = _need(c, "weight", ctx, where)
         if not isinstance(weight, (int, float)) or weight <= 0:
             raise MethodologyError(f"{where}: {ctx} ({metric}) weight must be a positive number, got {weight!r}")
         label = parse_label(c.get("label"), language, f"{where}: {ctx} ({metric})")
@@ -213,70 +255,52 @@ def parse(raw: dict[str, Any], where: str = "methodology") -> Methodology:
     ids = [c.id for c in criteria]
     if len(set(ids)) != len(ids):
         raise MethodologyError(f"{where}: criterion ids repeat: {ids}")
-    qualitative = parse_qualitative(raw.get("qualitative"), language, where)
-    total = sum(c.weight for c in criteria) + sum(q.weight for q in qualitative)
-    if not math.isclose(total, 1.0, abs_tol=1e-6):
-        detail = ", ".join([f"{c.id}={c.weight:g}" for c in criteria] + [f"{q.id}={q.weight:g}" for q in qualitative])
-        raise MethodologyError(f"{where}: criterion weights must sum to 1, they sum to {total:.4g} ({detail})")
+    return criteria
 
+
+def _context(raw: dict[str, Any], criteria: list[Criterion], language: str, where: str) -> list[Criterion]:
+    """The context metrics: shown in the prompt, weighed by nobody; none may repeat a criterion."""
     context = []
-    for i, c in enumerate(entries("context", required=False)):
+    for i, c in enumerate(_entries(raw, "context", False, where)):
         ctx = f"context metric {i + 1}"
-        metric = need(c, "metric", ctx)
+        metric = _need(c, "metric", ctx, where)
         if metric not in canonical.BY_NAME or canonical.BY_NAME[metric].kind != "number":
             raise MethodologyError(f"{where}: {ctx} uses unknown metric {metric!r}; known: {list(canonical.NUMERIC)}")
         if metric in {c.metric for c in criteria}:
             raise MethodologyError(f"{where}: {ctx} ({metric}) is already a criterion")
         label = parse_label(c.get("label"), language, f"{where}: {ctx} ({metric})")
         context.append(Criterion(str(c.get("id", metric)), metric, 0.0, bool(c.get("higher_is_better", True)), label))
-    shown = ids + [c.id for c in context]
-    if len(set(shown)) != len(shown):
-        raise MethodologyError(f"{where}: criterion and context ids repeat: {shown}")
-    if set(shown) & {q.id for q in qualitative}:
-        raise MethodologyError(
-            f"{where}: qualitative ids repeat a criterion id: {sorted(set(shown) & {q.id for q in qualitative})}"
-        )
+    return context
 
+
+def _bands(raw: dict[str, Any], where: str) -> list[Band]:
+    """The grade bands as written (`_check_bands` then checks they tile 0-100)."""
     bands = []
-    for i, b in enumerate(entries("grades", required=True)):
+    for i, b in enumerate(_entries(raw, "grades", True, where)):
         ctx = f"grade band {i + 1}"
-        grade = need(b, "grade", ctx)
+        grade = _need(b, "grade", ctx, where)
         label = parse_label(b.get("label"), "en", f"{where}: {ctx} (grade {grade})")
         bands.append(
             Band(
-                int(number(grade, f"{ctx} grade")),
-                number(need(b, "min", ctx), f"{ctx} min"),
-                number(need(b, "max", ctx), f"{ctx} max"),
+                int(_number(grade, f"{ctx} grade", where)),
+                _number(_need(b, "min", ctx, where), f"{ctx} min", where),
+                _number(_need(b, "max", ctx, where), f"{ctx} max", where),
                 label,
             )
         )
-    bands = _check_bands(bands, where)
+    return bands
 
-    min_coverage, required = parse_coverage(raw.get("coverage"), ids, where)
 
-    output = raw.get("output", {}) or {}
+def _reasoning_chars(output: dict[str, Any], where: str) -> tuple[int, int]:
+    """The written evaluation's length bounds (output.reasoning.min_chars / max_chars)."""
     reasoning = output.get("reasoning", {}) or {}
-    low = int(number(reasoning.get("min_chars", 20), "output.reasoning.min_chars"))
-    high = int(number(reasoning.get("max_chars", 200), "output.reasoning.max_chars"))
+    low = int(_number(reasoning.get("min_chars", 20), "output.reasoning.min_chars", where))
+    high = int(_number(reasoning.get("max_chars", 200), "output.reasoning.max_chars", where))
     if not 0 < low < high:
         raise MethodologyError(
             f"{where}: output.reasoning needs 0 < min_chars < max_chars, got min_chars {low} and max_chars {high}"
         )
-    return Methodology(
-        name=str(raw.get("name", "methodology")),
-        version=str(raw.get("version", "1")),
-        language=language,
-        scoring=scoring,
-        criteria=tuple(criteria),
-        bands=tuple(bands),
-        reasoning_min_chars=low,
-        reasoning_max_chars=high,
-        cite_top=int(output.get("cite_top", 3)),
-        context=tuple(context),
-        min_coverage=min_coverage,
-        required=required,
-        qualitative=qualitative,
-    )
+    return low, high
 
 
 def _check_bands(bands: list[Band], where: str) -> list[Band]:
