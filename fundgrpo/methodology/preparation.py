@@ -15,6 +15,8 @@ import hashlib
 import json
 import math
 from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,7 +24,7 @@ import pandas as pd
 from fundgrpo.cli import StageError
 from fundgrpo.methodology import citations, prompts
 from fundgrpo.methodology import compiler as meth
-from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.compiler import Criterion, Methodology
 from fundgrpo.methodology.estimates import for_records
 from fundgrpo.methodology.estimates import shown as shown_estimate
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
@@ -58,25 +60,53 @@ def build_records(
     as it was trained.
     """
     m = methodology
-    shown = m.criteria + m.context  # context metrics are shown in the prompt, not scored
-    pct = meth.criterion_percentiles(m, funds, with_context=True)
-    pct_all = (
-        meth.criterion_percentiles(m, funds, within_category=False, with_context=True)
-        if params.universe_percentile
-        else None
-    )
-    rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
-    unrated = meth.not_rated(m, pct[[c.id for c in m.criteria]])
-    metrics = [c.metric for c in shown if c.metric in funds]
-    medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
-    peers = funds.groupby("category")["share_class_id"].transform("count")
-
     if params.show_model != "none" and estimates is None:
         raise StageError(f"prepare.show_model is {params.show_model!r} but no estimates were given (stage `evidence`)")
+    peers = PeerContext.of(m, funds, params.universe_percentile)
     records = []
     rows = funds if only is None else funds[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
     for i, row in rows.iterrows():
-        evidence = {
+        evidence = peers.evidence(i, row)
+        if pd.isna(row.get("expert_grade")):
+            continue
+        records.append(_record(m, params, row, evidence, peers.at(i), estimates, reading))
+    return records
+
+
+@dataclass(frozen=True)
+class PeerContext:
+    """What a fund's prompt reads from its peers: each criterion's (and context metric's) percentile
+    within the category (and, `universe_percentile`, among all funds), the category medians and sizes,
+    and the rule scorer's verdict."""
+
+    shown: tuple[Criterion, ...]  # criteria, then context metrics (shown, not scored)
+    pct: pd.DataFrame
+    pct_all: pd.DataFrame | None
+    rules: pd.DataFrame
+    unrated: pd.Series
+    medians: pd.DataFrame
+    peers: pd.Series
+
+    @classmethod
+    def of(cls, m: Methodology, funds: pd.DataFrame, universe_percentile: bool) -> PeerContext:
+        shown = m.criteria + m.context
+        pct = meth.criterion_percentiles(m, funds, with_context=True)
+        pct_all = (
+            meth.criterion_percentiles(m, funds, within_category=False, with_context=True)
+            if universe_percentile
+            else None
+        )
+        rules = meth.rule_score(m, funds, pct[[c.id for c in m.criteria]])
+        unrated = meth.not_rated(m, pct[[c.id for c in m.criteria]])
+        metrics = [c.metric for c in shown if c.metric in funds]
+        medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
+        peers = funds.groupby("category")["share_class_id"].transform("count")
+        return cls(shown, pct, pct_all, rules, unrated, medians, peers)
+
+    def evidence(self, i, row: pd.Series) -> dict[str, dict[str, Any]]:
+        """Row `i`'s value, category median and percentile per criterion and context metric."""
+        pct, pct_all, medians = self.pct, self.pct_all, self.medians
+        return {
             c.id: {
                 "value": _clean(row.get(c.metric, np.nan)),
                 "median": _clean(medians.at[i, c.metric]) if c.metric in medians else None,
@@ -85,111 +115,122 @@ def build_records(
                 "pct": float(round(pct.at[i, c.id])) if not math.isnan(pct.at[i, c.id]) else float("nan"),
                 **({"pct_all": _clean(pct_all.at[i, c.id])} if pct_all is not None else {}),
             }
-            for c in shown
+            for c in self.shown
         }
-        grade = row.get("expert_grade")
-        if pd.isna(grade):
-            continue
-        grade = int(grade)
-        band = m.band(grade)
-        score = row.get("expert_score", np.nan)
-        # The reference score must agree with the grade: clip the analysts' score into the band, as a
-        # whole number (answers write one: 32.5 would read 32, below a band starting at 32.5).
-        score = band.midpoint if pd.isna(score) else min(max(float(score), math.ceil(band.low)), band.high - 0.5)
-        estimate = None
-        if estimates is not None:
-            sid = str(row["share_class_id"])
-            if sid not in estimates.index:
-                raise StageError(
-                    f"prepare: no statistical estimate for share class {sid!r}; rerun `dvc repro evidence`"
-                )
-            estimate = shown_estimate(estimates.loc[sid], m.grades)
+
+    def at(self, i) -> dict[str, Any]:
+        """Row `i`'s peers (count), rule score and grade (None: no criterion data), and why unrated."""
         # a fund with no data on any criterion has no methodology grade (None), said as such everywhere
-        rule_grade = None if pd.isna(rules.at[i, "rule_grade"]) else int(rules.at[i, "rule_grade"])
-        rule_score = None if rule_grade is None else float(rules.at[i, "rule_score"])
-        shown_model = estimate if params.show_model == "gbm" else None
-        messages = prompts.build_messages(
-            methodology,
-            {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": int(peers.at[i])},
-            evidence,
-            params.prompt_style,
-            (rule_score, rule_grade)
-            if params.show_rule and rule_score is not None and rule_grade is not None
-            else None,
-            shown_model,
-            params.stated_confidence,
-            params.show_bands,
-            params.criteria_order,
+        rule_grade = None if pd.isna(self.rules.at[i, "rule_grade"]) else int(self.rules.at[i, "rule_grade"])
+        rule_score = None if rule_grade is None else float(self.rules.at[i, "rule_score"])
+        return {"peers": int(self.peers.at[i]), "rule_grade": rule_grade, "rule_score": rule_score,
+                "not_rated": self.unrated.at[i], "shown": self.shown}  # fmt: skip
+
+
+def _estimate(row: pd.Series, estimates: pd.DataFrame | None, m: Methodology) -> dict | None:
+    """The statistical estimate of the row's share class as a prompt shows it (None without estimates)."""
+    if estimates is None:
+        return None
+    sid = str(row["share_class_id"])
+    if sid not in estimates.index:
+        raise StageError(f"prepare: no statistical estimate for share class {sid!r}; rerun `dvc repro evidence`")
+    return shown_estimate(estimates.loc[sid], m.grades)
+
+
+def _reference_score(m: Methodology, grade: int, row: pd.Series) -> float:
+    """The reference score, agreeing with the grade: the analysts' score clipped into the grade's band as
+    a whole number (answers write one: 32.5 would read 32, below a band starting at 32.5)."""
+    band = m.band(grade)
+    score = row.get("expert_score", np.nan)
+    return band.midpoint if pd.isna(score) else min(max(float(score), math.ceil(band.low)), band.high - 0.5)
+
+
+def _with_documents(m: Methodology, messages: list[dict], row: pd.Series, reading: citations.Reading):
+    """The prompt with the fund's documents before the answer's format, and (pillars, documents shown)."""
+    sid = str(row["share_class_id"])
+    shown_docs, cut = citations.shown(reading.documents.get(sid, []), reading.budget_chars)
+    user = messages[-1]["content"].rsplit("\n", 1)  # the documents go before the answer's format
+    messages[-1]["content"] = "\n".join([user[0], citations.prompt_block(m, shown_docs, cut), user[-1]])
+    readable = {d.document_id: d.text for d in shown_docs}
+    return citations.reference(m, reading.judgements.get(str(row["fund_id"]), []), readable), shown_docs
+
+
+def _record(
+    m: Methodology,
+    params: PrepareParams,
+    row: pd.Series,
+    evidence: dict[str, dict[str, Any]],
+    at: dict[str, Any],
+    estimates: pd.DataFrame | None,
+    reading: citations.Reading | None,
+) -> dict:
+    """One labelled share class's record: its prompt, reference answer and the columns rewards read."""
+    grade = int(row["expert_grade"])
+    score = _reference_score(m, grade, row)
+    estimate = _estimate(row, estimates, m)
+    rule_grade, rule_score = at["rule_grade"], at["rule_score"]
+    shown_model = estimate if params.show_model == "gbm" else None
+    messages = prompts.build_messages(
+        m,
+        {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": at["peers"]},
+        evidence,
+        params.prompt_style,
+        (rule_score, rule_grade) if params.show_rule and rule_score is not None and rule_grade is not None else None,
+        shown_model,
+        params.stated_confidence,
+        params.show_bands,
+        params.criteria_order,
+    )
+    pillars, shown_docs = None, None
+    if reading is not None and m.qualitative:
+        pillars, shown_docs = _with_documents(m, messages, row, reading)
+    answered, answered_score = grade, score
+    if params.reference_grade == "explained" and shown_model:
+        answered = explained_grade(grade, shown_model["grade"], rule_grade)
+        answered_score = score if answered == grade else m.band(answered).midpoint
+    stated = None
+    if params.stated_confidence:
+        if estimate is None:
+            raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
+        # how likely the answer's grade is, out of fold (the expert's, unless explained above)
+        stated = estimate["probs"][m.grades.index(answered)]
+    if params.answer_style == "evaluation":
+        moved = (
+            {**shown_model, "moved": shown_model["grade"] - rule_grade}
+            if shown_model and rule_grade is not None
+            else None
         )
-        pillars, shown_docs = None, None
-        if reading is not None and m.qualitative:
-            sid = str(row["share_class_id"])
-            shown_docs, cut = citations.shown(reading.documents.get(sid, []), reading.budget_chars)
-            user = messages[-1]["content"].rsplit("\n", 1)  # the documents go before the answer's format
-            messages[-1]["content"] = "\n".join([user[0], citations.prompt_block(m, shown_docs, cut), user[-1]])
-            readable = {d.document_id: d.text for d in shown_docs}
-            pillars = citations.reference(m, reading.judgements.get(str(row["fund_id"]), []), readable)
-        answered, answered_score = grade, score
-        if params.reference_grade == "explained" and shown_model:
-            answered = explained_grade(grade, shown_model["grade"], rule_grade)
-            answered_score = score if answered == grade else m.band(answered).midpoint
-        stated = None
-        if params.stated_confidence:
-            if estimate is None:
-                raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
-            # how likely the answer's grade is, out of fold (the expert's, unless explained above)
-            stated = estimate["probs"][m.grades.index(answered)]
-        if params.answer_style == "evaluation":
-            moved = (
-                {**shown_model, "moved": shown_model["grade"] - rule_grade}
-                if shown_model and rule_grade is not None
-                else None
-            )
-            stated_rule = rule_grade if params.show_rule else None
-            reasoning = prompts.evaluation_text(methodology, evidence, answered, stated_rule, moved)
-        else:
-            reasoning = prompts.reasoning_text(methodology, evidence, params.answer_style)
-        reference = prompts.answer_json(answered, answered_score, reasoning, stated, pillars)
-        records.append(
-            {
-                "share_class_id": str(row["share_class_id"]),
-                "fund_id": str(row["fund_id"]),
-                "category": str(row["category"]),
-                "peers": int(peers.at[i]),  # share classes in the category, this one included
-                "prompt": messages,
-                "reference": reference,
-                "expert_grade": grade,
-                "expert_score": round(score, 2),
-                # where the grade comes from: the export's experts, or an analyst's decision (its id)
-                "label_source": row.get("label_source") or "export",
-                **(
-                    {"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}
-                ),
-                # the percentiles the prompt showed, criteria and context: what the claims check reads
-                "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in shown}),
-                "rule_grade": rule_grade,
-                # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
-                **({"shown_grade": shown_model["grade"]} if shown_model else {}),
-                **(
-                    {"shown_grade": rule_grade}
-                    if params.show_rule and not shown_model and rule_grade is not None
-                    else {}
-                ),
-                "rule_score": rule_score,
-                # why the methodology does not rate the fund (None: it does); no model rates it either
-                "not_rated": unrated.at[i],
-                **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
-                **(
-                    {
-                        "documents": citations.documents_column(shown_docs),
-                        "pillars": json.dumps(pillars, ensure_ascii=False),
-                    }
-                    if pillars is not None and shown_docs is not None
-                    else {}
-                ),
-            }
-        )
-    return records
+        reasoning = prompts.evaluation_text(m, evidence, answered, rule_grade if params.show_rule else None, moved)
+    else:
+        reasoning = prompts.reasoning_text(m, evidence, params.answer_style)
+    return {
+        "share_class_id": str(row["share_class_id"]),
+        "fund_id": str(row["fund_id"]),
+        "category": str(row["category"]),
+        "peers": at["peers"],  # share classes in the category, this one included
+        "prompt": messages,
+        "reference": prompts.answer_json(answered, answered_score, reasoning, stated, pillars),
+        "expert_grade": grade,
+        "expert_score": round(score, 2),
+        # where the grade comes from: the export's experts, or an analyst's decision (its id)
+        "label_source": row.get("label_source") or "export",
+        **({"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}),
+        # the percentiles the prompt showed, criteria and context: what the claims check reads
+        "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in at["shown"]}),
+        "rule_grade": rule_grade,
+        # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
+        **({"shown_grade": shown_model["grade"]} if shown_model else {}),
+        **({"shown_grade": rule_grade} if params.show_rule and not shown_model and rule_grade is not None else {}),
+        "rule_score": rule_score,
+        # why the methodology does not rate the fund (None: it does); no model rates it either
+        "not_rated": at["not_rated"],
+        **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
+        **(
+            {"documents": citations.documents_column(shown_docs), "pillars": json.dumps(pillars, ensure_ascii=False)}
+            if pillars is not None and shown_docs is not None
+            else {}
+        ),
+    }
 
 
 def explained_grade(expert: int, shown: int, rule: int | None) -> int:
