@@ -205,6 +205,23 @@ def test_the_library_names_no_benchmark_experiment_issue_or_date():
     assert found == [], "say what the code does; the history belongs to research/ and the issues"
 
 
+# A reader follows a function in one screen or two: past 80 lines (docstring included) it is several
+# steps that want names.
+MAX_FUNCTION_LINES = 80
+
+
+def test_functions_stay_short():
+    long = [
+        f"{f}:{node.lineno}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for f in tracked("fundgrpo")
+        for node in ast.walk(ast.parse((REPO / f).read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == [], "split these into named steps"
+
+
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,
 # aside); a stage reads params, calls the library and writes, in 60 lines at most.
 MAX_MODULE_LINES, MAX_STAGE_LINES = 600, 60

@@ -434,9 +434,7 @@ def fit_choice(
     for source, method in candidates_of(beliefs, written, gbm):
         lm = beliefs.get(method, [None] * n)
         # the funds a source's fit learns from: gradient boosting's probabilities exist for every fund
-        seen = (
-            list(range(n)) if source == "gbm" else [i for i in range(n) if lm[i] is not None and written[i] is not None]
-        )
+        seen = [i for i in range(n) if source == "gbm" or (lm[i] is not None and written[i] is not None)]
         for way in GRADE_FROM:
             if way == "greedy" and source == "gbm":
                 continue  # the language model's written grade is not gradient boosting's
@@ -454,12 +452,11 @@ def fit_choice(
         raise ValueError(
             f"calibrate: no option with serve {serve!r} and grade_from {grade_from!r} (options: {sorted(options)})"
         )
-    everyone = [i for i in range(n) if written[i] is not None]
 
-    def refit(key: str) -> dict[str, Any]:
+    def refit(key: str) -> dict[str, Any]:  # the option fitted on every validation fund it can read
         o = options[key]
         lm = beliefs.get(o["method"], [None] * n)
-        seen = list(range(n)) if o["serves"] == "gbm" else [i for i in everyone if lm[i] is not None]
+        seen = [i for i in range(n) if o["serves"] == "gbm" or (written[i] is not None and lm[i] is not None)]
         fit = fit_option(o["serves"], o["method"], o["grade_from"], expert, written, lm, gbm, grades, seen)
         return {**fit, "chosen": key, "weights": weights(fit)}
 

@@ -115,8 +115,7 @@ def run(
     Checkpoints go to `checkpoint_dir` (outside the atomic output, so they survive a crash);
     with `params.resume` a rerun with the same params continues from the last one.
     """
-    from datasets import Dataset
-    from transformers import AutoTokenizer, EarlyStoppingCallback
+    from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -126,16 +125,7 @@ def run(
     rewards = rule_rewards.bind(methodology, schema, params, train_rows)
     if params.judge.enabled:
         rewards["judge"] = make_judge_reward(params.judge)
-    # what the rewards read; shown_grade may be absent (nothing suggested in the prompt)
-    columns: tuple[str, ...] = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade", "rule_grade")
-    # with documents: what the citation and pillar rewards check against (`fundgrpo.methodology.citations`)
-    columns += tuple(c for c in ("documents", "pillars") if any(c in r for r in train_rows))
-    dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
-    eval_dataset = None
-    if params.eval_steps and eval_rows:
-        # with eval_prompts 0 the Trainer still wants an evaluation set to schedule evaluations; it is never read
-        shown = eval_rows[: params.eval_prompts or 1]
-        eval_dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in shown])
+    dataset, eval_dataset = datasets_of(params, train_rows, eval_rows)
     key = best_metric_key(params)
     if params.best_metric == "evaluation" and eval_rows and not all("evidence" in r for r in eval_rows):
         raise ValueError(
@@ -144,22 +134,7 @@ def run(
         )
     callbacks = list(callbacks or [])
     if eval_dataset is not None and eval_rows:
-        # greedy answers to every validation prompt (their time: `greedy_eval_seconds` in the summary);
-        # a checkpoint whose answers collapse onto one grade scores COLLAPSED on the selection metric
-        callbacks.append(
-            greedy_validation_callback(
-                eval_rows,
-                methodology,
-                schema,
-                params.max_completion_length,
-                selection_key=key,
-                collapse_share=params.collapse_share,
-                qwk_tolerance=params.qwk_tolerance if params.best_metric == "evaluation" else None,
-            )  # fmt: skip
-        )
-        if params.early_stopping_patience and params.save_steps:
-            # after the greedy validation, which puts the selection metric in the evaluation's metrics
-            callbacks.append(EarlyStoppingCallback(early_stopping_patience=params.early_stopping_patience))
+        callbacks += validation_callbacks(params, eval_rows, methodology, schema, key)
     checkpoint_dir = checkpoint_dir or out_dir / "checkpoints"
     resume = prepare_checkpoints(checkpoint_dir, params, start_dir, inputs_digest([*train_rows, *(eval_rows or [])]))
     trainer_class = prompt_sharing.sharing_prompts(GRPOTrainer) if params.share_prompts else GRPOTrainer
@@ -186,11 +161,65 @@ def run(
     start_value = next((r[key] for r in eval_curve if r["step"] == 0 and key in r), None)
     if any(r["step"] == 0 and r.get("eval_greedy_collapsed") for r in eval_curve):
         start_value = COLLAPSED
-    best_value = trainer.state.best_metric
-    keep_start = keeps_start(start_value, best_value)
-    if trainer.state.global_step < params.max_steps:
+    keep_start = keeps_start(start_value, trainer.state.best_metric)
+    say_selection(params, trainer.state.global_step, key, eval_curve, keep_start)
+    if keep_start:
+        from transformers import AutoModelForCausalLM
+
+        kwargs = {k: v for k, v in model_init_kwargs(model_params).items() if k != "quantization_config"}
+        AutoModelForCausalLM.from_pretrained(source, **kwargs).save_pretrained(out_dir)
+        tokenizer.save_pretrained(out_dir)
+    else:
+        save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
+    return summary_of(params, trainer.state, seconds, eval_curve, start_value, keep_start, resume)
+
+
+def datasets_of(params: GrpoParams, train_rows: list[dict], eval_rows: list[dict] | None):
+    """(the training dataset, the sampled validation dataset or None), with the columns the rewards read."""
+    from datasets import Dataset
+
+    # what the rewards read; shown_grade may be absent (nothing suggested in the prompt)
+    columns: tuple[str, ...] = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade", "rule_grade")
+    # with documents: what the citation and pillar rewards check against (`fundgrpo.methodology.citations`)
+    columns += tuple(c for c in ("documents", "pillars") if any(c in r for r in train_rows))
+    dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
+    if not (params.eval_steps and eval_rows):
+        return dataset, None
+    # with eval_prompts 0 the Trainer still wants an evaluation set to schedule evaluations; it is never read
+    shown = eval_rows[: params.eval_prompts or 1]
+    return dataset, Dataset.from_list([{k: r.get(k) for k in columns} for r in shown])
+
+
+def validation_callbacks(
+    params: GrpoParams, eval_rows: list[dict], methodology: Methodology, schema: dict, key: str
+) -> list:
+    """The greedy answers to every validation prompt at each evaluation (their time: `greedy_eval_seconds`
+    in the summary; a checkpoint whose answers collapse onto one grade scores COLLAPSED on the selection
+    metric), then early stopping on it where configured."""
+    from transformers import EarlyStoppingCallback
+
+    out = [
+        greedy_validation_callback(
+            eval_rows,
+            methodology,
+            schema,
+            params.max_completion_length,
+            selection_key=key,
+            collapse_share=params.collapse_share,
+            qwk_tolerance=params.qwk_tolerance if params.best_metric == "evaluation" else None,
+        )
+    ]
+    if params.early_stopping_patience and params.save_steps:
+        # after the greedy validation, which puts the selection metric in the evaluation's metrics
+        out.append(EarlyStoppingCallback(early_stopping_patience=params.early_stopping_patience))
+    return out
+
+
+def say_selection(params: GrpoParams, steps: int, key: str, eval_curve: list[dict], keep_start: bool) -> None:
+    """Print why training stopped early and which evaluations were refused (collapsed, or losing QWK)."""
+    if steps < params.max_steps:
         print(
-            f"grpo: stopped at step {trainer.state.global_step} of {params.max_steps}: "
+            f"grpo: stopped at step {steps} of {params.max_steps}: "
             f"{params.early_stopping_patience} evaluations without a better {key} (grpo.early_stopping_patience)"
         )
     collapsed_steps = [r["step"] for r in eval_curve if r.get("eval_greedy_collapsed")]
@@ -210,27 +239,25 @@ def run(
                 else "those checkpoints were refused"
             )
         )
-    if keep_start:
-        from transformers import AutoModelForCausalLM
 
-        kwargs = {k: v for k, v in model_init_kwargs(model_params).items() if k != "quantization_config"}
-        AutoModelForCausalLM.from_pretrained(source, **kwargs).save_pretrained(out_dir)
-        tokenizer.save_pretrained(out_dir)
-    else:
-        save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
+
+def summary_of(
+    params: GrpoParams, state, seconds: float, eval_curve: list[dict], start_value, keep_start: bool, resume
+) -> dict:
+    """The grpo stage's summary: time, memory, rewards first and last, what was selected and why, curves."""
     keys = ["reward", "reward_std", "loss", "kl", "completions/mean_length"] + [
         f"rewards/{n}_reward/mean" for n in reward_names(params)
     ]
-    rows = curves(trainer.state.log_history, keys)
+    rows = curves(state.log_history, keys)
     first, last = rows[0] if rows else {}, rows[-1] if rows else {}
     return {
-        "steps": trainer.state.global_step,
+        "steps": state.global_step,
         "seconds": round(seconds, 1),
-        "seconds_per_step": round(seconds / max(1, trainer.state.global_step), 3),
+        "seconds_per_step": round(seconds / max(1, state.global_step), 3),
         # of `seconds`, the evaluations: TRL's sampled one (`eval_runtime`) and the greedy answers
         # to every validation prompt
-        "sampled_eval_seconds": round(sum(r.get("eval_runtime", 0.0) for r in trainer.state.log_history), 1),
-        "greedy_eval_seconds": round(sum(r.get("greedy_eval_seconds", 0.0) for r in trainer.state.log_history), 1),
+        "sampled_eval_seconds": round(sum(r.get("eval_runtime", 0.0) for r in state.log_history), 1),
+        "greedy_eval_seconds": round(sum(r.get("greedy_eval_seconds", 0.0) for r in state.log_history), 1),
         # Compute spent, for scaling fits: device-seconds of the training loop.
         "compute_device_seconds": round(seconds, 1),
         "peak_rss_mb": io.peak_rss_mb(),
@@ -241,14 +268,14 @@ def run(
         "resumed_from": resume,
         "best_metric": params.best_metric,
         "start_value": start_value,
-        "best_value": best_value,
+        "best_value": state.best_metric,
         # "start" when no trained step beat the start on validation, else the kept step
-        "kept": "start" if keep_start else _step_of(trainer.state.best_model_checkpoint, trainer.state.global_step),
+        "kept": "start" if keep_start else _step_of(state.best_model_checkpoint, state.global_step),
         # evaluations whose greedy answers collapsed onto one grade (never kept; see grpo.collapse_share)
-        "collapsed_steps": collapsed_steps,
+        "collapsed_steps": [r["step"] for r in eval_curve if r.get("eval_greedy_collapsed")],
         # evaluations refused for losing greedy QWK (best_metric evaluation; grpo.qwk_tolerance)
-        "refused_steps": refused_steps,
-        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "refused_steps": [r["step"] for r in eval_curve if r.get("eval_greedy_refused")],
+        "best_checkpoint": state.best_model_checkpoint,
         "best_eval_reward": max(
             (r["eval_reward"] for r in eval_curve if r["step"] > 0 and "eval_reward" in r), default=None
         ),
