@@ -32,10 +32,24 @@ def grade_metrics(expert: list[int], predicted: list[int], grades: list[int]) ->
     }
 
 
+INVALID = "invalid"  # the column of answers with no grade: counted, as the metrics count them (wrong)
+
+
 def confusion(expert: list[int], predicted: list[int | None], grades: list[int]) -> pd.DataFrame:
-    """Counts, rows = expert grade, columns = predicted grade (an invalid answer, None, counts in no column)."""
-    table = pd.crosstab(pd.Series(expert, name="expert"), pd.Series(predicted, name="predicted"))
-    return table.reindex(index=grades, columns=grades, fill_value=0)
+    """Counts, rows = expert grade, columns = predicted grade, then `INVALID` for answers with no grade
+    (the backtest's convention everywhere: an invalid answer is a miss, never left out); a value that is
+    not one of `grades` keeps its own row or column after them, never dropped.
+
+    >>> confusion([1, 2, 2], [1, None, 1], [1, 2]).to_dict("index")
+    {1: {1: 1, 2: 0, 'invalid': 0}, 2: {1: 1, 2: 0, 'invalid': 1}}
+    >>> list(confusion([1, 7], [1, 1], [1, 2]).index)
+    [1, 2, 7]
+    """
+    said = [INVALID if p is None else int(p) for p in predicted]
+    table = pd.crosstab(pd.Series([int(e) for e in expert], name="expert"), pd.Series(said, name="predicted"))
+    rows = [*grades, *sorted(set(table.index) - set(grades))]
+    columns = [*grades, *sorted(set(table.columns) - {*grades, INVALID}), INVALID]
+    return table.reindex(index=rows, columns=columns, fill_value=0)
 
 
 def one_metric(y: np.ndarray, p: np.ndarray, grades: list[int], metric: str) -> float:

@@ -263,7 +263,7 @@ def fit_pool(probs, gbm, expert_index) -> tuple[float, float]:
     return best
 
 
-class Decision(TypedDict):
+class GradeDecided(TypedDict):
     """What a decision rule sets on a prediction (`methodology.answers.Prediction`'s served fields)."""
 
     grade: int | None
@@ -272,7 +272,7 @@ class Decision(TypedDict):
     confidence: float | None
 
 
-def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], gbm=None) -> Decision:
+def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], gbm=None) -> GradeDecided:
     """One evaluation's probabilities, grade, expected grade and confidence under a calibration
     `fit` (`fundgrpo.evaluation.calibration.fit_choice`): `probs` are the raw belief (None for an
     invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote,
@@ -300,7 +300,7 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     """
     kind = fit.get("confidence")
     if probs is None and not (kind == "gbm" and gbm is not None):
-        return Decision(grade=written, probs=None, expected_grade=None, confidence=None)
+        return GradeDecided(grade=written, probs=None, expected_grade=None, confidence=None)
     p = np.asarray(probs if probs is not None else gbm, dtype=float)[None, :]
     if kind in ("pooled", "gbm") and gbm is None:
         raise ValueError(f"a {kind} calibration needs the statistical estimate's probabilities (stage evidence)")
@@ -316,7 +316,7 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
         grade = int(cut([expected], fit["cutpoints"], grades)[0])
     elif fit.get("grade_from") == "likeliest":
         grade = int(grades[int(np.argmax(p[0]))])
-    return Decision(
+    return GradeDecided(
         grade=grade,
         probs=[round(float(x), 4) for x in p[0]],
         expected_grade=round(expected, 4),

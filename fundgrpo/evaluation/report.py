@@ -26,10 +26,10 @@ def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], 
     for ax, name in zip(axes, names):
         table = confusion(expert, [p["grade"] for p in predictions[name]], grades)
         ax.imshow(table.values, cmap="Blues")
-        for i in range(len(grades)):
-            for j in range(len(grades)):
+        for i in range(table.shape[0]):
+            for j in range(table.shape[1]):
                 ax.text(j, i, int(table.values[i, j]), ha="center", va="center", fontsize=8)
-        ax.set_xticks(range(len(grades)), grades)
+        ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], fontsize=7)
         ax.set_yticks(range(len(grades)), grades)
         ax.set_title(name)
         ax.set_xlabel("predicted")

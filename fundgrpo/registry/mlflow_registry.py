@@ -57,7 +57,7 @@ def check_tracking(uri: str, timeout_s: float = 5.0) -> str:
 
 
 @dataclass(frozen=True)
-class Decision:
+class GateDecision:
     promote: bool
     reason: str
     candidate: float
@@ -71,7 +71,7 @@ def decide(
     baseline_name: str,
     gate: GateParams,
     non_inferior: bool = False,
-) -> Decision:
+) -> GateDecision:
     """The promotion rule, pure: beat the baseline by more than `gate.margin`, or, `non_inferior` (the
     statistical model with its rule), fall below it by no more than `gate.statistical_margin`.
 
@@ -90,9 +90,9 @@ def decide(
     value, base = float(candidate[gate.metric]), float(baseline[gate.metric])
     worse = calibration_worse(candidate, baseline, baseline_name, gate)
     if worse:
-        return Decision(False, worse, value, base, baseline_name)
+        return GateDecision(False, worse, value, base, baseline_name)
     if candidate.get("valid_json", 1.0) < gate.min_valid_json:
-        return Decision(
+        return GateDecision(
             False,
             f"valid JSON rate {candidate['valid_json']:.3g} is below {gate.min_valid_json:g}",
             value,
@@ -106,16 +106,16 @@ def decide(
             said = f"is {'not ' if ok else ''}below {baseline_name} {base:.4g} by more than {m:g}"
         else:
             said = f"{'beats' if ok else 'does not beat'} {baseline_name} {base:.4g} by at least {-m:g}"
-        return Decision(ok, f"{gate.metric} {value:.4g} {said}", value, base, baseline_name)
+        return GateDecision(ok, f"{gate.metric} {value:.4g} {said}", value, base, baseline_name)
     if value > base + gate.margin:
-        return Decision(
+        return GateDecision(
             True,
             f"{gate.metric} {value:.4g} beats {baseline_name} {base:.4g} by more than {gate.margin:g}",
             value,
             base,
             baseline_name,
         )
-    return Decision(
+    return GateDecision(
         False,
         f"{gate.metric} {value:.4g} does not beat {baseline_name} {base:.4g} by more than {gate.margin:g}",
         value,

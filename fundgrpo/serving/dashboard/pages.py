@@ -405,7 +405,7 @@ def backtest_page() -> None:
     st.subheader(T["confusion"])
     names = [n for n in ("grpo", "gbm", "rule", "sft") if n in FIG.backtest["models"]]
     for col, name in zip(st.columns(len(names)), names):
-        frame = wsm.confusion(FIG.predictions, name)
+        frame = wsm.confusion(FIG.predictions, name, WS.methodology().grades)
         if not frame.empty:
             col.altair_chart(charts.confusion_heatmap(frame, NAMES.get(name, name)))
     st.subheader(T["distribution"])

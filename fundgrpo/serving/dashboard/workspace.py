@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.data import analyst_labels, peers
+from fundgrpo.evaluation import agreement, calibration
 from fundgrpo.methodology.compiler import Methodology, load_methodology
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
@@ -388,42 +389,37 @@ def version_history(share_class_id: str, figures: list[Figures]) -> pd.DataFrame
 
 
 def reliability(predictions: list[dict], key: str = "grpo", bins: int = 10) -> pd.DataFrame:
-    """Stated confidence against accuracy in `bins` equal bins (the backtest's reliability, per version).
+    """Confidence against accuracy per bin (`calibration.reliability`, the backtest's): an invalid answer
+    counts at confidence 0, wrong, as the backtest counts it.
 
     >>> rows = [{"expert_grade": 3, "grpo_grade": 3, "grpo_confidence": 0.95},
-    ...         {"expert_grade": 3, "grpo_grade": 2, "grpo_confidence": 0.91}]
+    ...         {"expert_grade": 3, "grpo_grade": 2, "grpo_confidence": 0.91},
+    ...         {"expert_grade": 3, "grpo_grade": None, "grpo_confidence": None}]
     >>> reliability(rows).to_dict("records")
-    [{'bin': 0.9, 'confidence': 0.93, 'accuracy': 0.5, 'funds': 2}]
-    """
-    rows = [
-        (float(r[f"{key}_confidence"]), r.get(f"{key}_grade") == r.get("expert_grade"))
-        for r in predictions
-        if r.get(f"{key}_confidence") is not None and r.get("expert_grade") is not None
-    ]
-    frame = pd.DataFrame(rows, columns=["confidence", "correct"])
-    if frame.empty:
+    [{'bin': '0.0-0.1', 'confidence': 0.0, 'accuracy': 0.0, 'funds': 1}, {'bin': '0.9-1.0', 'confidence': 0.93, 'accuracy': 0.5, 'funds': 2}]
+    """  # noqa: E501
+    rows = [r for r in predictions if r.get("expert_grade") is not None and f"{key}_grade" in r]
+    if not any(r.get(f"{key}_confidence") is not None for r in rows):
         return pd.DataFrame(columns=["bin", "confidence", "accuracy", "funds"])
-    frame["bin"] = (frame["confidence"].clip(0, 0.9999) * bins).astype(int) / bins
-    g = frame.groupby("bin")
-    out = pd.DataFrame(
-        {"confidence": g["confidence"].mean().round(4), "accuracy": g["correct"].mean().round(4), "funds": g.size()}
-    ).reset_index()
-    return out[["bin", "confidence", "accuracy", "funds"]]
+    confidence = [float(r.get(f"{key}_confidence") or 0.0) for r in rows]
+    correct = [r[f"{key}_grade"] is not None and int(r[f"{key}_grade"]) == int(r["expert_grade"]) for r in rows]
+    found = calibration.reliability(confidence, correct, bins)
+    return pd.DataFrame(found, columns=["bin", "confidence", "accuracy", "funds"])
 
 
-def confusion(predictions: list[dict], key: str) -> pd.DataFrame:
-    """Counts of (expert, predicted) for evaluator `key`; an invalid answer is predicted "invalid".
+def confusion(predictions: list[dict], key: str, grades: list[int]) -> pd.DataFrame:
+    """Counts of (expert, predicted) for evaluator `key`, long, the empty cells left out
+    (`agreement.confusion`, the backtest's: an invalid answer is predicted "invalid").
 
-    >>> confusion([{"expert_grade": 3, "grpo_grade": None}], "grpo").to_dict("records")
+    >>> confusion([{"expert_grade": 3, "grpo_grade": None}], "grpo", [1, 2, 3]).to_dict("records")
     [{'expert': '3', 'predicted': 'invalid', 'funds': 1}]
     """
-    pairs = [
-        (str(r["expert_grade"]), "invalid" if r.get(f"{key}_grade") is None else str(r[f"{key}_grade"]))
-        for r in predictions
-        if r.get("expert_grade") is not None and f"{key}_grade" in r
-    ]
-    frame = pd.DataFrame(pairs, columns=["expert", "predicted"])
-    return frame.value_counts().rename("funds").reset_index()
+    rows = [r for r in predictions if r.get("expert_grade") is not None and f"{key}_grade" in r]
+    table = agreement.confusion([r["expert_grade"] for r in rows], [r[f"{key}_grade"] for r in rows], grades)
+    long = table.stack().rename("funds").reset_index()
+    long.columns = ["expert", "predicted", "funds"]
+    long = long[long["funds"] > 0].astype({"expert": str, "predicted": str, "funds": int})
+    return long.reset_index(drop=True)
 
 
 def distribution(predictions: list[dict]) -> pd.DataFrame:

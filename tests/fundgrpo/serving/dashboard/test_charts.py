@@ -14,7 +14,7 @@ T = LABELS["en"]
 
 def test_confusion_heatmap_orders_grades_and_writes_counts():
     rows = [{"expert_grade": e, "grpo_grade": p} for e, p in ((5, 5), (1, 2), (3, None), (10, 1))]
-    spec = charts.confusion_heatmap(wsm.confusion(rows, "grpo"), "GRPO").to_dict()
+    spec = charts.confusion_heatmap(wsm.confusion(rows, "grpo", [1, 2, 3, 4, 5]), "GRPO").to_dict()
     rect, text = spec["layer"]
     assert rect["mark"]["type"] == "rect" and text["mark"]["type"] == "text"
     assert rect["encoding"]["x"]["sort"] == ["1", "2", "3", "5", "invalid", "10"]  # grades, invalid, the rest
