@@ -1,18 +1,20 @@
 """Evaluations that cite: the qualitative criteria judged from a fund's documents, each judgement
 resting on sentences it names in them.
 
-The prompt shows each readable document with its sentences numbered (`prompt_block`). An answer's
-`pillars` holds, per qualitative criterion of the methodology, a judgement on its scale (or "not
-assessed") and its evidence, a list of {"document_id", "sentence"}: the number of a sentence in that
-document. A citation is *verified* when it names a sentence of a document the evaluation could read:
-one of this fund's, its share class's or its company's, dated on or before the as-of date (what the
-prompt showed: the record's `documents` column). Naming is extractive, so a verified citation quotes
-its document exactly; whether it is the sentence that matters is `summary`'s `pertinent`. A judgement
-without a verified citation is *unsupported*; "not assessed" carries none.
+The prompt shows the readable documents numbered 1, 2, ... (newest first) with their sentences
+numbered too (`prompt_block`). An answer's `pillars` holds, per qualitative criterion of the
+methodology, a judgement on its scale (or "not assessed") and its evidence, a list of {"document",
+"sentence"}: the numbers the prompt gave them, short to write whatever a firm's document ids look like;
+served, a citation names the document's id and quotes the sentence. A citation is *verified* when it
+names a sentence of a document the evaluation could read: one of this fund's, its share class's or its
+company's, dated on or before the as-of date (what the prompt showed, in its order: the record's
+`documents` column). Citing is extractive, so a verified citation quotes its document exactly; whether
+it is the sentence that matters is `summary`'s `pertinent`. A judgement without a verified citation is
+*unsupported*; "not assessed" carries none.
 
 >>> docs = {"D1": "Markets were calm. The lead manager resigned in May.", "D2": "The firm was fined."}
->>> pillars = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2}]},
-...            "parent": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 3}]}}
+>>> pillars = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]},
+...            "parent": {"judgement": -1, "evidence": [{"document": 1, "sentence": 3}]}}
 >>> c = check(pillars, docs, ("people", "process", "parent"))
 >>> c.citations, c.verified, c.supported, c.missing
 (2, 1, 1, 1)
@@ -53,29 +55,42 @@ class Checked:
         return done / self.criteria if self.criteria else 1.0
 
 
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def document_of(item: Any, documents: dict[str, str]) -> str | None:
+    """The id of the document a citation names by its number in the prompt (None: no such document).
+
+    >>> document_of({"document": 2, "sentence": 1}, {"D9": "x", "D4": "y"}), document_of({"document": 3}, {"D9": "x"})
+    ('D4', None)
+    """
+    number = _number(item.get("document")) if isinstance(item, dict) else None
+    return list(documents)[number - 1] if number is not None and number <= len(documents) else None
+
+
 def cited(item: Any, documents: dict[str, str]) -> str | None:
     """The sentence one citation names, if it names one of a readable document (else None).
 
-    >>> cited({"document_id": "D1", "sentence": 2}, {"D1": "Calm. The manager resigned."})
+    >>> cited({"document": 1, "sentence": 2}, {"D1": "Calm. The manager resigned."})
     'The manager resigned.'
-    >>> [cited({"document_id": d, "sentence": n}, {"D1": "Calm."}) for d, n in (("D2", 1), ("D1", 2), ("D1", True))]
-    [None, None, None]
+    >>> [cited({"document": d, "sentence": n}, {"D1": "Calm."}) for d, n in ((2, 1), (1, 2), (1, True), ("D1", 1))]
+    [None, None, None, None]
     """
-    if not isinstance(item, dict):
+    doc = document_of(item, documents)
+    number = _number(item.get("sentence")) if doc is not None else None
+    if doc is None or number is None:
         return None
-    text, number = documents.get(str(item.get("document_id", ""))), item.get("sentence")
-    if text is None or not isinstance(number, int) or isinstance(number, bool):
-        return None
-    found = sentences(text)
-    return found[number - 1] if 1 <= number <= len(found) else None
+    found = sentences(documents[doc])
+    return found[number - 1] if number <= len(found) else None
 
 
 def verified(item: Any, documents: dict[str, str]) -> bool:
     """One citation: a mapping naming a sentence of a readable document.
 
-    >>> verified({"document_id": "D1", "sentence": 1}, {"D1": "The manager resigned."})
+    >>> verified({"document": 1, "sentence": 1}, {"D1": "The manager resigned."})
     True
-    >>> verified({"document_id": "D2", "sentence": 1}, {"D1": "The manager resigned."})
+    >>> verified({"document": 2, "sentence": 1}, {"D1": "The manager resigned."})
     False
     """
     return cited(item, documents) is not None
@@ -199,8 +214,8 @@ def judged(pillars: Any, documents: dict[str, str], m: Methodology) -> tuple[Pil
 
     >>> from fundgrpo.methodology import compiler
     >>> m = compiler.load("methodology/documents.yaml")
-    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 1}]},
-    ...         "parent": {"judgement": 1, "evidence": [{"document_id": "D1", "sentence": 2}]}}
+    >>> said = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 1}]},
+    ...         "parent": {"judgement": 1, "evidence": [{"document": 1, "sentence": 2}]}}
     >>> [(p.criterion, p.judgement, p.reason) for p in judged(said, {"D1": "The manager resigned."}, m)]
     [('people', -1, None), ('process', None, 'the evaluation did not judge it'), ('parent', None, "no sentence it cited is in the fund's documents")]
     >>> {p.reason for p in judged(said, {}, m)}
@@ -215,7 +230,11 @@ def judged(pillars: Any, documents: dict[str, str], m: Methodology) -> tuple[Pil
         evidence = given if isinstance(given, list) else []
         named = [(e, cited(e, documents)) for e in evidence if isinstance(e, dict)]
         cites = tuple(
-            Citation(str(e.get("document_id", "")), found or f"sentence {e.get('sentence')}", found is not None)
+            Citation(
+                document_of(e, documents) or f"document {e.get('document')}",
+                found or f"sentence {e.get('sentence')}",
+                found is not None,
+            )
             for e, found in named
         )
         judgement = said.get("judgement")
@@ -252,21 +271,22 @@ def shown(documents: list[Document], budget_chars: int) -> tuple[list[Document],
 
 def reference(m: Methodology, judgements: list[dict], readable: dict[str, str]) -> dict[str, Any]:
     """The reference answer's pillars: the analysts' judgement of each criterion citing the sentences
-    they quote, where those documents are readable (`readable`: id -> text); "not assessed" where no
-    readable document speaks.
+    they quote, where those documents are readable (`readable`: id -> text, in the prompt's order, which
+    numbers them); "not assessed" where no readable document speaks.
 
     >>> from fundgrpo.methodology import compiler
     >>> m = compiler.load("methodology/documents.yaml")
     >>> said = [{"criterion": "people", "judgement": -1, "document_id": "D1", "quote": "Left."}]
     >>> ref = reference(m, said, {"D1": "Calm. Left."})
     >>> ref["people"], ref["process"]["judgement"]
-    ({'judgement': -1, 'evidence': [{'document_id': 'D1', 'sentence': 2}]}, 'not assessed')
+    ({'judgement': -1, 'evidence': [{'document': 1, 'sentence': 2}]}, 'not assessed')
     """
     out: dict[str, Any] = {}
     for q in m.qualitative:
         rows = [j for j in judgements if j["criterion"] == q.id and j["document_id"] in readable]
         if rows:  # each quote checked at ingest: it gives at least one sentence
-            evidence = [{"document_id": j["document_id"], "sentence": n}
+            number = {d: i for i, d in enumerate(readable, start=1)}
+            evidence = [{"document": number[j["document_id"]], "sentence": n}
                         for j in rows for n in sentences_of(j["quote"], readable[j["document_id"]])]  # fmt: skip
             out[q.id] = {"judgement": int(rows[0]["judgement"]), "evidence": evidence}
         else:
@@ -275,7 +295,8 @@ def reference(m: Methodology, judgements: list[dict], readable: dict[str, str]) 
 
 
 def documents_column(documents: list[Document]) -> str:
-    """A record's `documents` column: the shown documents' texts by id, as JSON (what the check reads)."""
+    """A record's `documents` column: the shown documents' texts by id, in the prompt's order (which
+    numbers them), as JSON (what the check reads)."""
     return json.dumps({d.document_id: d.text for d in documents}, ensure_ascii=False)
 
 
@@ -284,13 +305,13 @@ PROMPT = {
         "head": "Documents, newest first",
         "cut": ", {n} older not shown",
         "none": "Documents: none",
-        "ask": 'Judge {names} from the documents: {scale} or "not assessed", each citing document id and sentence.',
+        "ask": 'Judge {names} from the documents: {scale} or "not assessed", each citing document and sentence.',
     },
     "ko": {
         "head": "문서 (최신순",
         "cut": ", 이전 문서 {n}건 생략",
         "none": "문서: 없음",
-        "ask": '문서를 근거로 {names}을(를) 평가: {scale} 또는 "not assessed", 문서 id와 문장 번호를 함께.',
+        "ask": '문서를 근거로 {names}을(를) 평가: {scale} 또는 "not assessed", 문서 번호와 문장 번호를 함께.',
     },
 }
 
@@ -312,8 +333,8 @@ def prompt_block(m: Methodology, docs: list[Document], cut: int) -> str:
     >>> m = compiler.load("methodology/documents.yaml")
     >>> print(prompt_block(m, [Document("D1", "fund", "F", "2024-03-01", "news", "en", "Calm. The manager left.")], 2))
     Documents, newest first, 2 older not shown:
-    [D1 2024-03-01 news] (1) Calm. (2) The manager left.
-    Judge People, Process, Parent from the documents: -1/0/1 or "not assessed", each citing document id and sentence.
+    [1] 2024-03-01 news: (1) Calm. (2) The manager left.
+    Judge People, Process, Parent from the documents: -1/0/1 or "not assessed", each citing document and sentence.
     """
     t = PROMPT[m.language]
     names = ", ".join(q.text(m.language) for q in m.qualitative)
@@ -323,8 +344,8 @@ def prompt_block(m: Methodology, docs: list[Document], cut: int) -> str:
         return f"{t['none']}\n{ask}"
     head = t["head"] + (t["cut"].format(n=cut) if cut else "") + (")" if m.language == "ko" else "") + ":"
     lines = [
-        f"[{d.document_id} {d.date} {d.kind}] " + " ".join(f"({i}) {x}" for i, x in enumerate(sentences(d.text), 1))
-        for d in docs
+        f"[{k}] {d.date} {d.kind}: " + " ".join(f"({i}) {x}" for i, x in enumerate(sentences(d.text), 1))
+        for k, d in enumerate(docs, start=1)
     ]
     return "\n".join([head, *lines, ask])
 
@@ -348,9 +369,9 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
 
     >>> m = __import__("fundgrpo.methodology.compiler", fromlist=["load"]).load("methodology/documents.yaml")
     >>> row = {"documents": '{"D1": "Calm. The lead manager resigned."}',
-    ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2}]}}'}
-    >>> said = {"people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2},
-    ...                                                   {"document_id": "D1", "sentence": 1}]}}
+    ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}'}
+    >>> said = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2},
+    ...                                                   {"document": 1, "sentence": 1}]}}
     >>> s = summary([row], [{"pillars": said}], m)
     >>> s["citations"], s["verified"], s["pertinent"], s["agree"], s["by_criterion"]["people"]
     (2, 1.0, 0.5, 1.0, {'judged_by_analysts': 1, 'agree': 1.0})
@@ -370,12 +391,12 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
             ref = reference_pillars.get(cid)
             if ref and ref.get("judgement") != NOT_ASSESSED:
                 agree[cid].extend(directions(said, {cid: ref}))
-                right = {(e["document_id"], e["sentence"]) for e in ref["evidence"]}
+                right = {(e["document"], e["sentence"]) for e in ref["evidence"]}
                 mine = said.get(cid) if isinstance(said, dict) else None
                 given = mine.get("evidence") if isinstance(mine, dict) else None
                 ok = [e for e in given if verified(e, documents)] if isinstance(given, list) else []
                 judged_cites += len(ok)
-                pertinent += sum((str(e["document_id"]), e["sentence"]) in right for e in ok)
+                pertinent += sum((e["document"], e["sentence"]) in right for e in ok)
     together = [a for v in agree.values() for a in v]
     return {
         "evaluations": len(rows),

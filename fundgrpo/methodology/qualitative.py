@@ -112,7 +112,8 @@ def as_rubric(q: QualitativeCriterion, language: str) -> dict[str, Any]:
 
 def answer_schema(criteria: tuple[QualitativeCriterion, ...]) -> dict[str, Any]:
     """The JSON Schema of an answer's `pillars`: per qualitative criterion a judgement on its scale
-    with the sentences it rests on (document id and sentence number), or "not assessed" with none.
+    with the sentences it rests on (the document's and the sentence's numbers in the prompt), or "not
+    assessed" with none.
 
     >>> s = answer_schema(parse_qualitative([{"id": "people", "weight": 0.2, "guidance":
     ...     {"raises": "a", "lowers": "b", "neutral": "c"}}], "en", "m"))
@@ -121,8 +122,8 @@ def answer_schema(criteria: tuple[QualitativeCriterion, ...]) -> dict[str, Any]:
     """
     cite = {
         "type": "object",
-        "properties": {"document_id": {"type": "string"}, "sentence": {"type": "integer", "minimum": 1}},
-        "required": ["document_id", "sentence"],
+        "properties": {"document": {"type": "integer", "minimum": 1}, "sentence": {"type": "integer", "minimum": 1}},
+        "required": ["document", "sentence"],
         "additionalProperties": False,
     }
     return {

@@ -61,7 +61,8 @@ def records():
 def test_the_prompt_shows_the_newest_documents_within_the_budget_and_says_what_was_cut(records):
     prompt = records["S0"]["prompt"][-1]["content"]
     assert "Documents, newest first, 1 older not shown:" in prompt
-    assert prompt.index("[D3 2024-06-01 news]") < prompt.index("[D2 2024-03-01 news]") and "[D1" not in prompt
+    assert prompt.index("[1] 2024-06-01 news") < prompt.index("[2] 2024-03-01 news") and "[3]" not in prompt
+    assert "2022-01-01" not in prompt  # D1, cut
     assert prompt.rstrip().splitlines()[-1].startswith("JSON:")  # the answer's format stays last
     assert "Documents: none" in records["S1"]["prompt"][-1]["content"]
 
@@ -74,11 +75,11 @@ def test_the_reference_cites_what_the_prompt_showed_and_passes_its_own_checks(re
         assert list(answer)[0] == "pillars"  # judged before the grade is written
         assert citations.reward(answer["pillars"], json.loads(r["documents"]), IDS) == 1.0
     pillars = json.loads(records["S0"]["reference"])["pillars"]
-    assert pillars["people"]["judgement"] == -1 and pillars["parent"]["evidence"][0]["document_id"] == "D2"
-    # the analysts' quote, as the number of the sentence the prompt shows it in
-    assert pillars["people"]["evidence"] == [{"document_id": "D3", "sentence": 2}]
+    assert pillars["people"]["judgement"] == -1 and pillars["parent"]["evidence"][0]["document"] == 2  # D2
+    # the analysts' quote, as the numbers the prompt shows its document and sentence by
+    assert pillars["people"]["evidence"] == [{"document": 1, "sentence": 2}]
     assert (
-        "[D3 2024-06-01 news] (1) Markets were calm. (2) The lead manager resigned in May."
+        "[1] 2024-06-01 news: (1) Markets were calm. (2) The lead manager resigned in May."
         in (records["S0"]["prompt"][-1]["content"])
     )
     assert pillars["process"] == {"judgement": "not assessed", "evidence": []}  # its document was cut
@@ -88,25 +89,31 @@ def test_the_reference_cites_what_the_prompt_showed_and_passes_its_own_checks(re
 def test_a_citation_of_no_sentence_or_an_unshown_document_is_not_verified(records):
     documents = json.loads(records["S0"]["documents"])
     lies = {
-        "people": {"judgement": -1, "evidence": [{"document_id": "D3", "sentence": 3}]},  # D3 has two
-        "process": {"judgement": 1, "evidence": [{"document_id": "D1", "sentence": 1}]},  # not shown
-        "parent": {"judgement": -1, "evidence": [{"document_id": "D3", "sentence": 0}, {"document_id": "D2"}]},
+        "people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 3}]},  # D3, shown first, has two
+        "process": {"judgement": 1, "evidence": [{"document": 3, "sentence": 1}]},  # D1: not shown
+        "parent": {
+            "judgement": -1,
+            "evidence": [{"document": 1, "sentence": 0}, {"document": 2}, {"document_id": "D2", "sentence": 1}],
+        },  # fmt: skip
     }
     c = citations.check(lies, documents, IDS)
-    assert (c.citations, c.verified, c.supported, c.coverage) == (4, 0, 0, 0.0)
+    assert (c.citations, c.verified, c.supported, c.coverage) == (5, 0, 0, 0.0)
     assert citations.reward(lies, documents, IDS) == 0.0
     assert citations.reward({}, documents, IDS) == 0.5  # nothing judged: no false citation, no coverage
     # served: the judgements rest on nothing, so none is served; the citations read as the model gave them
     served = {p.criterion: p for p in citations.judged(lies, documents, M)}
     assert {p.judgement for p in served.values()} == {None} and served["people"].reason == citations.NOT_FOUND
     assert served["people"].evidence[0].quote == "sentence 3" and not served["people"].evidence[0].verified
+    assert served["people"].evidence[0].document_id == "D3"  # the number served as the id it stands for
+    assert served["process"].evidence[0].document_id == "document 3"  # none: as the model wrote it
 
 
 def test_a_verified_citation_serves_its_sentence_word_for_word(records):
     documents = json.loads(records["S0"]["documents"])
-    said = {"people": {"judgement": -1, "evidence": [{"document_id": "D3", "sentence": 2}]}}
+    said = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}
     [people] = [p for p in citations.judged(said, documents, M) if p.criterion == "people"]
     assert people.judgement == -1 and people.evidence[0].quote == "The lead manager resigned in May."
+    assert people.evidence[0].document_id == "D3"  # served by its id
     assert people.evidence[0].quote in DOCS[0].text
 
 
@@ -125,6 +132,6 @@ def test_korean_prompts_show_documents_in_korean():
     ko = compiler.parse({**raw, "language": "ko"}, "ko.yaml")
     doc = Document("K1", "company", "한빛자산운용", "2024-05-02", "news", "ko", "금융당국은 과태료를 부과했다.")
     block = citations.prompt_block(ko, [doc], 0)
-    assert block.startswith("문서 (최신순):") and "[K1 2024-05-02 news] (1) 금융당국은" in block
-    assert "문장 번호" in block
+    assert block.startswith("문서 (최신순):") and "[1] 2024-05-02 news: (1) 금융당국은" in block
+    assert "문서 번호와 문장 번호" in block
     assert "운용인력, 운용 프로세스, 운용사" in block

@@ -47,8 +47,8 @@ def test_the_fund_page_shows_each_pillar_beside_its_highlighted_citation(trained
     cited, bare = rows[0]["share_class_id"], rows[1]["share_class_id"]
     text, quote = TEXT[language]
     pillars = {
-        "people": {"judgement": -1, "evidence": [{"document_id": "D1", "sentence": 2}]},  # the quote's
-        "process": {"judgement": 1, "evidence": [{"document_id": "D1", "sentence": 9}]},  # a sentence D1 lacks
+        "people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]},  # D1's, the quote
+        "process": {"judgement": 1, "evidence": [{"document": 1, "sentence": 9}]},  # a sentence D1 lacks
         "parent": {"judgement": "not assessed", "evidence": []},
     }
     answer = {"pillars": pillars, "grade": 3, "score": 50, "reasoning": "Average."}
