@@ -396,8 +396,9 @@ def test_an_analyst_decides_from_the_review_page_through_the_api_with_their_key(
         server.should_exit = True
     [decision] = Store(store_url).list_decisions(target)
     assert (decision["analyst"], decision["new_grade"], decision["reason"]) == ("ana", 5, reason)
-    audit = [(a["actor"], a["action"]) for a in Store(store_url).audit_log()]
-    assert ("viewer", "refused") in audit and audit.count(("ana", "refused")) == 0  # the refusal is audited
+    audit = [(a["actor"], a["action"], a["detail"].get("status")) for a in Store(store_url).audit_log()]
+    assert ("viewer", "refused", None) in audit  # the viewer's decision, refused for its scope, is audited
+    assert [a for a in audit if a[:2] == ("ana", "refused")] == [("ana", "refused", 422)]  # the empty reason
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
