@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fundgrpo.evaluation.story import written_note
+from fundgrpo.methodology import claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.citations import NOT_FOUND, PillarJudgement, judged
 from fundgrpo.methodology.compiler import Methodology
@@ -71,7 +72,7 @@ def percentiles(evidence: str | dict, m: Methodology) -> dict[str, float | None]
     >>> percentiles('{"sharpe_3y": 85.0}', example_methodology())["sharpe_3y"]
     85.0
     """
-    found = json.loads(evidence) if isinstance(evidence, str) else evidence
+    found = claims.percentiles(evidence)  # the record's column, JSON or already a dict
     return {c.id: (None if found.get(c.id) is None else round(float(found[c.id]), 1)) for c in m.criteria}
 
 
