@@ -23,6 +23,7 @@ it is the sentence that matters is `summary`'s `pertinent`. A judgement without 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -94,6 +95,52 @@ def verified(item: Any, documents: dict[str, str]) -> bool:
     False
     """
     return cited(item, documents) is not None
+
+
+def sentence_counts(row: Mapping[str, Any]) -> tuple[int, ...]:
+    """How many sentences each document the row's prompt showed has, in the prompt's order: what its
+    citations may name (`citable`). The row's `documents` column is that JSON object, id -> text.
+
+    >>> sentence_counts({"documents": '{"D9": "Calm. The manager left.", "D4": "Fined."}'}), sentence_counts({})
+    ((2, 1), ())
+    """
+    return tuple(len(sentences(text)) for text in json.loads(row.get("documents") or "{}").values())
+
+
+# A citation's number as an answer writes it: the key, then the digits so far, then what follows them
+_NUMBER = re.compile(r'"(document|sentence)"\s*:\s*(\d*)(\S?)')
+
+
+def citable(text: str, counts: Sequence[int]) -> bool:
+    """Whether every citation number in `text`, an answer as far as it is written, is or can still become
+    one the prompt showed: a document from 1 to len(counts), a sentence from 1 to that document's count.
+    A number being written must already be one (a longer number only grows). A sentence whose document
+    is not in `text` (cut off the front) is not judged. Greedy decoding takes the best token for which
+    this holds (`fundgrpo.model.modelling.generate`), so a citation cannot name what the prompt lacks.
+
+    >>> citable('{"document": 2, "sentence": 1', (3, 1)), citable('{"document": 1', (3, 1))
+    (True, True)
+    >>> citable('{"document": 3', (3, 1)), citable('{"document": 2, "sentence": 2', (3, 1))
+    (False, False)
+    >>> citable('{"document": "D1"', (3,)), citable('{"document": 01', (3,)), citable('"sentence": 9', (3,))
+    (False, False, True)
+    """
+    document: int | None = None
+    for key, digits, after in _NUMBER.findall(text):
+        if not digits:
+            if after:  # a string, a list or a word where a number belongs
+                return False
+            continue
+        if key == "document":
+            most = len(counts)
+        elif document is None:
+            continue
+        else:
+            most = counts[document - 1]
+        if digits[0] == "0" or int(digits) > most:
+            return False
+        document = int(digits) if key == "document" else document
+    return True
 
 
 def check(pillars: Any, documents: dict[str, str], criteria: tuple[str, ...]) -> Checked:

@@ -15,7 +15,7 @@ import numpy as np
 from fundgrpo.evaluation import calibration, contest
 from fundgrpo.evaluation.agreement import metrics
 from fundgrpo.evaluation.backtesting import as_written, honesty
-from fundgrpo.methodology import answers
+from fundgrpo.methodology import answers, citations
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.model import belief, modelling
@@ -203,7 +203,7 @@ def answer(
     prompts = [r["prompt"] for r in rows]
     texts = modelling.generate(
         model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline,
-        on_batch=read_here if cached else None,
+        on_batch=read_here if cached else None, shown=shown_documents(rows),
     )  # fmt: skip
     preds = answers.predictions_from_texts(texts, schema)
     answers.annotate(preds, rows, methodology)
@@ -217,6 +217,11 @@ def answer(
             decided = calibration.decide(b, p["grade"], fit, methodology.grades, r.get("gbm_probs"))
             p.update(decided)
     return preds
+
+
+def shown_documents(rows: list[dict]) -> list[tuple[int, ...]] | None:
+    """What each row's answer may cite (`citations.sentence_counts`), or None where no row carries documents."""
+    return [citations.sentence_counts(r) for r in rows] if any(r.get("documents") for r in rows) else None
 
 
 def read_beliefs(

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 from tqdm.auto import tqdm
 
+from fundgrpo.methodology import citations
 from fundgrpo.model import pretrained
 from fundgrpo.params import ModelArchParams, ModelParams
 
@@ -197,8 +198,11 @@ def generate(
     desc: str = "generate",
     deadline: float | None = None,
     on_batch: Callable | None = None,
+    shown: list[tuple[int, ...]] | None = None,
 ) -> list[str]:
-    """Greedy answers for chat conversations, in batches, with a progress bar. With `deadline` (a
+    """Greedy answers for chat conversations, in batches, with a progress bar. With `shown` (per
+    conversation, the sentence count of each document its prompt showed: `citations.sentence_counts`) an answer
+    cites only those (`CitingShown`). With `deadline` (a
     `time.monotonic()` instant) generation stops there: the answers cut short are incomplete (and so
     invalid), and batches not started get none; a server uses it to free the model at a request's timeout.
     `on_batch(start, sequences, prompt_mask, cache, answers)` sees each batch with the key-value cache its
@@ -220,8 +224,11 @@ def generate(
             continue
         with torch.no_grad():
             batch = prompt_batch(model, tokenizer, texts[start : start + batch_size])
+            width = batch["input_ids"].shape[1]
+            citing = [CitingShown(tokenizer, shown[start : start + batch_size], width)] if shown else None
             ids = model.generate(
                 **batch,
+                logits_processor=citing,
                 max_new_tokens=max_new_tokens,
                 do_sample=False,
                 pad_token_id=tokenizer.pad_token_id,
@@ -235,6 +242,31 @@ def generate(
             on_batch(start, sequences, batch["attention_mask"], ids.past_key_values, answers)
         out.extend(answers)
     return out
+
+
+class CitingShown:
+    """A logits processor for greedy decoding: where the best next token would make a citation name a
+    document or sentence its row's prompt did not show (`citations.citable`), the best of the next
+    `tries` that keeps every citation citable is taken instead; where none does, the model's own. The
+    answer's tail (`look` tokens) is enough to read the citation being written."""
+
+    def __init__(self, tokenizer, shown: list[tuple[int, ...]], width: int, look: int = 32, tries: int = 64):
+        self.tokenizer, self.shown, self.width, self.look, self.tries = tokenizer, shown, width, look, tries
+
+    def __call__(self, input_ids, scores):
+        written = input_ids.shape[1] - self.width
+        if written == 0:
+            return scores
+        for row, counts in enumerate(self.shown):
+            tail = self.tokenizer.decode(input_ids[row, -min(written, self.look) :], skip_special_tokens=True)
+            if '"' not in tail:
+                continue
+            best = scores[row].topk(min(self.tries, scores.shape[1])).indices.tolist()
+            for rank, token in enumerate(best):
+                if citations.citable(tail + self.tokenizer.decode([token]), counts):
+                    scores[row, best[:rank]] = float("-inf")
+                    break
+        return scores
 
 
 def shared_length(rows: list[list[int]]) -> int:

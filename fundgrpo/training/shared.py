@@ -13,7 +13,7 @@ from fundgrpo.evaluation import agreement
 from fundgrpo.methodology import answers, claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
-from fundgrpo.model import modelling
+from fundgrpo.model import inference, modelling
 from fundgrpo.params import LoraParams, ModelParams
 
 
@@ -221,6 +221,7 @@ def greedy_validation_callback(
                 max_new_tokens,
                 batch_size,
                 desc="greedy validation",
+                shown=inference.shown_documents(rows),
             )
             model.train(was_training)
             preds = answers.predictions_from_texts(texts, schema)

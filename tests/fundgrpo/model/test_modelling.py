@@ -87,3 +87,30 @@ def test_a_model_with_sliding_window_layers_gets_left_padded_prompts():
         assert "past_key_values" not in modelling.prompt_batch(model, tok, texts)
     alone = [modelling.generate(model, tok, [c], max_new_tokens=8)[0] for c in chats]
     assert modelling.generate(model, tok, chats, max_new_tokens=8) == alone
+
+
+def test_greedy_decoding_cites_only_the_documents_and_sentences_the_prompt_showed():
+    """`CitingShown`: where the best token would name a document or sentence the row's prompt lacks, the best
+    one that names a shown one is taken; other rows, and a row where nothing in reach fits, are left alone."""
+    import torch
+
+    cite = '{"people": {"judgement": -1, "evidence": [{"document": 2, "sentence": 1}]}}'
+    tok = modelling.build_tokenizer([*ANSWERS, cite] * 30, 600, "phrases")
+    prompt = tok("Documents: [1] (1) (2) (3) [2] (1)", add_special_tokens=False)["input_ids"]
+    digit = {d: tok.convert_tokens_to_ids(d) for d in "0123456789"}
+
+    def step(written: str, ranked: str, shown: tuple[int, ...]) -> str:
+        ids = torch.tensor([prompt + tok(written, add_special_tokens=False)["input_ids"]])
+        scores = torch.zeros(1, len(tok))
+        for rank, d in enumerate(ranked):  # the model's preference, best first
+            scores[0, digit[d]] = 10.0 - rank
+        chosen = modelling.CitingShown(tok, [shown], len(prompt))(ids, scores)[0].argmax().item()
+        return tok.decode([chosen])
+
+    assert step('{"people": {"judgement": -1, "evidence": [{"document": ', "72", (3, 1)) == "2"
+    assert step('{"people": {"judgement": -1, "evidence": [{"document": 2, "sentence": ', "301", (3, 1)) == "1"
+    assert step('{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": ', "31", (3, 1)) == "3"
+    assert step('{"people": {"judgement": -1, "evidence": [{"document": 1', "0", (1,) * 12) == "0"  # 10 is shown
+    assert step('{"people": {"judgement": -1, "evidence": [{"document": 1', "0", (1,) * 3) != "0"
+    assert step('{"people": {"judgement": -1, "evidence": [{"document": ', "9", ()) == "9"  # none fits: the model's
+    assert step('{"score": ', "9", (1,)) == "9"  # not a citation
