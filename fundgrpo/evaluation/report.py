@@ -42,7 +42,8 @@ def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], 
 
 def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list[dict]:
     """One row per test fund: the expert's grade, each evaluator's grade, validity and (where it has
-    one) confidence, and the policy's answer, probabilities, reason when invalid, and misstated criteria."""
+    one) confidence, the policy's answer, probabilities, reason when invalid, and misstated criteria, and
+    the SFT start's answer (its pillars are compared with the policy's)."""
     extra = ("confidence", "probs", "expected_grade", "written_grade", "reason", "unsupported")
     served: list[dict[str, Any]] = [dict(p) for p in predictions["grpo"]]
     return [
@@ -66,6 +67,7 @@ def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list
             **{k: v for name in ("grpo", "sft") if name in predictions for k, v in said(name, predictions[name][i])},
             "shown_grade": r.get("shown_grade"),
             "grpo_text": predictions["grpo"][i]["text"],
+            **({"sft_text": predictions["sft"][i]["text"]} if "sft" in predictions else {}),
         }
         for i, r in enumerate(rows)
     ]

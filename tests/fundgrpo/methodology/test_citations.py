@@ -135,3 +135,21 @@ def test_korean_prompts_show_documents_in_korean():
     assert block.startswith("문서 (최신순):") and "[1] 2024-05-02 news: (1) 금융당국은" in block
     assert "문서 번호와 문장 번호" in block
     assert "운용인력, 운용 프로세스, 운용사" in block
+
+
+def test_the_korean_methodology_writes_korean_references_that_cite_what_the_prompt_showed():
+    """methodology/documents_ko.yaml: the prompt, the analysts' guidance and the reference evaluation in
+    Korean; its citations are the prompt's numbers as in English, and pass the same check."""
+    ko = compiler.load(REPO / "methodology" / "documents_ko.yaml")
+    assert ko.language == "ko" and all(any("가" <= ch <= "힣" for ch in q.guidance["lowers"]) for q in ko.qualitative)
+    assert [(q.id, q.weight) for q in ko.qualitative] == [(q.id, q.weight) for q in M.qualitative]
+    reading = citations.Reading({"S0": DOCS}, JUDGED, budget_chars=150)
+    records = build_records(funds(), ko, PrepareParams(), reading=reading)
+    record = next(r for r in records if r["share_class_id"] == "S0")
+    prompt = "\n".join(m["content"] for m in record["prompt"])
+    assert "문서 (최신순, 이전 문서 1건 생략):" in prompt and "[1] 2024-06-01 news: (1) Markets were calm." in prompt
+    answer = json.loads(record["reference"])
+    assert any("가" <= ch <= "힣" for ch in answer["reasoning"]), answer["reasoning"]
+    assert answer["pillars"]["people"] == {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}
+    checked = citations.check(answer["pillars"], json.loads(record["documents"]), IDS)
+    assert checked.verified == checked.citations > 0

@@ -23,8 +23,9 @@ def parse(change) -> compiler.Methodology:
     return compiler.parse(raw, "documents.yaml")
 
 
-def test_the_documents_methodology_compiles_and_round_trips_through_its_rubric():
-    m = compiler.parse(RAW, "documents.yaml")
+@pytest.mark.parametrize("name", ["documents.yaml", "documents_ko.yaml"])
+def test_the_documents_methodology_compiles_and_round_trips_through_its_rubric(name):
+    m = compiler.load(REPO / "methodology" / name)
     assert [q.id for q in m.qualitative] == ["people", "process", "parent"]
     assert sum(c.weight for c in m.criteria) + sum(q.weight for q in m.qualitative) == pytest.approx(1.0)
     back = compiler.from_rubric(compiler.rubric(m))
