@@ -200,11 +200,15 @@ def checked(rows: list[dict], funds: pd.DataFrame, params: DocumentsSourceParams
     errors += [f"field document_id: {d!r} is given twice ({', '.join(frame.loc[frame['document_id'] == d, 'source'])})"
                for d in twice.unique()]  # fmt: skip
     if errors:
-        more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
-        raise IngestError(
-            f"documents: {len(errors)} problem(s); nothing was written:\n" + "\n".join(errors[:MAX_ERRORS]) + more
-        )
+        raise refused("documents", errors)
     return frame.sort_values(["date", "document_id"], kind="stable").reset_index(drop=True)
+
+
+def refused(what: str, errors: list[str]) -> IngestError:
+    """The error for every problem found (the first MAX_ERRORS listed): nothing of `what` is kept."""
+    more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
+    listed = "\n".join(errors[:MAX_ERRORS])
+    return IngestError(f"{what}: {len(errors)} problem(s); nothing was written:\n{listed}{more}")
 
 
 def posted(given: dict[str, list[dict]], funds: pd.DataFrame, params: DocumentsSourceParams) -> pd.DataFrame:
@@ -264,10 +268,7 @@ def read_judgements(params: DocumentsSourceParams, funds: pd.DataFrame, docs: pd
         elif not sentences_of(row["quote"], by_id[row["document_id"]]):
             errors.append(f"{where}: field quote: runs across sentences of {row['document_id']!r}; quote whole ones")
     if errors:
-        more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
-        raise IngestError(
-            f"judgements: {len(errors)} problem(s); nothing was written:\n" + "\n".join(errors[:MAX_ERRORS]) + more
-        )
+        raise refused("judgements", errors)
     return frame[list(JUDGEMENT_COLUMNS)].assign(judgement=frame["judgement"].astype(int))
 
 

@@ -28,16 +28,10 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from fundgrpo.methodology.citations import JUDGEMENT_WORDS
 from fundgrpo.serving.api import ratings
 from fundgrpo.serving.api.keys import hash_key
-from fundgrpo.serving.api.routes import audit
+from fundgrpo.serving.api.routes import PAGE_HEADERS, audit
 
 router = APIRouter(include_in_schema=False)
 SESSION, CSRF = "fg_portal", "fg_csrf"
-HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 WORDS = {
     "en": {"title": "Published ratings", "sign_in": "Sign in", "key": "Your API key", "sign_out": "Sign out",
            "bad_key": "That key does not open the portal.", "none": "No published rating yet.",
@@ -91,7 +85,7 @@ def page(title: str, body: str, lang: str) -> HTMLResponse:
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
         ".grade{font-size:2.5em;font-weight:bold}.withdrawn{color:#a00}</style></head>"
         f"<body>{body}</body></html>",
-        headers=HEADERS,
+        headers=PAGE_HEADERS,
     )
 
 
@@ -349,4 +343,4 @@ def report_pdf(request: Request, share_class_id: str) -> Response:
     for v in versions:
         said = w["withdrawn"] if v["state"] == "withdrawn" else f"{v['grade']} {v.get('grade_label') or ''}"
         say(f"v{v['version']} {v['published_at'][:10]}: {said} ({v['reviewer']})")
-    return Response(bytes(pdf.output()), media_type="application/pdf", headers=HEADERS)
+    return Response(bytes(pdf.output()), media_type="application/pdf", headers=PAGE_HEADERS)

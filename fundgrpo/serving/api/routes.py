@@ -208,13 +208,20 @@ def get_review_queue(request: Request, limit: int = Query(100, ge=1, le=1000), _
     }
 
 
-# the analysts' page: static; its data and decisions go through the endpoints above with the
-# analyst's key (review_page.py says why the key stays in the page)
+# Every page the API serves (the analysts' review page, the client portal and its reports): scripts
+# and styles from the API alone (inline styles allowed), charts as data: images, never in a frame,
+# never cached (a portal page holds a client's ratings).
 PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+    "Content-Security-Policy": (
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
 }
+
+# the analysts' page: static; its data and decisions go through the endpoints above with the
+# analyst's key (review_page.py says why the key stays in the page)
 
 
 @router.get("/review", include_in_schema=False)
