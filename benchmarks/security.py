@@ -17,11 +17,10 @@ import tempfile
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key, entitle, hash_key, revoke_key
-from fundgrpo.serving.api.portal import SESSION
+from fundgrpo.serving.api.portal import SESSION, session_token
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
 
@@ -121,14 +120,9 @@ def attacks(root: Path) -> list[dict]:
                 c.cookies.clear()
                 c.cookies.set(SESSION, cookie)
                 tried(portal, what, c.get("/portal/ratings/A-1"), 401)
-
-            class Old(TimestampSigner):
-                def get_timestamp(self) -> int:
-                    return super().get_timestamp() - settings.portal_minutes * 60 - 5
-
-            stale = URLSafeTimedSerializer(settings.portal_secret, salt="fund-grpo portal", signer=Old)
+            stale = session_token(settings.portal_secret, hash_key(k["acme"]), "x", settings.portal_minutes * 60 + 5)
             c.cookies.clear()
-            c.cookies.set(SESSION, stale.dumps({"k": hash_key(k["acme"]), "c": "x"}))
+            c.cookies.set(SESSION, stale)
             tried(portal, "a replayed session past its life", c.get("/portal/ratings/A-1"), 401)
             c.cookies.clear()
             c.cookies.set(SESSION, real)

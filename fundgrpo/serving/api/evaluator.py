@@ -92,6 +92,16 @@ def together(
     return [g[0] for g in groups]
 
 
+def documents_apart(funds: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The documents sent with each fund, by share class, and the funds without them.
+
+    >>> documents_apart([{"share_class_id": "S1", "documents": [{"text": "x"}]}, {"share_class_id": "S2"}])
+    ({'S1': [{'text': 'x'}]}, [{'share_class_id': 'S1'}, {'share_class_id': 'S2'}])
+    """
+    given = {str(f["share_class_id"]): f["documents"] for f in funds if f.get("documents")}
+    return given, [{k: v for k, v in f.items() if k != "documents"} for f in funds]
+
+
 class Evaluator:
     """The serving model (swapped when the alias moves), the methodology and the reference universe,
     and a micro-batcher that generates for concurrent requests together."""
@@ -208,21 +218,23 @@ class Evaluator:
     def posted(self, funds: list[dict]) -> pd.DataFrame | None:
         """The documents sent with `funds` (each fund's `documents`), checked as ingest checks a file and
         against the as-of date; None when none were sent. An `IngestError` names the fund and document."""
-        given = {str(f["share_class_id"]): f["documents"] for f in funds if f.get("documents")}
+        given, plain = documents_apart(funds)
+        return self.checked_documents(given, pd.DataFrame(plain))
+
+    def checked_documents(self, given: dict[str, list[dict]], plain: pd.DataFrame) -> pd.DataFrame | None:
+        """`posted` of documents already set apart from their funds (`documents_apart`)."""
         if not given:
             return None
         if not self.methodology.qualitative:
             raise IngestError("documents: the methodology judges nothing from documents; send the funds without them")
-        plain = pd.DataFrame([{k: v for k, v in f.items() if k != "documents"} for f in funds])
         frame = documents.posted(given, plain, self.params.ingest.documents)
         check_posted_dates(frame, documents.as_of(self.params.ingest.documents, with_reference(plain, self.reference)))
         return frame
 
     def records(self, funds: list[dict]) -> list[dict]:
-
-        posted = self.posted(funds)
-        funds = [{k: v for k, v in f.items() if k != "documents"} for f in funds]
+        given, funds = documents_apart(funds)
         frame = pd.DataFrame(funds)
+        posted = self.checked_documents(given, frame)
         for column in NUMERIC:  # None from JSON -> NaN, so peer percentiles see numbers
             if column in frame:
                 frame[column] = pd.to_numeric(frame[column], errors="coerce")

@@ -23,7 +23,7 @@ from pathlib import Path
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fpdf import FPDF
-from itsdangerous import BadSignature, URLSafeTimedSerializer
+from itsdangerous import BadSignature, TimestampSigner, URLSafeTimedSerializer
 
 from fundgrpo.methodology.citations import JUDGEMENT_WORDS
 from fundgrpo.serving.api import ratings
@@ -53,8 +53,18 @@ WORDS = {
 }  # fmt: skip
 
 
-def _serializer(request: Request) -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(request.app.state.settings.portal_secret, salt="fund-grpo portal")
+SALT = "fund-grpo portal"
+
+
+def session_token(secret: str, digest: str, csrf: str, age_s: int = 0) -> str:
+    """A portal session's signed cookie value: the key's digest and the session's CSRF token, signed with
+    `secret` `age_s` seconds ago (0: now; older than `portal_minutes`, an expired session)."""
+
+    class Signed(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return super().get_timestamp() - age_s
+
+    return URLSafeTimedSerializer(secret, salt=SALT, signer=Signed).dumps({"k": digest, "c": csrf})
 
 
 def session(request: Request) -> dict | None:
@@ -63,7 +73,10 @@ def session(request: Request) -> dict | None:
     if not raw:
         return None
     try:
-        data = _serializer(request).loads(raw, max_age=request.app.state.settings.portal_minutes * 60)
+        settings = request.app.state.settings
+        data = URLSafeTimedSerializer(settings.portal_secret, salt=SALT).loads(
+            raw, max_age=settings.portal_minutes * 60
+        )
     except BadSignature:  # forged, tampered or expired (SignatureExpired is a BadSignature)
         return None
     entry = request.app.state.keys.get(data.get("k", ""))
@@ -143,7 +156,7 @@ def login(request: Request, key: str = Form("", max_length=200), csrf: str = For
         api.store.log((entry or {}).get("name", "unknown"), "portal_refused", None, {"why": "not a client key"})
         return login_page(request, failed=True)
     api.store.log(entry["name"], "portal_login", None, {})
-    token = _serializer(request).dumps({"k": digest, "c": secrets.token_urlsafe(24)})
+    token = session_token(api.settings.portal_secret, digest, secrets.token_urlsafe(24))
     response = RedirectResponse("/portal", status_code=303)
     response.set_cookie(SESSION, token, httponly=True, samesite="strict", path="/portal",
                         max_age=api.settings.portal_minutes * 60)  # fmt: skip

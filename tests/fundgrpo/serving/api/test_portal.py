@@ -12,14 +12,13 @@ import urllib.request
 
 import pytest
 from fastapi.testclient import TestClient
-from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from selenium.webdriver.common.by import By
 
 from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.params import load_params
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key, entitle, hash_key, revoke_key
-from fundgrpo.serving.api.portal import SESSION, WORDS
+from fundgrpo.serving.api.portal import SESSION, WORDS, session_token
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
 from tests import support
@@ -132,12 +131,8 @@ def test_sessions_and_forms_refuse_forgery_expiry_other_sites_and_revoked_keys(p
             client.cookies.set(SESSION, cookie)
             assert client.get("/portal/ratings/API-0").status_code == 401
 
-        class Old(TimestampSigner):  # a session signed longer ago than its life
-            def get_timestamp(self) -> int:
-                return super().get_timestamp() - settings.portal_minutes * 60 - 5
-
-        old = URLSafeTimedSerializer(settings.portal_secret, salt="fund-grpo portal", signer=Old)
-        stale = old.dumps({"k": hash_key(keys["acme"]), "c": "x"})
+        # a session signed longer ago than its life
+        stale = session_token(settings.portal_secret, hash_key(keys["acme"]), "x", settings.portal_minutes * 60 + 5)
         client.cookies.clear()
         client.cookies.set(SESSION, stale)
         assert client.get("/portal/ratings/API-0").status_code == 401  # expired
