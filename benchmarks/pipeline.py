@@ -57,6 +57,10 @@ def main() -> None:
     env.pop("MLFLOW_TRACKING_URI", None)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
     profiles = list(args.profile)
+    for name in profiles:  # a trial's profile from the research record, copied into the run's own
+        trial = REPO / "research" / "profiles" / f"{name}.yaml"
+        if not (root / "profiles" / f"{name}.yaml").exists() and trial.exists():
+            shutil.copy(trial, root / "profiles" / trial.name)
     if args.seed is not None:  # a profile of the copy's own, applied last
         (root / "profiles" / f"seed-{args.seed}.yaml").write_text(
             f"sft:\n  seed: {args.seed}\ngrpo:\n  seed: {args.seed}\n", encoding="utf-8"

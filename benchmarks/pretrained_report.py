@@ -15,7 +15,7 @@ Variants: `sft-grpo` (the profile as it is: zero-shot, SFT and GRPO rows), `grpo
 weighted evidence before the grade), `no-rule` (`prepare.show_rule: false`: the prompt without the
 methodology's own score and grade), `context` (`profiles/morningstar-context.yaml`: 1-year return,
 3-year Sharpe and alpha shown as context), `top-layers` (`profiles/lora-top15.yaml`: LoRA on the top
-15 layers only), `two-epochs` (that and `profiles/sft-2epochs.yaml`: two SFT epochs),
+15 layers only), `two-epochs` (that and `research/profiles/sft-2epochs.yaml`: two SFT epochs),
 `top-layers-again` (the top-layers profile run a second time), `bf16` (that with
 `profiles/cpu-bf16.yaml`: bfloat16 steps). Rows of one dataset are on the same test funds (checked by the
 backtest's test fingerprint). GRPO - SFT comes with a paired bootstrap 95 % interval by fund.
@@ -45,7 +45,7 @@ NO_RULE = "no-rule"
 CONTEXT = "context"
 # The same profile with LoRA on the top layers only (`profiles/lora-top15.yaml`).
 TOP_LAYERS = "top-layers"
-# That, with two SFT epochs (`profiles/sft-2epochs.yaml`).
+# That, with two SFT epochs (`research/profiles/sft-2epochs.yaml`).
 TWO_EPOCHS = "two-epochs"
 # The top-layers profile run again, unchanged: how far two runs of one profile differ on 2 CPU cores.
 TOP_LAYERS_AGAIN = "top-layers-again"
@@ -69,7 +69,7 @@ SFT_GRPO_VARIANTS = {
     TWO_EPOCHS: (
         "LoRA on the top {top} layers, {epochs:g} SFT epochs",
         "**{epochs:g} SFT epochs, LoRA on the top {top} layers** "
-        "(`profiles/lora-top15.yaml` + `profiles/sft-2epochs.yaml`: "
+        "(`profiles/lora-top15.yaml` + `research/profiles/sft-2epochs.yaml`: "
         "the top-layers run above trained {epochs:g} times as long",
         TOP_LAYERS,
     ),

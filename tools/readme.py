@@ -137,6 +137,26 @@ def documents_line(root: Path) -> list[str]:
             + (f" (the analysts' sentence {mean(apt)})" if apt else "")
             + f", pillars judged as the analysts did {mean(agree)}."
         )
+    korean = results / "documents_contest-ko.json"
+    if korean.exists():
+        k = json.loads(korean.read_text(encoding="utf-8"))
+        ko, d = k["subsets"]["korean"], k["subsets"]["korean"]["served_minus_text_qwk"]
+        line += (
+            f" Evaluated in Korean (`documents-ko`, {k['runs']} seeds, [benchmarks/documents-ko.md]"
+            f"(benchmarks/documents-ko.md)), the {ko['n']} Korean funds: served QWK {ko['served']['qwk']['mean']}, "
+            f"the text baseline {ko['text_baseline']['qwk']['mean']}; served − text baseline {d['mean']:+.3f} "
+            f"{d['interval']}."
+        )
+    scarce = results / "scarce_references.json"
+    if scarce.exists():
+        f = json.loads(scarce.read_text(encoding="utf-8"))["figures"]
+        gap = lambda key: "{mean:+.3f} {interval}".format(**f[key]["grpo_minus_sft"])  # noqa: E731
+        line += (
+            " Where references are scarce (15 % of training funds; [benchmarks/scarce_references.md]"
+            f"(benchmarks/scarce_references.md)), GRPO − its SFT start: pillars judged as the analysts did "
+            f"{gap('agree')}, verified citations that are the analysts' sentence {gap('pertinent')}, served QWK "
+            f"{gap('served')}."
+        )
     return ["", line]
 
 
