@@ -86,19 +86,6 @@ EN_HOUSES = (
 EN_STYLES = ("Growth", "Value", "Income", "Core", "Opportunities", "Select")
 KR_HOUSES = ("한빛", "미래로", "새솔", "누리", "다온", "한결", "푸른", "가온")
 KR_STYLES = ("성장", "가치", "배당", "중소형", "대표", "인덱스")
-EN_MANAGERS = (
-    "Alice Hart",
-    "Ben Okafor",
-    "Clara Moss",
-    "David Reyes",
-    "Emma Lindqvist",
-    "Farid Nasser",
-    "Grace Chen",
-    "Hugo Baptiste",
-    "Isla Murray",
-    "James Patel",
-)
-KR_MANAGERS = ("김지훈", "이서연", "박민준", "최유진", "정하늘", "강도윤")
 
 # The PUBLISHED rule (methodology/default.yaml): within-category percentile, weight, higher is better.
 GRADE_RULE: dict[str, tuple[float, bool]] = {
@@ -210,7 +197,7 @@ def universe(params: SyntheticParams) -> pd.DataFrame:
     rows = []
     for i in range(n):
         korean = cats[i] == "Korea Equity"
-        managers = KR_MANAGERS if korean else EN_MANAGERS
+        managers = synthetic_documents.KR_MANAGERS if korean else synthetic_documents.EN_MANAGERS
         labels = KR_CLASSES if korean else EN_CLASSES
         for k in range(int(n_classes[i])):
             factor = CLASS_FEE_FACTORS[k % len(CLASS_FEE_FACTORS)]

@@ -497,10 +497,13 @@ def _surround(sentence: str, language: str, rng: np.random.Generator) -> str:
     return [f"{filler} {sentence}", f"{sentence} {filler}", sentence][where]
 
 
-EN_MANAGERS_POOL = ["Alice Hart", "Ben Okafor", "Clara Moss", "David Reyes", "Emma Lindqvist", "Farid Nasser",
-                    "Grace Chen", "Hugo Baptiste", "Isla Murray", "James Patel", "Karen Voss",
-                    "Liam Doyle"]  # fmt: skip
-KR_MANAGERS_POOL = ["김지훈", "이서연", "박민준", "최유진", "정하늘", "강도윤", "윤서준", "장예린"]
+# The universe's lead managers (`synthetic` draws each fund's); a departed one is one of them or of a
+# few who run none of its funds now
+EN_MANAGERS = ("Alice Hart", "Ben Okafor", "Clara Moss", "David Reyes", "Emma Lindqvist", "Farid Nasser",
+               "Grace Chen", "Hugo Baptiste", "Isla Murray", "James Patel")  # fmt: skip
+KR_MANAGERS = ("김지훈", "이서연", "박민준", "최유진", "정하늘", "강도윤")
+EN_MANAGERS_POOL = [*EN_MANAGERS, "Karen Voss", "Liam Doyle"]
+KR_MANAGERS_POOL = [*KR_MANAGERS, "윤서준", "장예린"]
 
 
 def files(
