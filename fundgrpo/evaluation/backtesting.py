@@ -127,14 +127,16 @@ def backtest(
         )  # fmt: skip
     fit = fits.get("grpo")
     if fit and "grpo" in predictions and "gbm" in predictions:  # the served evaluator's parts, apart
+        rule = calibration.DecisionRule.of(fit)
         for part, preds in contest.parts(rows, predictions["grpo"], fit, grades).items():
             key = part if part == "gbm_rule" else f"grpo_{part}"
             predictions[key], results[key] = preds, scored(rows, preds, grades)
         if "gbm_rule" in predictions:
-            results["grpo"]["served"] = contest.served(rows, predictions["grpo"], predictions["gbm_rule"], fit, grades)
-        results["grpo"]["story"] = told(predictions["grpo"], fit, methodology.language)
+            results["grpo"]["served"] = contest.served(rows, predictions["grpo"], predictions["gbm_rule"], rule, grades)
+        results["grpo"]["story"] = told(predictions["grpo"], rule, methodology.language)
         if fit.get("sft") and "sft" in predictions:  # SFT under its own validation-chosen rule
-            predictions["sft_served"] = contest.applied(rows, predictions["sft"], fit["sft"], grades)
+            sft = calibration.DecisionRule.of(fit["sft"])
+            predictions["sft_served"] = contest.applied(rows, predictions["sft"], sft, grades)
             results["sft_served"] = scored(rows, predictions["sft_served"], grades)
             results["sft_served"]["serves"] = fit["sft"].get("chosen")
     if methodology.qualitative and all("documents" in r for r in rows):  # the judgements from documents
@@ -158,13 +160,13 @@ def backtest(
     }
 
 
-def told(preds: list[Prediction], fit: dict, language: str) -> dict[str, Any]:
+def told(preds: list[Prediction], rule: calibration.DecisionRule, language: str) -> dict[str, Any]:
     """Text against grade for a served evaluator (`story.counted`): the evaluations whose text was written
     for another grade than the one served, how many say so in their note, and the share whose text
     contradicts the grade without saying so (`untold`, the serving note being `story.written_note`)."""
     served = [p["grade"] for p in preds]
     written = [p.get("written_grade") for p in preds]
-    notes = [story.written_note(g, w, fit, language) for g, w in zip(served, written)]
+    notes = [story.written_note(g, w, rule, language) for g, w in zip(served, written)]
     return story.counted(served, written, notes, [p.get("unsupported") or [] for p in preds])
 
 

@@ -10,7 +10,8 @@ bootstrap calls these functions thousands of times.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, TypedDict
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, TypedDict
 
 import numpy as np
 
@@ -272,23 +273,87 @@ class GradeDecided(TypedDict):
     confidence: float | None
 
 
-def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], gbm=None) -> GradeDecided:
-    """One evaluation's probabilities, grade, expected grade and confidence under a calibration
-    `fit` (`fundgrpo.evaluation.calibration.fit_choice`): `probs` are the raw belief (None for an
-    invalid answer, which keeps no grade and no confidence), `written` the grade the model wrote,
-    `gbm` the statistical estimate's probabilities (needed by a `pooled` or `gbm` fit: the product
-    serves gradient boosting's probabilities, and the language model's evaluation beside them).
+# What the product can serve (`calibrate.serve`): the language model's own belief, gradient
+# boosting's probabilities, or the two pooled (a stack). Each with its decision rule.
+SOURCES = ("lm", "gbm", "stack")
+KIND = {"lm": "temperature", "gbm": "gbm", "stack": "pooled"}  # `decide`'s transform for each
 
-    >>> fit = {"confidence": "temperature", "temperature": 2.0, "grade_from": "greedy", "cutpoints": [1.5]}
-    >>> d = decide([0.8, 0.2], 1, fit, [1, 2])
+
+@dataclass(frozen=True)
+class DecisionRule:
+    """A fitted decision rule: whose grade probabilities an evaluation serves and how its grade is decided
+    from them (`decide`). `fit_option` fits one on validation funds; the calibrate stage's record
+    (`fit_choice`, models/calibration.json) holds the one it chose at its top and each source's under
+    `by_source`; a registered model carries it in its metadata. The default is the belief as read at
+    the score, the written grade kept: what an evaluator gets where nothing was fitted.
+
+    >>> rule = DecisionRule("stack", confidence="pooled", pool=(0.2, 0.6), grade_from="expected", cutpoints=(1.5,))
+    >>> DecisionRule.of(rule.as_dict()) == rule, rule.weights
+    (True, {'language_model': 0.25, 'gradient_boosting': 0.75})
+    >>> DecisionRule.of({"confidence": "pooled", "pool": [1, 1], "options": {}}).serves  # an older record
+    'stack'
+    """
+
+    serves: str = "lm"  # SOURCES: "lm" the language model's belief, "gbm" gradient boosting's, "stack" pooled
+    method: str = "score"  # where the language model's belief is read (`fundgrpo.model.belief.METHODS`, "stated")
+    confidence: str = "token"  # the belief's transform: "token" (as read), "temperature", "pooled", "gbm"
+    temperature: float = 1.0  # above 1 softens the probabilities, below 1 sharpens them
+    pool: tuple[float, float] | None = None  # a stack's pooling exponents (language model, gradient boosting)
+    grade_from: str = "greedy"  # GRADE_FROM: the written grade, the likeliest, the expected grade cut
+    cutpoints: tuple[float, ...] | None = None  # where the expected grade is cut between grades ("expected")
+    chosen: str | None = None  # the option's name on validation ("stack/score/expected"); None: not chosen
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> DecisionRule:
+        """The rule a record holds at its top: the calibrate stage's, a registered model's, `as_dict`'s. Other
+        keys are the record's own; a record written before `serves` was named says it by its transform."""
+        kind = record.get("confidence", "token")
+        serves = record.get("serves") or {"pooled": "stack", "gbm": "gbm"}.get(kind, "lm")
+        pool, cut = record.get("pool"), record.get("cutpoints")
+        return cls(
+            serves=serves, method=record.get("method", "score"), confidence=kind,
+            temperature=float(record.get("temperature", 1.0)), pool=(float(pool[0]), float(pool[1])) if pool else None,
+            grade_from=record.get("grade_from", "greedy"), cutpoints=tuple(map(float, cut)) if cut else None,
+            chosen=record.get("chosen"),
+        )  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rule as a record stores it (JSON), with its `weights` for a reader of the file."""
+        return {
+            "serves": self.serves, "method": self.method, "confidence": self.confidence,
+            "temperature": self.temperature, "pool": list(self.pool) if self.pool else None,
+            "grade_from": self.grade_from, "cutpoints": list(self.cutpoints) if self.cutpoints else None,
+            "chosen": self.chosen, "weights": self.weights,
+        }  # fmt: skip
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """How much of the served belief is the language model's and how much gradient boosting's: the
+        pooling exponents' shares (1/0 for the language model alone, 0/1 for gradient boosting)."""
+        if self.confidence == "pooled" and self.pool:
+            a, b = self.pool
+            return {"language_model": round(a / (a + b), 4), "gradient_boosting": round(b / (a + b), 4)}
+        share = 0.0 if self.confidence == "gbm" else 1.0
+        return {"language_model": share, "gradient_boosting": round(1.0 - share, 4)}
+
+
+def decide(probs, written: int | None, rule: DecisionRule, grades: list[int], gbm=None) -> GradeDecided:
+    """One evaluation's probabilities, grade, expected grade and confidence under a decision `rule`:
+    `probs` are the raw belief (None for an invalid answer, which keeps no grade and no confidence),
+    `written` the grade the model wrote, `gbm` the statistical estimate's probabilities (needed by a
+    `pooled` or `gbm` rule: the product serves gradient boosting's probabilities, and the language
+    model's evaluation beside them).
+
+    >>> rule = DecisionRule(confidence="temperature", temperature=2.0, cutpoints=(1.5,))
+    >>> d = decide([0.8, 0.2], 1, rule, [1, 2])
     >>> d["grade"], round(d["confidence"], 3), round(d["expected_grade"], 3)
     (1, 0.667, 1.333)
-    >>> decide(None, None, fit, [1, 2])["grade"] is None
+    >>> decide(None, None, rule, [1, 2])["grade"] is None
     True
-    >>> pool = {"confidence": "pooled", "pool": [1.0, 1.0], "grade_from": "likeliest"}
+    >>> pool = DecisionRule("stack", confidence="pooled", pool=(1.0, 1.0), grade_from="likeliest")
     >>> decide([0.6, 0.4], 1, pool, [1, 2], gbm=[0.1, 0.9])["grade"]
     2
-    >>> gbm = {"confidence": "gbm", "temperature": 1.0, "grade_from": "likeliest"}
+    >>> gbm = DecisionRule("gbm", confidence="gbm", grade_from="likeliest")
     >>> decide([0.9, 0.1], 1, gbm, [1, 2], [0.3, 0.7])["grade"]
     2
 
@@ -298,23 +363,23 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
     >>> decide(None, None, gbm, [1, 2], [0.3, 0.7])["grade"]
     2
     """
-    kind = fit.get("confidence")
+    kind = rule.confidence
     if probs is None and not (kind == "gbm" and gbm is not None):
         return GradeDecided(grade=written, probs=None, expected_grade=None, confidence=None)
     p = np.asarray(probs if probs is not None else gbm, dtype=float)[None, :]
     if kind in ("pooled", "gbm") and gbm is None:
         raise ValueError(f"a {kind} calibration needs the statistical estimate's probabilities (stage evidence)")
     if kind == "temperature":
-        p = temperature_probs(p, fit["temperature"])
+        p = temperature_probs(p, rule.temperature)
     elif kind == "pooled":
-        p = pooled(p, [gbm], *fit["pool"])
+        p = pooled(p, [gbm], *(rule.pool or (1.0, 0.0)))
     elif kind == "gbm":
-        p = temperature_probs([gbm], fit.get("temperature", 1.0))
+        p = temperature_probs([gbm], rule.temperature)
     expected = float(expected_grade(p, grades)[0])
     grade = written
-    if fit.get("grade_from") == "expected" and fit.get("cutpoints"):
-        grade = int(cut([expected], fit["cutpoints"], grades)[0])
-    elif fit.get("grade_from") == "likeliest":
+    if rule.grade_from == "expected" and rule.cutpoints:
+        grade = int(cut([expected], list(rule.cutpoints), grades)[0])
+    elif rule.grade_from == "likeliest":
         grade = int(grades[int(np.argmax(p[0]))])
     return GradeDecided(
         grade=grade,
@@ -322,29 +387,6 @@ def decide(probs, written: int | None, fit: dict[str, Any], grades: list[int], g
         expected_grade=round(expected, 4),
         confidence=round(float(p[0, grades.index(int(grade))]), 4) if grade is not None else None,
     )
-
-
-# What the product can serve (`calibrate.serve`): the language model's own belief, gradient
-# boosting's probabilities, or the two pooled (a stack). Each with its decision rule.
-SOURCES = ("lm", "gbm", "stack")
-KIND = {"lm": "temperature", "gbm": "gbm", "stack": "pooled"}  # `decide`'s name for each
-
-
-def weights(fit: dict[str, Any]) -> dict[str, float]:
-    """How much of a fit's belief is the language model's and how much gradient boosting's: the
-    pooling exponents' shares (1/0 for the language model alone, 0/1 for gradient boosting).
-
-    >>> weights({"confidence": "pooled", "pool": [0.2, 0.6]})
-    {'language_model': 0.25, 'gradient_boosting': 0.75}
-    >>> weights({"confidence": "temperature"})
-    {'language_model': 1.0, 'gradient_boosting': 0.0}
-    """
-    kind = fit.get("confidence")
-    if kind == "pooled":
-        a, b = fit["pool"]
-        return {"language_model": round(a / (a + b), 4), "gradient_boosting": round(b / (a + b), 4)}
-    share = 0.0 if kind == "gbm" else 1.0
-    return {"language_model": share, "gradient_boosting": round(1.0 - share, 4)}
 
 
 def contradicted(grades_served, probs, grades: list[int]) -> float:
@@ -360,26 +402,27 @@ def contradicted(grades_served, probs, grades: list[int]) -> float:
     return round(float(np.mean([p[grades.index(int(g))] < max(p) - 1e-9 for g, p in seen])), 4)
 
 
-def fit_option(source, method, grade_from, expert, written, lm, gbm, grades, rows) -> dict[str, Any]:
-    """One option's fit on the funds `rows` (indices): the belief's transform by log-likelihood
+def fit_option(source, method, grade_from, expert, written, lm, gbm, grades, rows) -> DecisionRule:
+    """One option's rule fitted on the funds `rows` (indices): the belief's transform by log-likelihood
     (a temperature; for a stack the pooling exponents) and, for the expected grade, its cut-points."""
-    fit: dict[str, Any] = {"serves": source, "method": method, "confidence": KIND[source], "temperature": 1.0}
     index = [grades.index(int(expert[i])) for i in rows]
+    rule = DecisionRule(source, method, KIND[source], grade_from=grade_from)
     if source == "lm":
-        fit["temperature"] = fit_temperature([lm[i] for i in rows], index)
+        rule = replace(rule, temperature=fit_temperature([lm[i] for i in rows], index))
     elif source == "gbm":
-        fit["temperature"] = fit_temperature([gbm[i] for i in rows], index)
+        rule = replace(rule, temperature=fit_temperature([gbm[i] for i in rows], index))
     else:
-        fit["pool"] = list(fit_pool([lm[i] for i in rows], [gbm[i] for i in rows], index))
-    fit["grade_from"] = grade_from
-    fit["cutpoints"] = None
+        rule = replace(rule, pool=fit_pool([lm[i] for i in rows], [gbm[i] for i in rows], index))
     if grade_from == "expected":
         if source == "gbm":  # its probabilities exist where the language model gave no answer too
-            probs = temperature_probs([gbm[i] for i in rows], fit["temperature"])
+            probs = temperature_probs([gbm[i] for i in rows], rule.temperature)
         else:
-            probs = np.asarray([decide(lm[i], written[i], fit, grades, gbm[i] if gbm else None)["probs"] for i in rows])
-        fit["cutpoints"] = fit_cutpoints(expected_grade(probs, grades), [expert[i] for i in rows], grades)
-    return fit
+            probs = np.asarray(
+                [decide(lm[i], written[i], rule, grades, gbm[i] if gbm else None)["probs"] for i in rows]
+            )
+        found = fit_cutpoints(expected_grade(probs, grades), [expert[i] for i in rows], grades)
+        rule = replace(rule, cutpoints=tuple(found))
+    return rule
 
 
 def folds_of(groups: list[str], k: int) -> list[int]:
@@ -457,8 +500,8 @@ def fit_choice(
         o = options[key]
         lm = beliefs.get(o["method"], [None] * n)
         seen = [i for i in range(n) if o["serves"] == "gbm" or (written[i] is not None and lm[i] is not None)]
-        fit = fit_option(o["serves"], o["method"], o["grade_from"], expert, written, lm, gbm, grades, seen)
-        return {**fit, "chosen": key, "weights": weights(fit)}
+        rule = fit_option(o["serves"], o["method"], o["grade_from"], expert, written, lm, gbm, grades, seen)
+        return replace(rule, chosen=key).as_dict()
 
     key, why = simplest_within_noise(options, allowed, best)
     by_source = {
@@ -501,9 +544,9 @@ def cross_validated(
         held = [i for i in range(n) if fold[i] == k]
         if len(train) < 2 or not held:
             continue
-        fit = fit_option(source, method, way, expert, written, lm, gbm, grades, train)
+        rule = fit_option(source, method, way, expert, written, lm, gbm, grades, train)
         for i in held:
-            d = decide(lm[i], written[i], fit, grades, gbm[i] if gbm is not None else None)
+            d = decide(lm[i], written[i], rule, grades, gbm[i] if gbm is not None else None)
             predicted[i], probs[i] = d["grade"], d["probs"]
     exact, qwk = _agreement(expert, predicted, grades)
     conf = [p[grades.index(int(g))] if p is not None and g is not None else 0.0 for g, p in zip(predicted, probs)]

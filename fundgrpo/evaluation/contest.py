@@ -10,19 +10,13 @@ who was right.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fundgrpo.evaluation import calibration
 from fundgrpo.methodology.answers import Prediction
 
-# The fit an evaluator gets when nothing could be fitted (no valid answer on validation).
-NO_FIT = {
-    "serves": "lm",
-    "method": "score",
-    "confidence": "token",
-    "temperature": 1.0,
-    "grade_from": "greedy",
-    "cutpoints": None,
-    "weights": {"language_model": 1.0, "gradient_boosting": 0.0},
-}
+# The calibrate record of a model with no valid answer on validation: nothing fitted, nothing chosen.
+NO_FIT = {**calibration.DecisionRule().as_dict(), "chosen": "none: no valid answer on validation"}
 # The backtest's names for the parts of a served evaluator (each with its own best rule).
 PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
 
@@ -33,39 +27,42 @@ def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int
     own belief), "stack" (pooled with gradient boosting) and "gbm_rule" (gradient boosting's
     probabilities under its rule, for every fund: it needs no answer).
 
-    >>> fit = {"by_source": {"gbm": {"serves": "gbm", "method": "score", "confidence": "gbm",
-    ...        "temperature": 1.0, "grade_from": "likeliest", "cutpoints": None}}}
+    >>> gbm = calibration.DecisionRule("gbm", confidence="gbm", grade_from="likeliest")
+    >>> fit = {"by_source": {"gbm": gbm.as_dict()}}
     >>> out = parts([{"gbm_probs": [0.2, 0.8]}], [{"grade": None, "beliefs": {}}], fit, [1, 2])
     >>> out["gbm_rule"][0]["grade"], out["gbm_rule"][0]["valid"]
     (2, True)
     """
     out: dict[str, list[Prediction]] = {}
     for source, part in fit.get("by_source", {}).items():
+        rule = calibration.DecisionRule.of(part)
         if source == "gbm":  # gradient boosting alone: its probabilities, whatever the model answered
-            alone = {**part, "confidence": "temperature"}
+            alone = replace(rule, confidence="temperature")
             decided = [calibration.decide(r["gbm_probs"], None, alone, grades) for r in rows]
             # no answer to write: the grade under its rule is the grade it gives
             out[PART_NAMES[source]] = [
                 Prediction(**d, written_grade=d["grade"], valid=True, score=None) for d in decided
             ]
         else:
-            out[PART_NAMES[source]] = applied(rows, preds, part, grades)
+            out[PART_NAMES[source]] = applied(rows, preds, rule, grades)
     return out
 
 
-def applied(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int]) -> list[Prediction]:
-    """A model's predictions decided under `fit` from the beliefs read with them (the grade it wrote
+def applied(
+    rows: list[dict], preds: list[Prediction], rule: calibration.DecisionRule, grades: list[int]
+) -> list[Prediction]:
+    """A model's predictions decided under `rule` from the beliefs read with them (the grade it wrote
     stays its `written_grade`).
 
-    >>> fit = {"method": "score", "confidence": "token", "grade_from": "likeliest"}
-    >>> p = applied([{}], [{"grade": 1, "written_grade": 1, "beliefs": {"score": [0.3, 0.7]}}], fit, [1, 2])[0]
+    >>> rule = calibration.DecisionRule(grade_from="likeliest")
+    >>> p = applied([{}], [{"grade": 1, "written_grade": 1, "beliefs": {"score": [0.3, 0.7]}}], rule, [1, 2])[0]
     >>> p["grade"], p["written_grade"]
     (2, 1)
     """
     out = []
     for r, p in zip(rows, preds):
-        belief = (p.get("beliefs") or {}).get(fit["method"])
-        decided = calibration.decide(belief, p["written_grade"], fit, grades, r.get("gbm_probs"))
+        belief = (p.get("beliefs") or {}).get(rule.method)
+        decided = calibration.decide(belief, p["written_grade"], rule, grades, r.get("gbm_probs"))
         out.append(Prediction(**{**p, **decided}))
     return out
 
@@ -83,7 +80,10 @@ def methods_needed(fits: dict[str, dict]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for m in found if m))
 
 
-def served(rows: list[dict], preds: list[Prediction], gbm_rule: list[Prediction], fit: dict, grades: list[int]) -> dict:
+def served(
+    rows: list[dict], preds: list[Prediction], gbm_rule: list[Prediction], rule: calibration.DecisionRule,
+    grades: list[int],
+) -> dict:  # fmt: skip
     """What the served grades are: the fit's choice and weights, the share equal to gradient
     boosting's under its own rule, and the departures (funds where they differ): how many, how
     many the served grade got right and how many gradient boosting did (`precision`: the share of
@@ -92,7 +92,8 @@ def served(rows: list[dict], preds: list[Prediction], gbm_rule: list[Prediction]
     >>> rows = [{"expert_grade": g} for g in (1, 2, 2, 1)]
     >>> mine = [{"grade": g, "probs": None} for g in (1, 2, 1, 1)]
     >>> theirs = [{"grade": g} for g in (1, 1, 2, 1)]
-    >>> s = served(rows, mine, theirs, {"serves": "stack", "chosen": "stack/score/expected"}, [1, 2])
+    >>> rule = calibration.DecisionRule("stack", confidence="pooled", pool=(1.0, 1.0), chosen="stack/score/expected")
+    >>> s = served(rows, mine, theirs, rule, [1, 2])
     >>> s["equal_to_gbm_rule"], s["departures"]
     (0.5, {'n': 2, 'right': 1, 'gbm_right': 1, 'precision': 0.5})
     """
@@ -100,9 +101,9 @@ def served(rows: list[dict], preds: list[Prediction], gbm_rule: list[Prediction]
     apart = [i for i, s in enumerate(same) if not s and preds[i]["grade"] is not None]
     right = sum(preds[i]["grade"] == rows[i]["expert_grade"] for i in apart)
     return {
-        "serves": fit.get("serves", "lm"),
-        "chosen": fit.get("chosen"),
-        "weights": fit.get("weights") or calibration.weights(fit),
+        "serves": rule.serves,
+        "chosen": rule.chosen,
+        "weights": rule.weights,
         "equal_to_gbm_rule": round(sum(same) / len(same), 4) if same else None,
         "departures": {
             "n": len(apart),

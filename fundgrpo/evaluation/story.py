@@ -11,7 +11,7 @@ evaluations whose text contradicts their grade without it (`untold`: 0 is the on
 
 from __future__ import annotations
 
-from fundgrpo.evaluation import calibration
+from fundgrpo.evaluation.calibration import DecisionRule
 
 
 def particle(n: int, batchim: str, plain: str) -> str:
@@ -32,29 +32,19 @@ def with_ro(n: int) -> str:
     return f"{n}{'으로' if n % 10 in (0, 3, 6) else '로'}"
 
 
-def serves(fit: dict) -> str:
-    """Whose probabilities a fit serves: lm, gbm or stack (older fits name only their confidence).
-
-    >>> serves({"serves": "gbm"}), serves({"confidence": "pooled"}), serves({"confidence": "temperature"})
-    ('gbm', 'stack', 'lm')
-    """
-    return fit.get("serves") or ("stack" if fit.get("confidence") == "pooled" else "lm")
-
-
-def served_words(fit: dict, language: str = "en") -> str:
+def served_words(rule: DecisionRule, language: str = "en") -> str:
     """What a served grade is, plainly, for the model card, the API's `served_from`, the gate's reason
     and the pages' first line: above all whether it is the statistical model's alone.
 
-    >>> served_words({"serves": "gbm"})
+    >>> served_words(DecisionRule("gbm", confidence="gbm"))
     "gradient boosting's grade alone (the language model's weight is 0: on validation funds it added nothing)"
-    >>> served_words({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6]})
+    >>> served_words(DecisionRule("stack", confidence="pooled", pool=(0.2, 0.6)))
     "the language model's grade probabilities (25%) pooled with gradient boosting's (75%)"
-    >>> served_words({"serves": "lm", "grade_from": "greedy"}, "ko")
+    >>> served_words(DecisionRule(), "ko")
     '언어 모델의 등급'
     """
-    source = serves(fit)
-    w = fit.get("weights") or calibration.weights(fit)
-    lm, gbm = w["language_model"], w["gradient_boosting"]
+    source = rule.serves
+    lm, gbm = rule.weights["language_model"], rule.weights["gradient_boosting"]
     if language == "ko":
         if source == "gbm":
             return "그래디언트 부스팅만의 등급 (언어 모델 비중 0: 검증 펀드에서 더한 것이 없음)"
@@ -70,32 +60,32 @@ def served_words(fit: dict, language: str = "en") -> str:
     return "the language model's own grade"
 
 
-def written_note(served: int | None, written: int | None, fit: dict, language: str = "en") -> str | None:
+def written_note(served: int | None, written: int | None, rule: DecisionRule, language: str = "en") -> str | None:
     """Whose grade `served` is, and that the text was written for `written`, when the two differ;
     None when they agree (or either is missing: an invalid answer has no text to contradict).
 
-    >>> print(written_note(3, 5, {"serves": "gbm"}))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(written_note(3, 5, DecisionRule("gbm", confidence="gbm")))  # doctest: +NORMALIZE_WHITESPACE
     Grade 3 is gradient boosting's grade alone (the language model's weight is 0: on validation funds it added
     nothing), chosen on validation funds; the evaluation's text is the language model's, written for grade 5.
-    >>> print(written_note(4, 3, {"serves": "lm", "grade_from": "expected"}, "ko"))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(written_note(4, 3, DecisionRule(grade_from="expected"), "ko"))  # doctest: +NORMALIZE_WHITESPACE
     등급 4는 언어 모델의 등급입니다 (검증 펀드에서 고른 결정 규칙: 기대 등급).
     아래 평가 글은 언어 모델이 등급 3으로 쓴 것입니다.
-    >>> written_note(3, 3, {"serves": "gbm"}) is None, written_note(None, 3, {}) is None
+    >>> written_note(3, 3, DecisionRule("gbm"), "en") is None, written_note(None, 3, DecisionRule()) is None
     (True, True)
     """
     if served is None or written is None or int(served) == int(written):
         return None
-    what = served_words(fit, language)
-    rule = fit.get("grade_from", "greedy")
+    what = served_words(rule, language)
+    way = rule.grade_from
     if language == "ko":
         rules = {"expected": "기대 등급", "likeliest": "가장 높은 확률", "greedy": "쓴 등급"}
-        how = f" (검증 펀드에서 고른 결정 규칙: {rules.get(rule, rule)})" if serves(fit) == "lm" else ""
+        how = f" (검증 펀드에서 고른 결정 규칙: {rules.get(way, way)})" if rule.serves == "lm" else ""
         return (
             f"등급 {particle(int(served), '은', '는')} {what}입니다{how}. "
             f"아래 평가 글은 언어 모델이 등급 {with_ro(int(written))} 쓴 것입니다."
         )
     rules = {"expected": "the expected grade", "likeliest": "the likeliest grade", "greedy": "the written grade"}
-    how = f", read as {rules.get(rule, rule)}" if serves(fit) == "lm" else ""
+    how = f", read as {rules.get(way, way)}" if rule.serves == "lm" else ""
     return (
         f"Grade {served} is {what}{how}, chosen on validation funds; the evaluation's text is the language "
         f"model's, written for grade {written}."

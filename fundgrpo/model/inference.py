@@ -7,6 +7,7 @@ the experts is `fundgrpo.evaluation` (which needs no model code).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -72,26 +73,27 @@ def evaluate_model(
         for p, b in zip(preds, read[method]):
             p.setdefault("beliefs", {})[method] = b
     if fit is not None:
+        rule = calibration.DecisionRule.of(fit)
         gbm = [r.get("gbm_probs") for r in rows]  # a pooled fit weighs the statistical estimate too
-        beliefs = read.get(fit["method"], [None] * len(preds))  # none where no answer is valid
-        decided = [calibration.decide(b, w, fit, grades, q) for b, w, q in zip(beliefs, written, gbm)]
+        beliefs = read.get(rule.method, [None] * len(preds))  # none where no answer is valid
+        decided = [calibration.decide(b, w, rule, grades, q) for b, w, q in zip(beliefs, written, gbm)]
         for p, d in zip(preds, decided):
             p.update(d)
         result["trust"] = calibration.summary(
             expert, [d["grade"] for d in decided], [d["probs"] for d in decided],
             [d["confidence"] or 0.0 for d in decided], grades,
         )  # fmt: skip
-        result["trust"]["chosen"] = fit.get("chosen", f"{fit['method']}/{fit['confidence']}")
-        result["trust"]["grade_from"] = fit.get("grade_from", "greedy")
+        result["trust"]["chosen"] = rule.chosen or f"{rule.method}/{rule.confidence}"
+        result["trust"]["grade_from"] = rule.grade_from
         result["grade_from"] = {}  # the three ways to report a grade, on these funds
         for way in GRADE_FROM:
             chosen = [
-                calibration.decide(b, w, {**fit, "grade_from": way}, grades, q)["grade"]
+                calibration.decide(b, w, replace(rule, grade_from=way), grades, q)["grade"]
                 for b, w, q in zip(beliefs, written, gbm)
             ]
             found = metrics(rows, [{**p, "grade": g} for p, g in zip(preds, chosen)], grades)
             result["grade_from"][way] = {k: found[k] for k in ("exact", "within_one", "qwk", "spearman")}
-        if fit.get("grade_from", "greedy") != "greedy":
+        if rule.grade_from != "greedy":
             result.update({k: v for k, v in metrics(rows, preds, grades).items() if k != "valid_json"})
     return result, preds
 
@@ -126,7 +128,7 @@ def fit_model(
     expert = [r["expert_grade"] for r in rows]
     if valid == 0:
         print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
-        fit = {**contest.NO_FIT, "chosen": "none: no valid answer on validation", "options": {}, "by_source": {}}
+        fit = {**contest.NO_FIT, "options": {}, "by_source": {}}
         if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
             alone = calibration.fit_choice(
                 expert, [None] * len(rows), {}, methodology.grades, "gbm", c.grade_from, c.bins, gbm, groups,
@@ -147,11 +149,6 @@ def fit_model(
     return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
 
 
-# The confidence a model gets when no calibration was fitted for it (a folder of weights, an older
-# registered version): its belief at the score as read.
-DEFAULT_FIT = {"method": "score", "confidence": "token", "temperature": 1.0, "grade_from": "greedy", "cutpoints": None}
-
-
 def answer(
     model,
     tokenizer,
@@ -161,16 +158,16 @@ def answer(
     max_new_tokens: int,
     batch_size: int,
     desc: str,
-    fit: dict | None = None,
+    rule: calibration.DecisionRule | None = None,
     deadline: float | None = None,
     cached: dict[str, list] | None = None,
 ) -> list[Prediction]:
     """The model's greedy evaluations of `rows`, parsed; each valid one's misstated criteria
-    (`unsupported`, where the rows carry their evidence) and, with `fit`, its probabilities,
+    (`unsupported`, where the rows carry their evidence) and, with a decision `rule`, its probabilities,
     expected grade and confidence (`calibration.decide`). `deadline`: see `modelling.generate`.
 
     Beliefs are read from each batch's key-value cache as it is generated (`belief.from_cache`): the
-    fit's method, and each method `cached` names (its list is filled, one entry per row, for the caller).
+    rule's method, and each method `cached` names (its list is filled, one entry per row, for the caller).
     A row the methodology does not rate (`not_rated`, from serving's records) is not generated for: its
     answer says why (`answers.not_rated`), and its beliefs are None."""
     cached = {} if cached is None else cached
@@ -178,7 +175,7 @@ def answer(
         keep = [i for i, r in enumerate(rows) if not r.get("not_rated")]
         inner: dict[str, list] = {method: [] for method in cached}
         got = answer(
-            model, tokenizer, [rows[i] for i in keep], methodology, schema, max_new_tokens, batch_size, desc, fit,
+            model, tokenizer, [rows[i] for i in keep], methodology, schema, max_new_tokens, batch_size, desc, rule,
             deadline, inner,
         ) if keep else []  # fmt: skip
         out = [answers.not_rated(r["not_rated"]) for r in rows]
@@ -190,8 +187,8 @@ def answer(
         for i, p in zip(keep, got):
             out[i] = p
         return out
-    if fit is not None and fit["method"] in belief.METHODS:
-        cached.setdefault(fit["method"], [])
+    if rule is not None and rule.method in belief.METHODS:
+        cached.setdefault(rule.method, [])
     for column in cached.values():
         column[:] = [belief.UNREAD] * len(rows)
 
@@ -207,14 +204,14 @@ def answer(
     )  # fmt: skip
     preds = answers.predictions_from_texts(texts, schema)
     answers.annotate(preds, rows, methodology)
-    if fit is not None:  # every answer, valid or not: served gradient boosting alone, an invalid one keeps its grade
+    if rule is not None:  # every answer, valid or not: served gradient boosting alone, an invalid one keeps its grade
         read: list = [None] * len(preds)
         if any(p["valid"] for p in preds):
             read, _ = read_beliefs(
-                model, tokenizer, rows, preds, methodology, fit["method"], desc, batch_size, cached.get(fit["method"])
+                model, tokenizer, rows, preds, methodology, rule.method, desc, batch_size, cached.get(rule.method)
             )
         for p, b, r in zip(preds, read, rows):
-            decided = calibration.decide(b, p["grade"], fit, methodology.grades, r.get("gbm_probs"))
+            decided = calibration.decide(b, p["grade"], rule, methodology.grades, r.get("gbm_probs"))
             p.update(decided)
     return preds
 

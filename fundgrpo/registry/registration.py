@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fundgrpo.cli import StageError
 from fundgrpo.evaluation import contest
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.story import served_words
 from fundgrpo.methodology.compiler import Methodology, fingerprint
 from fundgrpo.model import modelling
@@ -57,14 +58,13 @@ def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = 
 
 
 def serving_fit(fit: dict) -> dict:
-    """What serving needs of a calibration fit (the validation figures stay in the run's artifacts).
+    """What serving needs of the calibrate stage's record: its decision rule (the validation figures stay
+    in the run's artifacts).
 
-    >>> serving_fit({"method": "score", "confidence": "token", "temperature": 1.0, "grade_from": "greedy",
-    ...              "cutpoints": [1.5], "options": {}})
-    {'method': 'score', 'confidence': 'token', 'temperature': 1.0, 'grade_from': 'greedy', 'cutpoints': [1.5]}
+    >>> serving_fit({"confidence": "token", "grade_from": "greedy", "cutpoints": [1.5], "options": {}})["cutpoints"]
+    [1.5]
     """
-    keys = ("serves", "method", "confidence", "temperature", "pool", "grade_from", "cutpoints", "chosen", "weights")
-    return {k: fit[k] for k in keys if k in fit}
+    return DecisionRule.of(fit).as_dict()
 
 
 def dvc_experiment() -> dict[str, str]:
@@ -243,7 +243,9 @@ def gate_and_register(
     if not failed and len(decisions) > 1:
         decision = replace(decision, reason="; ".join(d.reason for d in decisions))
     if calibration:
-        decision = replace(decision, reason=f"{decision.reason}; it serves {served_words(calibration)}")
+        decision = replace(
+            decision, reason=f"{decision.reason}; it serves {served_words(DecisionRule.of(calibration))}"
+        )
     gate_passed = decision.promote
     if gate_passed and not params.register.promote:
         decision = replace(
@@ -304,7 +306,7 @@ def gate_record(
             if methodology is not None
             else {}
         ),  # fmt: skip
-        **({"serves": served_words(calibration)} if calibration else {}),
+        **({"serves": served_words(DecisionRule.of(calibration))} if calibration else {}),
         "version": str(version),
         "promoted": bool(decision.promote),
         "passed": bool(gate_passed),

@@ -288,8 +288,8 @@ def evaluate(
     records = prompt_records(universe, methodology, params.prepare, new_ids, estimator, reading)
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
-    fit = calibration_of(folder, params)
-    predictions = grade(folder, mine, methodology, schema, params.generation, "evaluate", fit)
+    rule = calibration_of(folder, params)
+    predictions = grade(folder, mine, methodology, schema, params.generation, "evaluate", rule)
     lacking = missing_criteria(funds, methodology)
     seen = set(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
@@ -299,7 +299,7 @@ def evaluate(
     rows = []
     evaluated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")  # one run, one time
     for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
-        e = evaluation.build(record, p, fit, methodology, fund.get("name"), lacks, params.evaluate, known)
+        e = evaluation.build(record, p, rule, methodology, fund.get("name"), lacks, params.evaluate, known)
         expert = fund.get("expert_grade")
         rows.append(
             evaluation.as_row(

@@ -17,6 +17,7 @@ import pandas as pd
 from fundgrpo.data import documents
 from fundgrpo.data.reading import IngestError
 from fundgrpo.evaluation.agreement import metrics
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.statistical import MODEL as MODEL_FILE
 from fundgrpo.evaluation.statistical import Estimator, EvidenceError, load_estimator
 from fundgrpo.methodology import citations
@@ -25,7 +26,7 @@ from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.model import modelling
-from fundgrpo.model.inference import DEFAULT_FIT, answer
+from fundgrpo.model.inference import answer
 from fundgrpo.params import GenerationParams, Params, PrepareParams
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.registry.mlflow_registry import CALIBRATION_FILE
@@ -151,32 +152,32 @@ def grade(
     schema: dict,
     generation: GenerationParams,
     desc: str,
-    fit: dict | None = None,
+    rule: DecisionRule | None = None,
 ) -> list[Prediction]:
     """Greedy evaluations of the model at `folder` for the records, parsed (an invalid one has no
-    grade and says why); with `fit`, each with its probabilities and confidence."""
+    grade and says why); with a decision `rule`, each with its probabilities and confidence."""
 
     if not records:
         return []
     model, tokenizer = modelling.load(folder, generation.dtype)
     return answer(
-        model, tokenizer, records, methodology, schema, generation.max_new_tokens, generation.batch_size, desc, fit
+        model, tokenizer, records, methodology, schema, generation.max_new_tokens, generation.batch_size, desc, rule
     )
 
 
-def calibration_of(folder: str | Path, params: Params, root: Path = Path(".")) -> dict:
-    """The calibration fit that goes with a model folder: `calibration.json` beside its weights (a
+def calibration_of(folder: str | Path, params: Params, root: Path = Path(".")) -> DecisionRule:
+    """The decision rule that goes with a model folder: from `calibration.json` beside its weights (a
     registered version's, written by `load_components`), the calibrate stage's for the policy
     folder (params' paths are under the workspace `root`, whatever the working directory), else
-    DEFAULT_FIT (the belief at the score as read)."""
+    the default rule (the belief at the score as read, the written grade kept)."""
     folder = Path(folder)
     beside = folder / CALIBRATION_FILE
     if beside.exists():
-        return json.loads(beside.read_text(encoding="utf-8"))
+        return DecisionRule.of(json.loads(beside.read_text(encoding="utf-8")))
     stage = Path(root) / params.calibrate.out
     if folder.resolve() == (Path(root) / params.grpo.out_dir).resolve() and stage.exists():
-        return json.loads(stage.read_text(encoding="utf-8"))
-    return dict(DEFAULT_FIT)
+        return DecisionRule.of(json.loads(stage.read_text(encoding="utf-8")))
+    return DecisionRule()
 
 
 def estimator_for(params: Params, root: Path = Path(".")) -> Estimator | None:

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.story import written_note
 from fundgrpo.methodology import claims
 from fundgrpo.methodology.answers import Prediction
@@ -122,24 +123,24 @@ def flags(
 def build(
     record: dict,
     prediction: Prediction,
-    fit: dict,
+    decision: DecisionRule,
     methodology: Methodology,
     name: str | None,
     lacking: str,
     rule: EvaluateParams,
     known: set[str] | frozenset = frozenset(),
 ) -> Evaluation:
-    """One fund's served evaluation from its prompt record and the model's prediction (with the fit
-    applied), with its flags and the reasons it needs an analyst (`review.why`)."""
+    """One fund's served evaluation from its prompt record and the model's prediction (decided under
+    `decision`), with its flags and the reasons it needs an analyst (`review.why`, by `rule`)."""
     p = prediction
     language = methodology.language
-    said = served_from(fit, p, language)
+    said = served_from(decision, p, language)
     pillars = judged(p.get("pillars"), json.loads(record.get("documents") or "{}"), methodology)
     # one story: whose grade is served when the text was written for another, then why a grade its
     # own probabilities do not put first
     notes = [
-        written_note(p["grade"], said["written_grade"], fit, language),
-        grade_note(p["grade"], p.get("probs"), methodology.grades, p.get("expected_grade"), fit, language),
+        written_note(p["grade"], said["written_grade"], decision, language),
+        grade_note(p["grade"], p.get("probs"), methodology.grades, p.get("expected_grade"), decision, language),
     ]
     e = Evaluation(
         share_class_id=record["share_class_id"],

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fundgrpo.evaluation import calibration
-from fundgrpo.evaluation.story import particle, served_words, serves
+from fundgrpo.evaluation.calibration import DecisionRule
+from fundgrpo.evaluation.story import particle, served_words
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 
@@ -38,20 +38,20 @@ def grade_note(
     probabilities: Sequence[float] | None,
     grades: Sequence[int],
     expected: float | None,
-    fit: dict,
+    rule: DecisionRule,
     language: str = "en",
 ) -> str | None:
     """Why `grade` is served although its probabilities put another grade first; None when they
     put it first (or there is no grade or no probabilities).
 
-    >>> fit = {"grade_from": "expected", "cutpoints": [2.05, 2.67, 3.44, 4.01]}
-    >>> note = grade_note(1, [0.3, 0.63, 0.05, 0.01, 0.01], [1, 2, 3, 4, 5], 2.03, fit)
+    >>> rule = DecisionRule(grade_from="expected", cutpoints=(2.05, 2.67, 3.44, 4.01))
+    >>> note = grade_note(1, [0.3, 0.63, 0.05, 0.01, 0.01], [1, 2, 3, 4, 5], 2.03, rule)
     >>> print(note)  # doctest: +NORMALIZE_WHITESPACE
     Grade 1, though grade 2 is the likeliest (63%, grade 1 30%): the grade is read from the expected
     grade 2.03, below the cut-point 2.05 (cut-points fitted on validation funds to match the experts).
-    >>> grade_note(2, [0.3, 0.63, 0.05, 0.01, 0.01], [1, 2, 3, 4, 5], 2.03, fit) is None
+    >>> grade_note(2, [0.3, 0.63, 0.05, 0.01, 0.01], [1, 2, 3, 4, 5], 2.03, rule) is None
     True
-    >>> print(grade_note(3, [0.1, 0.6, 0.3], [1, 2, 3], 2.2, {"grade_from": "greedy"}, "ko"))
+    >>> print(grade_note(3, [0.1, 0.6, 0.3], [1, 2, 3], 2.2, DecisionRule(), "ko"))
     등급 3은 모델이 쓴 등급입니다. 확률로는 등급 2가 가장 높습니다 (60%, 등급 3은 30%).
     """
     if grade is None or probabilities is None or grade not in grades:
@@ -62,9 +62,8 @@ def grade_note(
     if mine >= probs[top_i] - 1e-9:  # the served grade is (one of) the likeliest
         return None
     top, p_top = grades[top_i], probs[top_i]
-    rule = fit.get("grade_from", "greedy")
-    cutpoints = fit.get("cutpoints") or []
-    if rule == "expected" and cutpoints and expected is not None:
+    way, cutpoints = rule.grade_from, rule.cutpoints or ()
+    if way == "expected" and cutpoints and expected is not None:
         where = _range(list(grades).index(grade), cutpoints, language)
         if language == "ko":
             return (
@@ -125,20 +124,20 @@ def refusal(reason: str | None, lacking: str, methodology: Methodology, rule_gra
     )
 
 
-def served_from(fit: dict, prediction: Prediction, language: str = "en") -> dict:
-    """What an answer's grade is (the calibration fit's choice and weights, and in words: `summary`)
+def served_from(rule: DecisionRule, prediction: Prediction, language: str = "en") -> dict:
+    """What an answer's grade is (the decision rule's source, weights and name, and in words: `summary`)
     and the grade the model wrote.
 
-    >>> said = served_from({"serves": "stack", "confidence": "pooled", "pool": [0.2, 0.6],
-    ...                     "chosen": "stack/score/expected"}, {"grade": 4, "written_grade": 3})
+    >>> rule = DecisionRule("stack", confidence="pooled", pool=(0.2, 0.6), chosen="stack/score/expected")
+    >>> said = served_from(rule, {"grade": 4, "written_grade": 3})
     >>> said["weights"], said["summary"]
     ({'language_model': 0.25, 'gradient_boosting': 0.75}, "the language model's grade probabilities (25%) pooled \
 with gradient boosting's (75%)")
     """
     return {
-        "serves": serves(fit),
-        "weights": fit.get("weights") or calibration.weights(fit),
-        "summary": served_words(fit, language),
+        "serves": rule.serves,
+        "weights": rule.weights,
+        "summary": served_words(rule, language),
         "written_grade": prediction["written_grade"],
-        "rule": fit.get("chosen"),
+        "rule": rule.chosen,
     }

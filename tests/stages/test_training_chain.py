@@ -215,11 +215,12 @@ def test_grpo_trains_and_logs_reward_curves(policy):
 @pytest.fixture(scope="module")
 def backtest_result(policy, chain, datasets, methodology, schema):
     from fundgrpo.evaluation.backtesting import backtest, scored_funds
-    from fundgrpo.model.inference import DEFAULT_FIT, evaluate_models
+    from fundgrpo.evaluation.calibration import DecisionRule
+    from fundgrpo.model.inference import evaluate_models
 
     root, _ = chain
     models = {"grpo": policy[0], "base": root / "base"}
-    params, fits = BacktestParams(max_funds=6), {"grpo": DEFAULT_FIT}
+    params, fits = BacktestParams(max_funds=6), {"grpo": DecisionRule().as_dict()}
     rows = scored_funds(params, datasets["test"])  # as the stage: inference, then scoring
     answered, reused = evaluate_models(
         models, rows, methodology, schema, params.beliefs, fits, GenerationParams(max_new_tokens=24)
@@ -294,7 +295,8 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
         written, written, {m: [b["probs"] for b in found] for m, found in read.items()}, methodology.grades
     )
     assert fit["chosen"] in fit["options"] and fit["confidence"] in ("token", "temperature")
-    decided = [calibration.decide(b["probs"], w, fit, methodology.grades) for b, w in zip(read[fit["method"]], written)]
+    rule = calibration.DecisionRule.of(fit)
+    decided = [calibration.decide(b["probs"], w, rule, methodology.grades) for b, w in zip(read[rule.method], written)]
     assert all(0 <= d["confidence"] <= 1 and 1 <= d["expected_grade"] <= 5 for d in decided)
 
 
@@ -377,14 +379,14 @@ def test_register_gate_in_both_directions(
     )
     import mlflow
 
+    from fundgrpo.evaluation.calibration import DecisionRule
     from fundgrpo.registry import mlflow_registry
     from fundgrpo.serving.champion import calibration_of
 
     mlflow.set_tracking_uri(reg.tracking_uri)
     folder = mlflow_registry.load_components(f"models:/{reg.model_name}/{d2['version']}", tmp_path / "served")
-    assert calibration_of(folder, params) == {
-        k: fit[k] for k in ("method", "confidence", "temperature", "grade_from", "cutpoints")
-    }
+    served = calibration_of(folder, params)  # the rule registered with the model, every field of it
+    assert served == DecisionRule.of(fit) and (served.temperature, served.cutpoints) == (1.7, (1.5, 2.5, 3.5, 4.5))
 
     # 3. worse than the champion on the same test set: the champion stays
     d3 = register(params, candidate(0.7), train, [], rows, methodology, schema, [])

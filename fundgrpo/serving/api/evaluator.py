@@ -18,6 +18,7 @@ from fundgrpo.data import analyst_labels, documents
 from fundgrpo.data.canonical import NUMERIC
 from fundgrpo.data.reading import IngestError
 from fundgrpo.evaluation.baselines import MAX_CATEGORIES
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import load_compiled
@@ -34,13 +35,13 @@ from fundgrpo.serving.champion import calibration_of, check_posted_dates, prompt
 @dataclass
 class Loaded:
     """One servable model version: weights and tokenizer in memory, where they came from, and the
-    calibration fit its confidence is read with."""
+    decision rule its grade and confidence are served with."""
 
     version: str
     model: Any
     tokenizer: Any
     folder: Path
-    fit: dict
+    rule: DecisionRule
     scratch: Any = None  # keeps a downloaded registry copy alive while this version serves
 
 
@@ -165,8 +166,8 @@ class Evaluator:
 
         if not version.startswith("models:/"):
             model, tokenizer = modelling.load(version, self.params.generation.dtype)
-            fit = calibration_of(self.root / version, self.params, self.root)
-            return Loaded(version, model, tokenizer, Path(version), fit)
+            rule = calibration_of(self.root / version, self.params, self.root)
+            return Loaded(version, model, tokenizer, Path(version), rule)
         import mlflow
 
         mlflow.set_tracking_uri(
@@ -266,7 +267,7 @@ class Evaluator:
         b = self.params.generation
         return answer(
             loaded.model, loaded.tokenizer, records, self.methodology, self.schema, b.max_new_tokens, b.batch_size,
-            "api", loaded.fit, deadline,
+            "api", loaded.rule, deadline,
         )  # fmt: skip
 
     def stuck_for(self) -> float:
@@ -375,7 +376,7 @@ class Evaluator:
             e = evaluation.build(
                 record,
                 p,
-                loaded.fit,
+                loaded.rule,
                 self.methodology,
                 fund.get("name"),
                 record["lacking"],

@@ -261,7 +261,7 @@ def model_card(root: FilePath, evaluator: Evaluator) -> dict:
         "model_version": version,
         "target": evaluator.target,
         "note": evaluator.note,
-        "serves": served_words(evaluator.current.fit, evaluator.methodology.language),
+        "serves": served_words(evaluator.current.rule, evaluator.methodology.language),
         "methodology": described(evaluator.methodology),
     }
     run_id = None

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from fundgrpo.evaluation.calibration import weights
-from fundgrpo.evaluation.story import serves
+from fundgrpo.evaluation.calibration import DecisionRule
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
@@ -359,22 +358,21 @@ def category_words(category, language: str):
     return CATEGORIES.get(language, {}).get(category, category) if isinstance(category, str) else category
 
 
-def served_name(fit: dict, language: str) -> str:
-    """The served evaluator named for what it serves (a fit that serves gradient boosting alone is
-    not "the model"); the registered versions before fits were logged: the model.
+def served_name(rule: DecisionRule | None, language: str) -> str:
+    """The served evaluator named for what it serves (a rule that serves gradient boosting alone is
+    not "the model"); the registered versions before rules were logged (None): the model.
 
-    >>> served_name({"serves": "gbm"}, "en")
+    >>> served_name(DecisionRule("gbm", confidence="gbm"), "en")
     'Served: gradient boosting alone'
-    >>> served_name({"serves": "stack", "pool": [1, 3], "confidence": "pooled"}, "en")
+    >>> served_name(DecisionRule("stack", confidence="pooled", pool=(1, 3)), "en")
     'Served: model 25% + gradient boosting 75%'
 
-    >>> served_name({}, "ko")
+    >>> served_name(None, "ko")
     '제공 등급: 모델 (GRPO)'
     """
-    if not fit:
+    if rule is None:
         return {"en": "Served: the model (GRPO)", "ko": "제공 등급: 모델 (GRPO)"}[language]
-    w = fit.get("weights") or weights(fit)
-    lm, gbm = w["language_model"], w["gradient_boosting"]
+    lm, gbm = rule.weights["language_model"], rule.weights["gradient_boosting"]
     words = {
         "en": {
             "gbm": "Served: gradient boosting alone",
@@ -387,7 +385,7 @@ def served_name(fit: dict, language: str) -> str:
             "lm": "제공 등급: 모델 (GRPO)",
         },
     }
-    return words[language][serves(fit)]
+    return words[language][rule.serves]
 
 
 # The peer metrics in words (fundgrpo/data/canonical.py's columns), per language

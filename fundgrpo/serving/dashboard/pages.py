@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.story import served_words, written_note
 from fundgrpo.serving.dashboard import book, charts, citing, tables
 from fundgrpo.serving.dashboard import workspace as wsm
@@ -312,7 +313,7 @@ def tested_grades(row: dict, entry: dict) -> None:
         m = WS.methodology()
         grades_of = m.grades if m else [1, 2, 3, 4, 5]
         note = grade_note(row.get("grpo_grade"), row["grpo_probs"], grades_of, row.get("grpo_expected_grade"),
-                          FIG.fit, WS.language())  # fmt: skip
+                          FIG.rule or DecisionRule(), WS.language())  # fmt: skip
         if note:  # the grade its own chart does not put first: said in words, beside the chart
             st.info(f"**{T['why_grade']}:** {note}")
     st.subheader(T["reasoning"])
@@ -321,7 +322,7 @@ def tested_grades(row: dict, entry: dict) -> None:
     except json.JSONDecodeError:
         answer = {}
     answer = answer if isinstance(answer, dict) else {}
-    whose = written_note(row.get("grpo_grade"), answer.get("grade"), FIG.fit, WS.language())
+    whose = written_note(row.get("grpo_grade"), answer.get("grade"), FIG.rule or DecisionRule(), WS.language())
     if whose:  # the text argues for another grade than the one served: said before it is read
         st.warning(f"**{T['whose_grade']}:** {whose}")
     st.write(answer.get("reasoning") or "—")
@@ -395,7 +396,7 @@ def backtest_page() -> None:
     st.write(T["n_tested"].format(n=FIG.backtest["n_funds"]))
     st.dataframe(tables.dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
     st.caption(T["legend"])
-    served_section(FIG.fit, FIG.backtest["models"].get("grpo", {}).get("served"))
+    served_section(FIG.rule, FIG.backtest["models"].get("grpo", {}).get("served"))
     story = FIG.backtest["models"].get("grpo", {}).get("story")
     if story:  # text against grade: how many texts argue for another grade, and whether each says so
         st.write(T["story_line"].format(**story))
@@ -424,16 +425,17 @@ def backtest_page() -> None:
             st.write(T["none"])
 
 
-def served_section(fit: dict, served: dict | None) -> None:
-    """What the served grade is (the calibration fit's choice and weights) and, from the backtest,
+def served_section(rule: DecisionRule | None, served: dict | None) -> None:
+    """What the served grade is (the decision rule's source, weights and name) and, from the backtest,
     how often it is gradient boosting's and who was right where it departs."""
-    if not fit.get("serves") and not served:
+    if rule is None and not served:
         return  # a version registered before the choice was logged
     st.subheader(T["served_title"])
-    w = fit.get("weights") or (served or {}).get("weights") or {}
-    what = T.get(f"serves_{fit.get('serves') or (served or {}).get('serves')}", "?")
+    w = rule.weights if rule else (served or {}).get("weights") or {}
+    what = T.get(f"serves_{rule.serves if rule else (served or {}).get('serves')}", "?")
+    name = (rule.chosen if rule else None) or (served or {}).get("chosen")
     st.write(T["served_line"].format(what=what, lm=w.get("language_model", 1.0), gbm=w.get("gradient_boosting", 0.0),
-                                     rule=fit.get("chosen") or (served or {}).get("chosen")))  # fmt: skip
+                                     rule=name))  # fmt: skip
     if served and served.get("equal_to_gbm_rule") is not None:
         d = served["departures"]
         st.write(T["served_test"].format(same=served["equal_to_gbm_rule"], n=d["n"], right=d["right"],
@@ -585,14 +587,14 @@ if __name__ == "__main__":
     NAV = st.navigation(list(PAGES.values()))
     FIG, REGISTERED = chosen()
     # the served evaluator named for what it serves: often mostly (or only) gradient boosting's grade
-    NAMES = {**EVALUATORS[WS.language()], "grpo": served_name(FIG.fit, WS.language())}
+    NAMES = {**EVALUATORS[WS.language()], "grpo": served_name(FIG.rule, WS.language())}
     last = WS.last_run()
     if last is None and not REGISTERED:
         st.caption(T["no_run"])
     else:
         model = (last or {}).get("model_name", WS.params.register.model_name)
         line = wsm.shown_line(T, FIG, champion_number(), REGISTERED, model)
-        if FIG.fit:  # the first line says plainly whose grades these are
-            line += " " + T["serves_now"].format(what=served_words(FIG.fit, WS.language()))
+        if FIG.rule:  # the first line says plainly whose grades these are
+            line += " " + T["serves_now"].format(what=served_words(FIG.rule, WS.language()))
         st.caption(line)
     NAV.run()

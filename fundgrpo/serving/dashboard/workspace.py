@@ -43,7 +43,7 @@ class Figures:
     backtest: dict | None
     predictions: list[dict]
     curves: list[dict] = field(default_factory=list)  # {"step", "reward", "<name>_reward", ...}
-    fit: dict = field(default_factory=dict)  # its calibration fit: the rule that served each grade
+    rule: calibration.DecisionRule | None = None  # the decision rule that served each grade (None: not logged)
 
 
 class Workspace:
@@ -118,6 +118,7 @@ class Workspace:
         entry = next(v for v in (versions if versions is not None else self.versions()) if v["version"] == version)
         client = self._client()
         backtest, predictions, curves = None, [], []
+        rule: calibration.DecisionRule | None = None
         with tempfile.TemporaryDirectory() as tmp:
             local = {}
             fit_file = Path(self.params.calibrate.out).name  # logged at the run's artifact root
@@ -131,7 +132,8 @@ class Workspace:
             if self._predictions_path() in local:
                 rows = local[self._predictions_path()].read_text(encoding="utf-8").splitlines()
                 predictions = [json.loads(line) for line in rows]
-            fit = json.loads(local[fit_file].read_text(encoding="utf-8")) if fit_file in local else {}
+            if fit_file in local:
+                rule = calibration.DecisionRule.of(json.loads(local[fit_file].read_text(encoding="utf-8")))
         run = client.get_run(entry["run_id"])
         names = sorted(k for k in run.data.metrics if k.startswith("curve."))
         by_step: dict[int, dict] = {}
@@ -139,7 +141,7 @@ class Workspace:
             for m in client.get_metric_history(entry["run_id"], key):
                 by_step.setdefault(int(m.step), {"step": int(m.step)})[key[len("curve.") :]] = m.value
         curves = [by_step[s] for s in sorted(by_step)]
-        return Figures(version, entry["aliases"], backtest, predictions, curves, fit)
+        return Figures(version, entry["aliases"], backtest, predictions, curves, rule)
 
     def _predictions_path(self) -> Path:
         return Path(self.params.backtest.report_dir) / "predictions.jsonl"
@@ -156,7 +158,7 @@ class Workspace:
             json.loads(metrics.read_text(encoding="utf-8")) if metrics.exists() else None,
             [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()] if rows.exists() else [],
             json.loads(curves.read_text(encoding="utf-8")) if curves.exists() else [],
-            json.loads(fit.read_text(encoding="utf-8")) if fit.exists() else {},
+            calibration.DecisionRule.of(json.loads(fit.read_text(encoding="utf-8"))) if fit.exists() else None,
         )
 
     # -- funds

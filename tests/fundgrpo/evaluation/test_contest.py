@@ -75,12 +75,13 @@ def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
     parts = contest.parts(rows, preds, fit, GRADES)
     assert set(parts) == {"alone", "stack", "gbm_rule"}
     assert parts["alone"][0]["grade"] is None and parts["gbm_rule"][0]["grade"] is not None  # GBM needs no answer
-    served = contest.applied(rows, preds, fit, GRADES)
-    s = contest.served(rows, served, parts["gbm_rule"], fit, GRADES)
+    rule = calibration.DecisionRule.of(fit)
+    served = contest.applied(rows, preds, rule, GRADES)
+    s = contest.served(rows, served, parts["gbm_rule"], rule, GRADES)
     apart = [i for i in range(len(rows)) if served[i]["grade"] not in (None, parts["gbm_rule"][i]["grade"])]
     assert s["departures"]["n"] == len(apart) > 0
     assert s["departures"]["right"] == sum(served[i]["grade"] == expert[i] for i in apart)
-    assert s["serves"] == "stack" and s["weights"] == calibration.weights(fit)
+    assert s["serves"] == "stack" and s["weights"] == rule.weights == fit["weights"] and s["chosen"] == fit["chosen"]
 
 
 def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):

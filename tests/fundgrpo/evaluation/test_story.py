@@ -63,9 +63,10 @@ def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, monke
     record = {**record, "gbm_probs": low}
     wrote = {"grade": 5, "written_grade": 5, "score": 95.0, "reasoning": "Excellent. Sharpe ratio top 10%",
              "valid": True, "reason": None, "text": "", "unsupported": []}  # fmt: skip
-    decided = {**wrote, **calibration.decide([0.01, 0.01, 0.03, 0.15, 0.8], 5, fit, methodology.grades, low)}
+    rule = calibration.DecisionRule.of(fit)
+    decided = {**wrote, **calibration.decide([0.01, 0.01, 0.03, 0.15, 0.8], 5, rule, methodology.grades, low)}
     assert decided["grade"] < 5
-    e = evaluation.build(record, decided, fit, methodology, "A fund", "", params.evaluate)
+    e = evaluation.build(record, decided, rule, methodology, "A fund", "", params.evaluate)
     assert e.grade_note.startswith(f"Grade {decided['grade']} is {words}")
     assert "the evaluation's text is the language model's, written for grade 5" in e.grade_note
     row = evaluation.as_row(e, methodology.grades)

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 
 import fundgrpo.serving.api as api_package
 from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.story import served_words
 from fundgrpo.io import write_json
 from fundgrpo.methodology import compiler
@@ -132,7 +133,7 @@ def test_evaluate_store_and_read_back(setup):
             contradicted = e["valid"] and e["probabilities"][top] > e["confidence"] + 1e-9
             other = e["valid"] and e["grade"] != e["served_from"]["written_grade"]
             assert (e["grade_note"] is not None) == (contradicted or other)
-            assert e["served_from"]["summary"] == served_words(fit)
+            assert e["served_from"]["summary"] == served_words(DecisionRule.of(fit))
         stored = client.get("/v1/evaluations/API-1", headers={"X-API-Key": keys["reader"]}).json()
         schemas.StoredEvaluation.model_validate(stored)
         assert stored["created_at"].endswith("+00:00")  # with its time zone, on SQLite too
