@@ -27,6 +27,7 @@ from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology.compiler import Criterion, Methodology
 from fundgrpo.methodology.estimates import for_records
 from fundgrpo.methodology.estimates import shown as shown_estimate
+from fundgrpo.methodology.prompts import Evidence
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
 from fundgrpo.params import PrepareParams
 
@@ -103,18 +104,18 @@ class PeerContext:
         peers = funds.groupby("category")["share_class_id"].transform("count")
         return cls(shown, pct, pct_all, rules, unrated, medians, peers)
 
-    def evidence(self, i, row: pd.Series) -> dict[str, dict[str, Any]]:
+    def evidence(self, i, row: pd.Series) -> dict[str, Evidence]:
         """Row `i`'s value, category median and percentile per criterion and context metric."""
         pct, pct_all, medians = self.pct, self.pct_all, self.medians
         return {
-            c.id: {
-                "value": _clean(row.get(c.metric, np.nan)),
-                "median": _clean(medians.at[i, c.metric]) if c.metric in medians else None,
+            c.id: Evidence(
                 # as the prompt shows it (whole numbers): the reference's bands and the claims
                 # check then read what the model reads, never a 89.94 shown as "90"
-                "pct": float(round(pct.at[i, c.id])) if not math.isnan(pct.at[i, c.id]) else float("nan"),
-                **({"pct_all": _clean(pct_all.at[i, c.id])} if pct_all is not None else {}),
-            }
+                pct=float(round(pct.at[i, c.id])) if not math.isnan(pct.at[i, c.id]) else float("nan"),
+                value=_clean(row.get(c.metric, np.nan)),
+                median=_clean(medians.at[i, c.metric]) if c.metric in medians else None,
+                pct_all=_clean(pct_all.at[i, c.id]) if pct_all is not None else None,
+            )
             for c in self.shown
         }
 
@@ -159,7 +160,7 @@ def _record(
     m: Methodology,
     params: PrepareParams,
     row: pd.Series,
-    evidence: dict[str, dict[str, Any]],
+    evidence: dict[str, Evidence],
     at: dict[str, Any],
     estimates: pd.DataFrame | None,
     reading: citations.Reading | None,
@@ -216,7 +217,7 @@ def _record(
         "label_source": row.get("label_source") or "export",
         **({"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}),
         # the percentiles the prompt showed, criteria and context: what the claims check reads
-        "evidence": json.dumps({c.id: _clean(evidence[c.id]["pct"]) for c in at["shown"]}),
+        "evidence": json.dumps({c.id: _clean(evidence[c.id].pct) for c in at["shown"]}),
         "rule_grade": rule_grade,
         # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
         **({"shown_grade": shown_model["grade"]} if shown_model else {}),

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace  # noqa: F401 (the doctests')
-from typing import Any
+from dataclasses import dataclass, replace  # noqa: F401 (replace: the doctests')
+from typing import Any, Mapping
 
 from fundgrpo.methodology.compiler import (
     Criterion,
@@ -101,7 +101,25 @@ TOP_WORDS = {"en": "top", "ko": "상위"}
 BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
 
 
-def _fmt(value: float) -> str:
+@dataclass(frozen=True)
+class Evidence:
+    """One criterion's (or context metric's) figures for one fund, as its prompt shows them.
+
+    >>> Evidence(71.0, 0.8, 0.5).known, Evidence(float("nan")).known
+    (True, False)
+    """
+
+    pct: float  # percentile among the fund's category, as the prompt shows it (a whole number; NaN: no data)
+    value: float | None = None  # the fund's figure
+    median: float | None = None  # its category's median
+    pct_all: float | None = None  # percentile among every fund (`prepare.universe_percentile`), else None
+
+    @property
+    def known(self) -> bool:
+        return self.pct is not None and not math.isnan(self.pct)
+
+
+def _fmt(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.2f}"
@@ -110,7 +128,7 @@ def _fmt(value: float) -> str:
 def build_messages(
     m: Methodology,
     fund: dict[str, Any],
-    evidence: dict[str, dict[str, Any]],
+    evidence: Mapping[str, Evidence],
     style: str = "full",
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
@@ -125,9 +143,7 @@ def build_messages(
     CPU the prompt's prefill dominates generation time).
 
     `fund` holds name, category, peers (count); `evidence` maps criterion (and context
-    metric) id to
-    {"value", "median", "pct"} (pct NaN when the metric is missing), and optionally
-    "pct_all", the percentile among all funds (shown after the peer percentile).
+    metric) id to its `Evidence` (the percentile among all funds, where given, shown after the peer one).
     `rule` (score, grade), when given, is the methodology's own verdict, stated after the
     fund line: the model then learns where the analysts depart from it. `model`, when given, is
     a statistical model's estimate (`fundgrpo.methodology.estimates.shown`: grade, p, next, p_next),
@@ -138,9 +154,8 @@ def build_messages(
     `order` "pull" lists the criteria as a reasoning cites them (`by_pull`), not weightiest first.
 
     >>> r, fund = example_methodology(), {"name": "F", "category": "C", "peers": 9}
-    >>> ev = {"sharpe_3y": {"value": 0.8, "median": 0.5, "pct": 71.0, "pct_all": 40.2},
-    ...       "cost": {"value": 1.1, "median": 0.9, "pct": 30.0},
-    ...       "tenure": {"value": 4, "median": 6, "pct": float("nan")}}
+    >>> ev = {"sharpe_3y": Evidence(71.0, 0.8, 0.5, 40.2), "cost": Evidence(30.0, 1.1, 0.9),
+    ...       "tenure": Evidence(float("nan"), 4, 6)}
     >>> print(*build_messages(r, fund, ev)[1]["content"].splitlines()[2:], sep=chr(10))
     - Sharpe ratio (weight 60%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
     - ongoing cost (weight 40%): 1.10 | peer median 0.90 | percentile 30
@@ -158,7 +173,7 @@ def build_messages(
     'Sharpe ratio 71 (top 30%), all funds 40 (60%)'
     >>> build_messages(r, fund, ev, rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
-    >>> cheap = {**ev, "cost": {"value": 0.2, "median": 0.9, "pct": 95.0}}  # pulls 18 against Sharpe's 12.6
+    >>> cheap = {**ev, "cost": Evidence(95.0, 0.2, 0.9)}  # pulls 18 against Sharpe's 12.6
     >>> build_messages(r, fund, cheap, style="compact", order="pull")[1]["content"].splitlines()[1:3]
     ['Percentile among peers (100 = best), weight:', 'ongoing cost 95 (40%)']
     >>> shown = {"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301}
@@ -175,7 +190,7 @@ def build_messages(
 def _full_messages(
     m: Methodology,
     fund: dict[str, Any],
-    evidence: dict[str, dict[str, Any]],
+    evidence: Mapping[str, Evidence],
     rule: tuple[float, int] | None,
     model: dict[str, Any] | None,
     confidence: bool,
@@ -197,14 +212,14 @@ def _full_messages(
     shown += [(c, t["context"]) for c in m.context]  # shown, not weighted
     for c, tag in shown:
         e, label = evidence[c.id], m.label(c)
-        if e["pct"] is None or math.isnan(e["pct"]):
+        if not e.known:
             lines.append(t["missing"].format(label=label, tag=tag))
         else:
             lines.append(
                 t["line"].format(
-                    label=label, tag=tag, value=_fmt(e["value"]), median=_fmt(e["median"]), pct=_pct(t, e["pct"], bands)
+                    label=label, tag=tag, value=_fmt(e.value), median=_fmt(e.median), pct=_pct(t, e.pct, bands)
                 )
-                + (t["universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else "")
+                + (t["universe"].format(pct=round(e.pct_all)) if e.pct_all is not None else "")
             )
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": "\n".join(lines)}]
 
@@ -214,17 +229,17 @@ def by_weight(m: Methodology) -> list[Criterion]:
     return sorted(m.criteria, key=lambda c: -c.weight)
 
 
-def _pull(c: Criterion, evidence: dict[str, dict[str, Any]]) -> float | None:
+def _pull(c: Criterion, evidence: Mapping[str, Evidence]) -> float | None:
     """How far a criterion pulls the score from the middle: weight x distance of its percentile from 50."""
-    pct = evidence[c.id]["pct"]
-    return None if pct is None or math.isnan(pct) else abs(pct - 50) * c.weight
+    e = evidence[c.id]
+    return abs(e.pct - 50) * c.weight if e.known else None
 
 
-def by_pull(m: Methodology, evidence: dict[str, dict[str, Any]]) -> list[Criterion]:
+def by_pull(m: Methodology, evidence: Mapping[str, Evidence]) -> list[Criterion]:
     """The weighted criteria in the order a reasoning cites them (`cited_criteria`), those without
     data last, weightiest first.
 
-    >>> [c.id for c in by_pull(example_methodology(), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})]
+    >>> [c.id for c in by_pull(example_methodology(), {"sharpe_3y": Evidence(55.0), "cost": Evidence(5.0)})]
     ['cost', 'sharpe_3y']
     """
     pulls = {c.id: _pull(c, evidence) for c in m.criteria}
@@ -232,7 +247,7 @@ def by_pull(m: Methodology, evidence: dict[str, dict[str, Any]]) -> list[Criteri
     return [c for *_, c in reversed(present)] + [c for c in by_weight(m) if pulls[c.id] is None]
 
 
-def ordered(m: Methodology, evidence: dict[str, dict[str, Any]], order: str) -> list[Criterion]:
+def ordered(m: Methodology, evidence: Mapping[str, Evidence], order: str) -> list[Criterion]:
     """The criteria in the prompt's order (`prepare.criteria_order`)."""
     if order not in CRITERIA_ORDERS:
         raise ValueError(f"prepare.criteria_order must be one of {CRITERIA_ORDERS}, got {order!r}")
@@ -242,7 +257,7 @@ def ordered(m: Methodology, evidence: dict[str, dict[str, Any]], order: str) -> 
 def _compact_messages(
     m: Methodology,
     fund: dict[str, Any],
-    evidence: dict[str, dict[str, Any]],
+    evidence: Mapping[str, Evidence],
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
     confidence: bool = False,
@@ -259,11 +274,11 @@ def _compact_messages(
     shown += [(c, t["context"]) for c in m.context]
     for c, tag in shown:
         e, label = evidence[c.id], m.label(c)
-        if e["pct"] is None or math.isnan(e["pct"]):
+        if not e.known:
             lines.append(t["c_missing"].format(label=label, tag=tag))
         else:
-            universe = t["c_universe"].format(pct=round(e["pct_all"])) if e.get("pct_all") is not None else ""
-            lines.append(t["c_line"].format(label=label, pct=_pct(t, e["pct"], bands) + universe, tag=tag))
+            universe = t["c_universe"].format(pct=round(e.pct_all)) if e.pct_all is not None else ""
+            lines.append(t["c_line"].format(label=label, pct=_pct(t, e.pct, bands) + universe, tag=tag))
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
     if model is not None:
@@ -288,32 +303,28 @@ def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
     )
 
 
-def cited_criteria(m: Methodology, evidence: dict[str, dict[str, Any]]) -> list[str]:
+def cited_criteria(m: Methodology, evidence: Mapping[str, Evidence]) -> list[str]:
     """Criteria a good reasoning cites: the `cite_top` that pull the score furthest from the middle.
 
-    >>> cited_criteria(example_methodology(), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})
+    >>> cited_criteria(example_methodology(), {"sharpe_3y": Evidence(55.0), "cost": Evidence(5.0)})
     ['cost', 'sharpe_3y']
-    >>> cited_criteria(replace(example_methodology(), cite_top=1), {"sharpe_3y": {"pct": 55.0}, "cost": {"pct": 5.0}})
+    >>> cited_criteria(replace(example_methodology(), cite_top=1), {"sharpe_3y": Evidence(55.0), "cost": Evidence(5.0)})
     ['cost']
     """
     return [c.id for c in by_pull(m, evidence) if _pull(c, evidence) is not None][: m.cite_top]
 
 
-def weighted_percentile(m: Methodology, evidence: dict[str, dict[str, Any]]) -> float | None:
+def weighted_percentile(m: Methodology, evidence: Mapping[str, Evidence]) -> float | None:
     """The criteria's weighted mean percentile, weights renormalised over the criteria with data
     (the rule scorer's composite, before any ranking), or None when no criterion has data.
 
     >>> r = example_methodology()
-    >>> weighted_percentile(r, {"sharpe_3y": {"pct": 80.0}, "cost": {"pct": 40.0}})
+    >>> weighted_percentile(r, {"sharpe_3y": Evidence(80.0), "cost": Evidence(40.0)})
     64.0
-    >>> weighted_percentile(r, {"sharpe_3y": {"pct": 80.0}, "cost": {"pct": float("nan")}})
+    >>> weighted_percentile(r, {"sharpe_3y": Evidence(80.0), "cost": Evidence(float("nan"))})
     80.0
     """
-    present = [
-        (c.weight, evidence[c.id]["pct"])
-        for c in m.criteria
-        if evidence[c.id]["pct"] is not None and not math.isnan(evidence[c.id]["pct"])
-    ]
+    present = [(c.weight, evidence[c.id].pct) for c in m.criteria if evidence[c.id].known]
     total = sum(w for w, _ in present)
     return sum(w * p for w, p in present) / total if total else None
 
@@ -335,7 +346,7 @@ def _placed(t: dict[str, str], label: str, pct: float) -> str:
     return f"{label} {band(t, pct)}"
 
 
-def reasoning_text(m: Methodology, evidence: dict[str, dict[str, Any]], style: str = "brief") -> str:
+def reasoning_text(m: Methodology, evidence: Mapping[str, Evidence], style: str = "brief") -> str:
     """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
 
     Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
@@ -343,7 +354,7 @@ def reasoning_text(m: Methodology, evidence: dict[str, dict[str, Any]], style: s
     with the weighted mean percentile ("...; weighted 64"): the answer states the weighted
     evidence before the score and grade that follow from it.
 
-    >>> r, ev = example_methodology(), {"sharpe_3y": {"pct": 71.0}, "cost": {"pct": 22.0}}
+    >>> r, ev = example_methodology(), {"sharpe_3y": Evidence(71.0), "cost": Evidence(22.0)}
     >>> reasoning_text(r, ev), reasoning_text(r, ev, "weighted")
     ('Sharpe ratio top 30%; ongoing cost bottom 30%', 'Sharpe ratio top 30%; ongoing cost bottom 30%; weighted 51')
     """
@@ -351,7 +362,7 @@ def reasoning_text(m: Methodology, evidence: dict[str, dict[str, Any]], style: s
         raise ValueError(f"prepare.answer_style must be one of {ANSWER_STYLES}, got {style!r}")
     t = TEXT[m.language]
     labels = {c.id: m.label(c) for c in m.criteria}
-    parts = [_placed(t, labels[cid], evidence[cid]["pct"]) for cid in cited_criteria(m, evidence)]
+    parts = [_placed(t, labels[cid], evidence[cid].pct) for cid in cited_criteria(m, evidence)]
     weighted = weighted_percentile(m, evidence)
     if style == "weighted" and weighted is not None:
         parts.append(t["weighted"].format(pct=round(weighted)))
@@ -369,14 +380,14 @@ def verdict(m: Methodology, grade: int) -> str:
 
 
 def departure_reason(
-    m: Methodology, evidence: dict[str, dict[str, Any]], up: bool, model: dict[str, Any] | None = None
+    m: Methodology, evidence: Mapping[str, Evidence], up: bool, model: dict[str, Any] | None = None
 ) -> str:
     """What moved a grade above (`up`) or below the methodology's: the statistical estimate shown in
     the prompt when it points that way, else the context metric (outside the methodology) furthest
     from the middle on that side, else the analysts' judgement.
 
     >>> r = example_methodology()
-    >>> low = {"tenure": {"pct": 12.0}}
+    >>> low = {"tenure": Evidence(12.0)}
     >>> departure_reason(r, low, up=False), departure_reason(r, low, up=True)
     ('manager tenure bottom 20%', "the analysts' judgement")
     >>> departure_reason(r, low, True, {"grade": 4, "p": 0.62, "moved": 1})
@@ -387,9 +398,9 @@ def departure_reason(
         return t["why_model"].format(grade=model["grade"], pct=round(100 * model["p"]))
     side = []
     for c in m.context:
-        pct = evidence.get(c.id, {}).get("pct")
-        if pct is not None and not math.isnan(pct) and (pct >= 60 if up else pct <= 40):
-            side.append((abs(pct - 50), m.label(c), pct))
+        e = evidence.get(c.id)
+        if e is not None and e.known and (e.pct >= 60 if up else e.pct <= 40):
+            side.append((abs(e.pct - 50), m.label(c), e.pct))
     if side:
         _, label, pct = max(side)
         return _placed(t, label, pct)
@@ -398,7 +409,7 @@ def departure_reason(
 
 def evaluation_text(
     m: Methodology,
-    evidence: dict[str, dict[str, Any]],
+    evidence: Mapping[str, Evidence],
     grade: int,
     rule_grade: int | None = None,
     model: dict[str, Any] | None = None,
@@ -410,7 +421,7 @@ def evaluation_text(
     file's `output.reasoning.max_chars` bounds it (160 in the shipped files; the JSON Schema holds).
 
     >>> r = replace(example_methodology(), cite_top=1)
-    >>> ev = {"sharpe_3y": {"pct": 71.0}, "cost": {"pct": 55.0}, "tenure": {"pct": 88.0}}
+    >>> ev = {"sharpe_3y": Evidence(71.0), "cost": Evidence(55.0), "tenure": Evidence(88.0)}
     >>> evaluation_text(r, ev, 4, 4)
     'Above average. Sharpe ratio top 30%. Methodology 4'
     >>> evaluation_text(r, ev, 4, 3)

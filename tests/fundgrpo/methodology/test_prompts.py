@@ -16,7 +16,7 @@ METHODOLOGY = parse(
         "grades": [{"grade": g, "min": 20 * (g - 1), "max": 20 * g} for g in range(1, 6)],
     }
 )
-EVIDENCE = {"s": {"value": 0.8, "median": 0.5, "pct": 81.4}, "c": {"value": 1.2, "median": 0.9, "pct": float("nan")}}
+EVIDENCE = {"s": prompts.Evidence(81.4, 0.8, 0.5), "c": prompts.Evidence(float("nan"), 1.2, 0.9)}
 
 
 def test_compact_korean_prompt_states_every_percentile_and_weight():
