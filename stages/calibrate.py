@@ -3,7 +3,7 @@
 Answers every validation fund greedily with the trained policy, reads its grade probabilities at
 each of `calibrate.beliefs` (fundgrpo/model/belief.py), and chooses among the policy's own
 belief, gradient boosting's probabilities (out of fold on these funds) and the two pooled, each
-with each decision rule, by cross-validation over these funds (fundgrpo/evaluation/calibration.py,
+with each decision rule, by cross-validation over these funds (fundgrpo/evaluation/contest.py,
 `fit_choice`). The SFT start gets the same choice (key `sft`), so the backtest compares like with
 like. Writes `calibrate.out`, which the backtest applies to the test funds and `register` logs
 with the model.

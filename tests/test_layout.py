@@ -222,6 +222,26 @@ def test_functions_stay_short():
     assert long == [], "split these into named steps"
 
 
+# A call a reader can check: past six arguments by position, which value is which is lost; name them.
+# (SQLAlchemy's Table takes its columns by position; `super()` calls pass a library's own signature.)
+MAX_POSITIONAL = 6
+
+
+def crowded_calls(path: str, text: str) -> list[str]:
+    return [
+        f"{path}:{node.lineno}: {ast.unparse(node.func)} ({len(node.args)} by position)"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and len(node.args) > MAX_POSITIONAL
+        and not ast.unparse(node.func).startswith(("sa.Table", "super()"))
+    ]
+
+
+def test_calls_name_their_arguments():
+    crowded = [c for f in tracked("fundgrpo") for c in crowded_calls(f, (REPO / f).read_text(encoding="utf-8"))]
+    assert crowded == [], "pass these by keyword"
+
+
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,
 # aside); a stage reads params, calls the library and writes, in 60 lines at most.
 MAX_MODULE_LINES, MAX_STAGE_LINES = 600, 60
@@ -297,6 +317,7 @@ def test_the_checks_see_what_they_look_for():
         "fundgrpo/data/x.py:2: data -> serving"
     ]
     assert upward_imports("fundgrpo/serving/x.py", "from fundgrpo.data import peers\n") == []
+    assert crowded_calls("m.py", "f(1, 2, 3, 4, 5, 6, 7)\nf(1, 2, 3, 4, 5, 6, g=7)\n") == ["m.py:1: f (7 by position)"]
     made_up = (
         "x = 1  # 1.6x faster (issue 34)\ny = 2  # since 2026-11-29\n"
         '"""See benchmarks/seeds.md.\n>>> f("2024-01-01")\n"""\n'

@@ -326,7 +326,9 @@ def by_share_class(documents: pd.DataFrame, funds: pd.DataFrame, as_of: str | No
     docs = readable(documents, as_of)
     index: dict[tuple[str, str], list[Document]] = {}
     for row in docs.itertuples(index=False):
-        doc = Document(row.document_id, row.key_kind, row.key, row.date, row.kind, row.language, row.text)
+        doc = Document(
+            row.document_id, row.key_kind, row.key, row.date, kind=row.kind, language=row.language, text=row.text
+        )
         index.setdefault((row.key_kind, row.key), []).append(doc)
     out: dict[str, list[Document]] = {}
     for row in funds.itertuples(index=False):

@@ -84,9 +84,9 @@ def ingest_returns(params: IngestParams, root: Path) -> tuple[pd.DataFrame, Inge
         rp.id_column,
         rp.date_column,
         rp.value_column,
-        rp.benchmark_column or None,
-        rp.value_kind,
-        rp.risk_free_rate,
+        benchmark_column=rp.benchmark_column or None,
+        value_kind=rp.value_kind,
+        risk_free_rate=rp.risk_free_rate,
     )
     if not attributes["share_class_id"].isin(metrics.index).any():
         raise IngestError(

@@ -375,12 +375,34 @@ def company_documents(facts: pd.DataFrame, rng: np.random.Generator, months: lis
                 kind = KINDS[event][0]
                 when = _date(rng, months, int(rng.integers(first, len(months))))
                 sentence = text.format(**fields)
-                written.append(Written("company", str(company), when, kind, language, sentence, False, event, sentence))
+                written.append(
+                    Written(
+                        "company",
+                        str(company),
+                        when,
+                        kind,
+                        language=language,
+                        text=sentence,
+                        heldout=False,
+                        fact=event,
+                        sentence=sentence,
+                    )
+                )
         if rng.random() < TRAPS["cleared_inquiry"]:
             text = TRAP_TEXT["cleared_inquiry"][language][0].format(company=company)
             when = _date(rng, months, int(rng.integers(first, len(months))))
             written.append(
-                Written("company", str(company), when, "news", language, text, False, "cleared_inquiry", text)
+                Written(
+                    "company",
+                    str(company),
+                    when,
+                    "news",
+                    language=language,
+                    text=text,
+                    heldout=False,
+                    fact="cleared_inquiry",
+                    sentence=text,
+                )
             )
     return written
 
@@ -411,11 +433,11 @@ def fund_documents(
         fields = {"fund": str(names[fund_id]), "company": row["company"], "old": old, "new": mgr, "mgr": mgr,
                   "other": other}  # fmt: skip
         for event in [e for e in str(row["events"]).split(";") if e]:
-            written += _fund_event(event, row, fields, rng, months, first, language, open_)
+            written += _fund_event(event, row, fields, rng, months=months, first=first, language=language, open_=open_)
         for _ in range(int(rng.integers(1, 3))):  # the fund's own commentaries: boilerplate
             body = " ".join(rng.choice(BOILERPLATE[language], size=2, replace=False))
             when = _date(rng, months, int(rng.integers(first, len(months))))
-            written.append(Written("fund", fund_id, when, "commentary", language, body, False))
+            written.append(Written("fund", fund_id, when, "commentary", language=language, text=body, heldout=False))
     return written
 
 
@@ -436,20 +458,40 @@ def _fund_event(
         sentence = text.format(**fields)
         body = _surround(sentence, language, rng)
         when = _date(rng, months, month)
-        return [Written("fund", fund_id, when, kind, language, body, held, event, sentence)]
+        return [
+            Written(
+                "fund", fund_id, when, kind, language=language, text=body, heldout=held, fact=event, sentence=sentence
+            )
+        ]
     if event in ("negation", "hedge", "other_fund"):
         sentence = TRAP_TEXT[event][language][int(rng.integers(0, len(TRAP_TEXT[event][language])))]
         sentence = sentence.format(**fields)
         body = _surround(sentence, language, rng)
         when = _date(rng, months, int(rng.integers(first, n_months)))
-        return [Written("fund", fund_id, when, "news", language, body, False, event, sentence)]
+        return [
+            Written(
+                "fund",
+                fund_id,
+                when,
+                "news",
+                language=language,
+                text=body,
+                heldout=False,
+                fact=event,
+                sentence=sentence,
+            )
+        ]
     if event == "correction":
         month = int(rng.integers(first, n_months - 2))
         out = []
         for part, later in (("correction_early", 0), ("correction_late", 1 + int(rng.integers(0, 2)))):
             body = TRAP_TEXT[part][language][0].format(**fields)
             when = _date(rng, months, month + later)
-            out.append(Written("fund", fund_id, when, "news", language, body, False, part, body))
+            out.append(
+                Written(
+                    "fund", fund_id, when, "news", language=language, text=body, heldout=False, fact=part, sentence=body
+                )
+            )
         return out
     return []
 

@@ -138,7 +138,15 @@ def validate_documents(
 ) -> ValidationResult:
     """The documents suite over `docs` (keys resolved against `funds`), its report in `report_dir`."""
     frame = docs.assign(key_ref=docs["key_kind"].astype(str) + ":" + docs["key"].astype(str))
-    return run(frame, None, report_dir, (), documents_suite(params, funds), "documents", document_counts)
+    return run(
+        frame,
+        None,
+        report_dir,
+        (),
+        expectations=documents_suite(params, funds),
+        suite_name="documents",
+        counted=document_counts,
+    )
 
 
 def with_documents(

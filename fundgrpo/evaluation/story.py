@@ -1,7 +1,7 @@
 """One story per evaluation: what the served grade is, in words, and a note wherever the evaluation's
 text was written for another grade.
 
-The grade served comes from the calibrate stage's choice (`calibration.fit_choice`): the language
+The grade served comes from the calibrate stage's choice (`contest.fit_choice`): the language
 model's own probabilities, gradient boosting's, or the two pooled, each with a decision rule. The
 text is always the language model's, written with the grade it wrote. Where the two grades differ,
 a reader must be told whose grade it is and why before reading a text that argues for another

@@ -70,7 +70,7 @@ def build_records(
         evidence = peers.evidence(i, row)
         if pd.isna(row.get("expert_grade")):
             continue
-        records.append(_record(m, params, row, evidence, peers.at(i), estimates, reading))
+        records.append(_record(m, params, row, evidence, at=peers.at(i), estimates=estimates, reading=reading))
     return records
 
 
@@ -102,7 +102,7 @@ class PeerContext:
         metrics = [c.metric for c in shown if c.metric in funds]
         medians = funds.groupby("category")[metrics].transform("median") if metrics else pd.DataFrame(index=funds.index)
         peers = funds.groupby("category")["share_class_id"].transform("count")
-        return cls(shown, pct, pct_all, rules, unrated, medians, peers)
+        return cls(shown, pct, pct_all, rules, unrated=unrated, medians=medians, peers=peers)
 
     def evidence(self, i, row: pd.Series) -> dict[str, Evidence]:
         """Row `i`'s value, category median and percentile per criterion and context metric."""
@@ -176,11 +176,13 @@ def _record(
         {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": at["peers"]},
         evidence,
         params.prompt_style,
-        (rule_score, rule_grade) if params.show_rule and rule_score is not None and rule_grade is not None else None,
-        shown_model,
-        params.stated_confidence,
-        params.show_bands,
-        params.criteria_order,
+        rule=(rule_score, rule_grade)
+        if params.show_rule and rule_score is not None and rule_grade is not None
+        else None,
+        model=shown_model,
+        confidence=params.stated_confidence,
+        bands=params.show_bands,
+        order=params.criteria_order,
     )
     pillars, shown_docs = None, None
     if reading is not None and m.qualitative:

@@ -181,10 +181,10 @@ def build_messages(
     'Statistical model estimate: grade 2 (62%), next 3 (30%)'
     """
     if style == "compact":
-        return _compact_messages(m, fund, evidence, rule, model, confidence, bands, order)
+        return _compact_messages(m, fund, evidence, rule, model=model, confidence=confidence, bands=bands, order=order)
     if style != "full":
         raise ValueError(f"prepare.prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
-    return _full_messages(m, fund, evidence, rule, model, confidence, bands, order)
+    return _full_messages(m, fund, evidence, rule, model=model, confidence=confidence, bands=bands, order=order)
 
 
 def _full_messages(

@@ -454,7 +454,9 @@ def from_cache(
     if cache is None or not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
         return out
     cached = cache.get_seq_length()
-    rows = decision_points(tokenizer, sequences, prompt_mask, cached, answers, methodology, methods, out)
+    rows = decision_points(
+        tokenizer, sequences, prompt_mask, cached, answers=answers, methodology=methodology, methods=methods, out=out
+    )
     size = max((sum(len(t["input_ids"]) for _, t, *_ in s) for _, s in rows), default=0)
     if size == 0:
         return out

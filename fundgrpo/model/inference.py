@@ -50,7 +50,10 @@ def evaluate_model(
     model, tokenizer = modelling.load(path, dtype)
     wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
     cached: dict[str, list] = {m: [] for m in wanted if m in belief.METHODS}  # read as the answers are generated
-    preds = answer(model, tokenizer, rows, methodology, schema, max_new_tokens, batch_size, desc, cached=cached)
+    preds = answer(
+        model, tokenizer, rows, methodology, schema=schema, max_new_tokens=max_new_tokens, batch_size=batch_size,
+        desc=desc, cached=cached,
+    )  # fmt: skip
     result = metrics(rows, preds, grades)
     result.update(honesty(rows, preds, methodology))
     expert = [r["expert_grade"] for r in rows]
@@ -60,8 +63,9 @@ def evaluate_model(
         if method == "stated" and not any("stated" in p for p in preds):
             continue  # the answers state no confidence (prepare.stated_confidence is off)
         read[method], mass = read_beliefs(
-            model, tokenizer, rows, preds, methodology, method, desc, batch_size, cached.get(method)
-        )
+            model, tokenizer, rows, preds, methodology=methodology, method=method, desc=desc, batch_size=batch_size,
+            cached=cached.get(method),
+        )  # fmt: skip
         confidence = [
             b[grades.index(w)] if b is not None and w is not None else 0.0 for b, w in zip(read[method], written)
         ]
@@ -106,7 +110,7 @@ def fit_model(
     c: CalibrateParams,
     generation: GenerationParams,
 ) -> tuple[dict[str, Any], list[Prediction]]:
-    """The calibration fit of the model at `path` on the validation `rows` (`calibration.fit_choice`),
+    """The calibration fit of the model at `path` on the validation `rows` (`contest.fit_choice`),
     with its validation figures; and its predictions there. A model with no valid answer gets
     `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
     all is an error (its confidence cannot be read)."""
@@ -115,10 +119,10 @@ def fit_model(
         rows,
         methodology,
         schema,
-        generation.max_new_tokens,
-        generation.batch_size,
-        f"calibrate {path}",
-        tuple(c.beliefs),
+        max_new_tokens=generation.max_new_tokens,
+        batch_size=generation.batch_size,
+        desc=f"calibrate {path}",
+        methods=tuple(c.beliefs),
         dtype=generation.dtype,
     )
     readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
@@ -130,10 +134,19 @@ def fit_model(
         print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
         fit = {**contest.NO_FIT, "options": {}, "by_source": {}}
         if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
-            alone = calibration.fit_choice(
-                expert, [None] * len(rows), {}, methodology.grades, "gbm", c.grade_from, c.bins, gbm, groups,
-                c.folds, c.contradiction_cost,
-            )  # fmt: skip
+            alone = contest.fit_choice(
+                expert,
+                [None] * len(rows),
+                {},
+                methodology.grades,
+                serve="gbm",
+                grade_from=c.grade_from,
+                bins=c.bins,
+                gbm=gbm,
+                groups=groups,
+                folds=c.folds,
+                contradiction_cost=c.contradiction_cost,
+            )
             fit["by_source"] = alone["by_source"]
     elif not any(b is not None for column in readable.values() for b in column):
         raise ValueError(
@@ -142,10 +155,19 @@ def fit_model(
             "its confidence cannot be read"
         )
     else:
-        fit = calibration.fit_choice(
-            expert, [q["grade"] for q in preds], readable, methodology.grades, c.serve, c.grade_from, c.bins, gbm,
-            groups, c.folds, c.contradiction_cost,
-        )  # fmt: skip
+        fit = contest.fit_choice(
+            expert,
+            [q["grade"] for q in preds],
+            readable,
+            methodology.grades,
+            serve=c.serve,
+            grade_from=c.grade_from,
+            bins=c.bins,
+            gbm=gbm,
+            groups=groups,
+            folds=c.folds,
+            contradiction_cost=c.contradiction_cost,
+        )
     return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
 
 
@@ -175,8 +197,8 @@ def answer(
         keep = [i for i, r in enumerate(rows) if not r.get("not_rated")]
         inner: dict[str, list] = {method: [] for method in cached}
         got = answer(
-            model, tokenizer, [rows[i] for i in keep], methodology, schema, max_new_tokens, batch_size, desc, rule,
-            deadline, inner,
+            model, tokenizer, [rows[i] for i in keep], methodology, schema=schema, max_new_tokens=max_new_tokens,
+            batch_size=batch_size, desc=desc, rule=rule, deadline=deadline, cached=inner,
         ) if keep else []  # fmt: skip
         out = [answers.not_rated(r["not_rated"]) for r in rows]
         for method, column in inner.items():
@@ -193,7 +215,10 @@ def answer(
         column[:] = [belief.UNREAD] * len(rows)
 
     def read_here(start, sequences, prompt_mask, cache, texts):
-        found = belief.from_cache(model, tokenizer, sequences, prompt_mask, cache, texts, methodology, tuple(cached))
+        found = belief.from_cache(
+            model, tokenizer, sequences, prompt_mask, cache=cache, answers=texts, methodology=methodology,
+            methods=tuple(cached),
+        )  # fmt: skip
         for method, values in found.items():
             cached[method][start : start + len(values)] = values
 
@@ -208,8 +233,9 @@ def answer(
         read: list = [None] * len(preds)
         if any(p["valid"] for p in preds):
             read, _ = read_beliefs(
-                model, tokenizer, rows, preds, methodology, rule.method, desc, batch_size, cached.get(rule.method)
-            )
+                model, tokenizer, rows, preds, methodology=methodology, method=rule.method, desc=desc,
+                batch_size=batch_size, cached=cached.get(rule.method),
+            )  # fmt: skip
         for p, b, r in zip(preds, read, rows):
             decided = calibration.decide(b, p["grade"], rule, methodology.grades, r.get("gbm_probs"))
             p.update(decided)
@@ -246,10 +272,25 @@ def read_beliefs(
         ], None
     valid = [i for i, p in enumerate(preds) if p["valid"]]
     todo = [i for i in valid if not cached or cached[i] is belief.UNREAD]
-    got = dict(zip(todo, belief.beliefs(
-        model, tokenizer, [rows[i]["prompt"] for i in todo], [preds[i]["text"] for i in todo], methodology, method,
-        desc, batch_size,
-    ))) if todo else {}  # fmt: skip
+    got = (
+        dict(
+            zip(
+                todo,
+                belief.beliefs(
+                    model,
+                    tokenizer,
+                    [rows[i]["prompt"] for i in todo],
+                    [preds[i]["text"] for i in todo],
+                    methodology=methodology,
+                    method=method,
+                    desc=desc,
+                    batch_size=batch_size,
+                ),
+            )
+        )
+        if todo
+        else {}
+    )
     got.update({i: cached[i] for i in valid if i not in got and cached})
     out: list = [None] * len(preds)
     for i, b in got.items():
@@ -322,12 +363,12 @@ def evaluate_models(
             rows,
             methodology,
             schema,
-            generation.max_new_tokens,
-            generation.batch_size,
-            name,
-            methods,
-            fits.get(name),
-            generation.dtype,
+            max_new_tokens=generation.max_new_tokens,
+            batch_size=generation.batch_size,
+            desc=name,
+            methods=methods,
+            fit=fits.get(name),
+            dtype=generation.dtype,
         )
         for extra in set(methods) - set(beliefs):  # read for a fit's parts, not reported as the model's own
             found.get("calibration", {}).pop(extra, None)

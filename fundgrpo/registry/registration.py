@@ -104,9 +104,17 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
         beside = folder / mlflow_registry.CALIBRATION_FILE
         fit = json.loads(beside.read_text(encoding="utf-8")) if beside.exists() else None
         metrics, _ = evaluate_model(
-            folder, rows, methodology, schema, params.generation.max_new_tokens, params.generation.batch_size, name,
-            tuple(contest.methods_needed({"fit": fit})) if fit else (), fit, params.generation.dtype,
-        )  # fmt: skip
+            folder,
+            rows,
+            methodology,
+            schema,
+            max_new_tokens=params.generation.max_new_tokens,
+            batch_size=params.generation.batch_size,
+            desc=name,
+            methods=tuple(contest.methods_needed({"fit": fit})) if fit else (),
+            fit=fit,
+            dtype=params.generation.dtype,
+        )
     return metrics, f"{name} (re-evaluated on this test set with its own fit)"
 
 
@@ -198,8 +206,9 @@ def register(
         with mlflow_registry.promotion_lock(client, name):
             mlflow_registry.finish_pending(client, name)
             version, decision, gate_passed = gate_and_register(
-                client, params, backtest, rows, methodology, schema, info, active.info.run_id, calibration
-            )
+                client, params, backtest, rows, methodology=methodology, schema=schema, info=info,
+                run_id=active.info.run_id, calibration=calibration,
+            )  # fmt: skip
     return {
         "model_name": name,
         "version": int(version.version),

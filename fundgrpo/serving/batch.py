@@ -289,7 +289,7 @@ def evaluate(
     by_id = {r["share_class_id"]: r for r in records}
     mine = [by_id[i] for i in new_ids]
     rule = calibration_of(folder, params)
-    predictions = grade(folder, mine, methodology, schema, params.generation, "evaluate", rule)
+    predictions = grade(folder, mine, methodology, schema, generation=params.generation, desc="evaluate", rule=rule)
     lacking = missing_criteria(funds, methodology)
     seen = set(
         reference.loc[training_mask(reference.reset_index(drop=True), params).to_numpy(), "share_class_id"].astype(str)
@@ -299,7 +299,9 @@ def evaluate(
     rows = []
     evaluated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")  # one run, one time
     for (_, fund), record, p, lacks in zip(funds.iterrows(), mine, predictions, lacking):
-        e = evaluation.build(record, p, rule, methodology, fund.get("name"), lacks, params.evaluate, known)
+        e = evaluation.build(
+            record, p, rule, methodology, name=fund.get("name"), lacking=lacks, rule=params.evaluate, known=known
+        )
         expert = fund.get("expert_grade")
         rows.append(
             evaluation.as_row(
@@ -399,7 +401,15 @@ def main(argv: list[str] | None = None) -> int:
                 args.model or CHAMPION.format(name=params.register.model_name), params, Path(scratch), methodology
             )
             evaluations = evaluate(
-                funds, pd.read_parquet(reference_path), folder, methodology, schema, params, name, report, posted
+                funds,
+                pd.read_parquet(reference_path),
+                folder,
+                methodology,
+                schema=schema,
+                params=params,
+                model_name=name,
+                report=report,
+                posted=posted,
             )
         write(evaluations, args.out)
     except (EvaluateError, FileNotFoundError) as err:

@@ -161,7 +161,15 @@ def grade(
         return []
     model, tokenizer = modelling.load(folder, generation.dtype)
     return answer(
-        model, tokenizer, records, methodology, schema, generation.max_new_tokens, generation.batch_size, desc, rule
+        model,
+        tokenizer,
+        records,
+        methodology,
+        schema=schema,
+        max_new_tokens=generation.max_new_tokens,
+        batch_size=generation.batch_size,
+        desc=desc,
+        rule=rule,
     )
 
 

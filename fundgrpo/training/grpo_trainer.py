@@ -171,7 +171,9 @@ def run(
         tokenizer.save_pretrained(out_dir)
     else:
         save_model(trainer, tokenizer, out_dir, merge_lora=not model_params.load_in_4bit)
-    return summary_of(params, trainer.state, seconds, eval_curve, start_value, keep_start, resume)
+    return summary_of(
+        params, trainer.state, seconds, eval_curve, start_value=start_value, keep_start=keep_start, resume=resume
+    )
 
 
 def datasets_of(params: GrpoParams, train_rows: list[dict], eval_rows: list[dict] | None):

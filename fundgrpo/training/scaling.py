@@ -61,4 +61,12 @@ def fit(compute: list[float], reward: list[float], r0: float | None = None) -> F
         lambda x, a, b, cm: sigmoid(x, start, a, b, cm), c, r, p0=p0, bounds=(low, high), maxfev=20000
     )
     sd = np.sqrt(np.clip(np.diag(cov), 0, None)) if np.all(np.isfinite(cov)) else np.full(3, np.nan)
-    return Fit(start, float(params[0]), float(params[1]), float(params[2]), float(sd[0]), float(sd[1]), float(sd[2]))
+    return Fit(
+        start,
+        float(params[0]),
+        float(params[1]),
+        float(params[2]),
+        a_sd=float(sd[0]),
+        b_sd=float(sd[1]),
+        c_mid_sd=float(sd[2]),
+    )

@@ -278,7 +278,7 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
     """The SFT model's grade probabilities on the reference answers (valid by construction): a
     distribution over the grades for each, read at the score and at the grade; a calibration fit
     on them; and every evaluation decided under that fit carries a confidence in 0-1."""
-    from fundgrpo.evaluation import calibration
+    from fundgrpo.evaluation import calibration, contest
     from fundgrpo.model import belief, modelling
 
     root, _ = chain
@@ -291,7 +291,7 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
     for found in read.values():
         assert all(abs(sum(b["probs"]) - 1) < 1e-4 and 0 < b["mass"] <= 1 for b in found)
     written = [r["expert_grade"] for r in rows]  # the references state the experts' grades
-    fit = calibration.fit_choice(
+    fit = contest.fit_choice(
         written, written, {m: [b["probs"] for b in found] for m, found in read.items()}, methodology.grades
     )
     assert fit["chosen"] in fit["options"] and fit["confidence"] in ("token", "temperature")

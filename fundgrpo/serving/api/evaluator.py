@@ -266,9 +266,17 @@ class Evaluator:
 
         b = self.params.generation
         return answer(
-            loaded.model, loaded.tokenizer, records, self.methodology, self.schema, b.max_new_tokens, b.batch_size,
-            "api", loaded.rule, deadline,
-        )  # fmt: skip
+            loaded.model,
+            loaded.tokenizer,
+            records,
+            self.methodology,
+            schema=self.schema,
+            max_new_tokens=b.max_new_tokens,
+            batch_size=b.batch_size,
+            desc="api",
+            rule=loaded.rule,
+            deadline=deadline,
+        )
 
     def stuck_for(self) -> float:
         """Seconds the running generation has gone past a request's timeout (0 when none has)."""
@@ -378,10 +386,10 @@ class Evaluator:
                 p,
                 loaded.rule,
                 self.methodology,
-                fund.get("name"),
-                record["lacking"],
-                self.params.evaluate,
-                self.known,
+                name=fund.get("name"),
+                lacking=record["lacking"],
+                rule=self.params.evaluate,
+                known=self.known,
             )
             out.append(
                 evaluation.as_json(

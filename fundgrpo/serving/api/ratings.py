@@ -111,8 +111,9 @@ def publish(request: Request, body: PublicationRequest, reviewer: str = Depends(
     }
     try:
         return store.publish(
-            body.share_class_id, "published", grade, evaluation, described(m), reviewer, reason, published
-        )
+            body.share_class_id, "published", grade, evaluation, methodology=described(m), reviewer=reviewer,
+            reason=reason, published=published,
+        )  # fmt: skip
     except Conflict:
         raise HTTPException(
             409, f"share_class_id: {body.share_class_id!r} was published at the same time; reload"
@@ -129,7 +130,8 @@ def withdraw(request: Request, body: WithdrawalRequest, reviewer: str = Depends(
     m: Methodology = api.evaluator.methodology
     try:
         return store.publish(
-            body.share_class_id, "withdrawn", None, None, described(m), reviewer, body.reason, published
-        )
+            body.share_class_id, "withdrawn", None, None, methodology=described(m), reviewer=reviewer,
+            reason=body.reason, published=published,
+        )  # fmt: skip
     except Conflict:
         raise HTTPException(409, f"share_class_id: {body.share_class_id!r} changed at the same time; reload") from None

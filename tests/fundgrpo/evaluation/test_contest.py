@@ -1,4 +1,4 @@
-"""The contest's choice on validation (fundgrpo/evaluation/calibration.py `fit_choice`) and the
+"""The contest's choice on validation (fundgrpo/evaluation/contest.py `fit_choice`) and the
 parts of a served evaluator (fundgrpo/evaluation/contest.py), on simulated grade probabilities."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def funds():
 
 def choose(expert, lm, gbm, groups, **kw):
     written = [int(np.argmax(p)) + 1 for p in lm]
-    return calibration.fit_choice(expert.tolist(), written, {"score": lm}, GRADES, gbm=gbm, groups=groups, **kw)
+    return contest.fit_choice(expert.tolist(), written, {"score": lm}, GRADES, gbm=gbm, groups=groups, **kw)
 
 
 def test_gradient_boosting_is_served_when_the_language_model_knows_nothing(funds):
@@ -87,7 +87,7 @@ def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
 def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):
     expert, rng, groups = funds
     gbm = beliefs(expert, 0.5, rng)
-    fit = calibration.fit_choice(expert.tolist(), [None] * len(expert), {}, GRADES, "gbm", gbm=gbm, groups=groups)
+    fit = contest.fit_choice(expert.tolist(), [None] * len(expert), {}, GRADES, "gbm", gbm=gbm, groups=groups)
     assert set(fit["by_source"]) == {"gbm"}
     rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
     graded = contest.parts(rows, [{"grade": None}] * len(rows), fit, GRADES)["gbm_rule"]
