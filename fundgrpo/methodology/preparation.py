@@ -27,7 +27,7 @@ from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology.compiler import Criterion, Methodology
 from fundgrpo.methodology.estimates import for_records
 from fundgrpo.methodology.estimates import shown as shown_estimate
-from fundgrpo.methodology.prompts import Evidence
+from fundgrpo.methodology.prompts import CriterionEvidence
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
 from fundgrpo.params import PrepareParams
 
@@ -104,11 +104,11 @@ class PeerContext:
         peers = funds.groupby("category")["share_class_id"].transform("count")
         return cls(shown, pct, pct_all, rules, unrated=unrated, medians=medians, peers=peers)
 
-    def evidence(self, i, row: pd.Series) -> dict[str, Evidence]:
+    def evidence(self, i, row: pd.Series) -> dict[str, CriterionEvidence]:
         """Row `i`'s value, category median and percentile per criterion and context metric."""
         pct, pct_all, medians = self.pct, self.pct_all, self.medians
         return {
-            c.id: Evidence(
+            c.id: CriterionEvidence(
                 # as the prompt shows it (whole numbers): the reference's bands and the claims
                 # check then read what the model reads, never a 89.94 shown as "90"
                 pct=float(round(pct.at[i, c.id])) if not math.isnan(pct.at[i, c.id]) else float("nan"),
@@ -160,7 +160,7 @@ def _record(
     m: Methodology,
     params: PrepareParams,
     row: pd.Series,
-    evidence: dict[str, Evidence],
+    evidence: dict[str, CriterionEvidence],
     at: dict[str, Any],
     estimates: pd.DataFrame | None,
     reading: citations.Reading | None,

@@ -102,10 +102,10 @@ BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
 
 
 @dataclass(frozen=True)
-class Evidence:
+class CriterionEvidence:
     """One criterion's (or context metric's) figures for one fund, as its prompt shows them.
 
-    >>> Evidence(71.0, 0.8, 0.5).known, Evidence(float("nan")).known
+    >>> CriterionEvidence(71.0, 0.8, 0.5).known, CriterionEvidence(float("nan")).known
     (True, False)
     """
 
@@ -128,7 +128,7 @@ def _fmt(value: float | None) -> str:
 def build_messages(
     m: Methodology,
     fund: dict[str, Any],
-    evidence: Mapping[str, Evidence],
+    evidence: Mapping[str, CriterionEvidence],
     style: str = "full",
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
@@ -143,7 +143,7 @@ def build_messages(
     CPU the prompt's prefill dominates generation time).
 
     `fund` holds name, category, peers (count); `evidence` maps criterion (and context
-    metric) id to its `Evidence` (the percentile among all funds, where given, shown after the peer one).
+    metric) id to its `CriterionEvidence` (the percentile among all funds, where given, shown after the peer one).
     `rule` (score, grade), when given, is the methodology's own verdict, stated after the
     fund line: the model then learns where the analysts depart from it. `model`, when given, is
     a statistical model's estimate (`fundgrpo.methodology.estimates.shown`: grade, p, next, p_next),
@@ -154,8 +154,8 @@ def build_messages(
     `order` "pull" lists the criteria as a reasoning cites them (`by_pull`), not weightiest first.
 
     >>> r, fund = example_methodology(), {"name": "F", "category": "C", "peers": 9}
-    >>> ev = {"sharpe_3y": Evidence(71.0, 0.8, 0.5, 40.2), "cost": Evidence(30.0, 1.1, 0.9),
-    ...       "tenure": Evidence(float("nan"), 4, 6)}
+    >>> ev = {"sharpe_3y": CriterionEvidence(71.0, 0.8, 0.5, 40.2), "cost": CriterionEvidence(30.0, 1.1, 0.9),
+    ...       "tenure": CriterionEvidence(float("nan"), 4, 6)}
     >>> print(*build_messages(r, fund, ev)[1]["content"].splitlines()[2:], sep=chr(10))
     - Sharpe ratio (weight 60%): 0.80 | peer median 0.50 | percentile 71 | all funds 40
     - ongoing cost (weight 40%): 1.10 | peer median 0.90 | percentile 30
@@ -173,7 +173,7 @@ def build_messages(
     'Sharpe ratio 71 (top 30%), all funds 40 (60%)'
     >>> build_messages(r, fund, ev, rule=(71.0, 2))[1]["content"].splitlines()[2]
     'Methodology score 71 (grade 2)'
-    >>> cheap = {**ev, "cost": Evidence(95.0, 0.2, 0.9)}  # pulls 18 against Sharpe's 12.6
+    >>> cheap = {**ev, "cost": CriterionEvidence(95.0, 0.2, 0.9)}  # pulls 18 against Sharpe's 12.6
     >>> build_messages(r, fund, cheap, style="compact", order="pull")[1]["content"].splitlines()[1:3]
     ['Percentile among peers (100 = best), weight:', 'ongoing cost 95 (40%)']
     >>> shown = {"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301}
@@ -190,7 +190,7 @@ def build_messages(
 def _full_messages(
     m: Methodology,
     fund: dict[str, Any],
-    evidence: Mapping[str, Evidence],
+    evidence: Mapping[str, CriterionEvidence],
     rule: tuple[float, int] | None,
     model: dict[str, Any] | None,
     confidence: bool,
@@ -229,17 +229,18 @@ def by_weight(m: Methodology) -> list[Criterion]:
     return sorted(m.criteria, key=lambda c: -c.weight)
 
 
-def _pull(c: Criterion, evidence: Mapping[str, Evidence]) -> float | None:
+def _pull(c: Criterion, evidence: Mapping[str, CriterionEvidence]) -> float | None:
     """How far a criterion pulls the score from the middle: weight x distance of its percentile from 50."""
     e = evidence[c.id]
     return abs(e.pct - 50) * c.weight if e.known else None
 
 
-def by_pull(m: Methodology, evidence: Mapping[str, Evidence]) -> list[Criterion]:
+def by_pull(m: Methodology, evidence: Mapping[str, CriterionEvidence]) -> list[Criterion]:
     """The weighted criteria in the order a reasoning cites them (`cited_criteria`), those without
     data last, weightiest first.
 
-    >>> [c.id for c in by_pull(example_methodology(), {"sharpe_3y": Evidence(55.0), "cost": Evidence(5.0)})]
+    >>> ev = {"sharpe_3y": CriterionEvidence(55.0), "cost": CriterionEvidence(5.0)}
+    >>> [c.id for c in by_pull(example_methodology(), ev)]
     ['cost', 'sharpe_3y']
     """
     pulls = {c.id: _pull(c, evidence) for c in m.criteria}
@@ -247,7 +248,7 @@ def by_pull(m: Methodology, evidence: Mapping[str, Evidence]) -> list[Criterion]
     return [c for *_, c in reversed(present)] + [c for c in by_weight(m) if pulls[c.id] is None]
 
 
-def ordered(m: Methodology, evidence: Mapping[str, Evidence], order: str) -> list[Criterion]:
+def ordered(m: Methodology, evidence: Mapping[str, CriterionEvidence], order: str) -> list[Criterion]:
     """The criteria in the prompt's order (`prepare.criteria_order`)."""
     if order not in CRITERIA_ORDERS:
         raise ValueError(f"prepare.criteria_order must be one of {CRITERIA_ORDERS}, got {order!r}")
@@ -257,7 +258,7 @@ def ordered(m: Methodology, evidence: Mapping[str, Evidence], order: str) -> lis
 def _compact_messages(
     m: Methodology,
     fund: dict[str, Any],
-    evidence: Mapping[str, Evidence],
+    evidence: Mapping[str, CriterionEvidence],
     rule: tuple[float, int] | None = None,
     model: dict[str, Any] | None = None,
     confidence: bool = False,
@@ -303,25 +304,26 @@ def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
     )
 
 
-def cited_criteria(m: Methodology, evidence: Mapping[str, Evidence]) -> list[str]:
+def cited_criteria(m: Methodology, evidence: Mapping[str, CriterionEvidence]) -> list[str]:
     """Criteria a good reasoning cites: the `cite_top` that pull the score furthest from the middle.
 
-    >>> cited_criteria(example_methodology(), {"sharpe_3y": Evidence(55.0), "cost": Evidence(5.0)})
+    >>> ev = {"sharpe_3y": CriterionEvidence(55.0), "cost": CriterionEvidence(5.0)}
+    >>> cited_criteria(example_methodology(), ev)
     ['cost', 'sharpe_3y']
-    >>> cited_criteria(replace(example_methodology(), cite_top=1), {"sharpe_3y": Evidence(55.0), "cost": Evidence(5.0)})
+    >>> cited_criteria(replace(example_methodology(), cite_top=1), ev)
     ['cost']
     """
     return [c.id for c in by_pull(m, evidence) if _pull(c, evidence) is not None][: m.cite_top]
 
 
-def weighted_percentile(m: Methodology, evidence: Mapping[str, Evidence]) -> float | None:
+def weighted_percentile(m: Methodology, evidence: Mapping[str, CriterionEvidence]) -> float | None:
     """The criteria's weighted mean percentile, weights renormalised over the criteria with data
     (the rule scorer's composite, before any ranking), or None when no criterion has data.
 
     >>> r = example_methodology()
-    >>> weighted_percentile(r, {"sharpe_3y": Evidence(80.0), "cost": Evidence(40.0)})
+    >>> weighted_percentile(r, {"sharpe_3y": CriterionEvidence(80.0), "cost": CriterionEvidence(40.0)})
     64.0
-    >>> weighted_percentile(r, {"sharpe_3y": Evidence(80.0), "cost": Evidence(float("nan"))})
+    >>> weighted_percentile(r, {"sharpe_3y": CriterionEvidence(80.0), "cost": CriterionEvidence(float("nan"))})
     80.0
     """
     present = [(c.weight, evidence[c.id].pct) for c in m.criteria if evidence[c.id].known]
@@ -346,7 +348,7 @@ def _placed(t: dict[str, str], label: str, pct: float) -> str:
     return f"{label} {band(t, pct)}"
 
 
-def reasoning_text(m: Methodology, evidence: Mapping[str, Evidence], style: str = "brief") -> str:
+def reasoning_text(m: Methodology, evidence: Mapping[str, CriterionEvidence], style: str = "brief") -> str:
     """The reference reasoning: e.g. "Sharpe ratio top 10%; ongoing cost bottom 30%".
 
     Percentile p means better than p % of peers: "top (100-p)%" when p >= 50, else "bottom p%",
@@ -354,7 +356,7 @@ def reasoning_text(m: Methodology, evidence: Mapping[str, Evidence], style: str 
     with the weighted mean percentile ("...; weighted 64"): the answer states the weighted
     evidence before the score and grade that follow from it.
 
-    >>> r, ev = example_methodology(), {"sharpe_3y": Evidence(71.0), "cost": Evidence(22.0)}
+    >>> r, ev = example_methodology(), {"sharpe_3y": CriterionEvidence(71.0), "cost": CriterionEvidence(22.0)}
     >>> reasoning_text(r, ev), reasoning_text(r, ev, "weighted")
     ('Sharpe ratio top 30%; ongoing cost bottom 30%', 'Sharpe ratio top 30%; ongoing cost bottom 30%; weighted 51')
     """
@@ -380,14 +382,14 @@ def verdict(m: Methodology, grade: int) -> str:
 
 
 def departure_reason(
-    m: Methodology, evidence: Mapping[str, Evidence], up: bool, model: dict[str, Any] | None = None
+    m: Methodology, evidence: Mapping[str, CriterionEvidence], up: bool, model: dict[str, Any] | None = None
 ) -> str:
     """What moved a grade above (`up`) or below the methodology's: the statistical estimate shown in
     the prompt when it points that way, else the context metric (outside the methodology) furthest
     from the middle on that side, else the analysts' judgement.
 
     >>> r = example_methodology()
-    >>> low = {"tenure": Evidence(12.0)}
+    >>> low = {"tenure": CriterionEvidence(12.0)}
     >>> departure_reason(r, low, up=False), departure_reason(r, low, up=True)
     ('manager tenure bottom 20%', "the analysts' judgement")
     >>> departure_reason(r, low, True, {"grade": 4, "p": 0.62, "moved": 1})
@@ -409,7 +411,7 @@ def departure_reason(
 
 def evaluation_text(
     m: Methodology,
-    evidence: Mapping[str, Evidence],
+    evidence: Mapping[str, CriterionEvidence],
     grade: int,
     rule_grade: int | None = None,
     model: dict[str, Any] | None = None,
@@ -421,7 +423,7 @@ def evaluation_text(
     file's `output.reasoning.max_chars` bounds it (160 in the shipped files; the JSON Schema holds).
 
     >>> r = replace(example_methodology(), cite_top=1)
-    >>> ev = {"sharpe_3y": Evidence(71.0), "cost": Evidence(55.0), "tenure": Evidence(88.0)}
+    >>> ev = {"sharpe_3y": CriterionEvidence(71.0), "cost": CriterionEvidence(55.0), "tenure": CriterionEvidence(88.0)}
     >>> evaluation_text(r, ev, 4, 4)
     'Above average. Sharpe ratio top 30%. Methodology 4'
     >>> evaluation_text(r, ev, 4, 3)

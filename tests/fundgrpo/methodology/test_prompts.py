@@ -16,7 +16,7 @@ METHODOLOGY = parse(
         "grades": [{"grade": g, "min": 20 * (g - 1), "max": 20 * g} for g in range(1, 6)],
     }
 )
-EVIDENCE = {"s": prompts.Evidence(81.4, 0.8, 0.5), "c": prompts.Evidence(float("nan"), 1.2, 0.9)}
+EVIDENCE = {"s": prompts.CriterionEvidence(81.4, 0.8, 0.5), "c": prompts.CriterionEvidence(float("nan"), 1.2, 0.9)}
 
 
 def test_compact_korean_prompt_states_every_percentile_and_weight():
