@@ -8,7 +8,7 @@ model code.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -46,19 +46,30 @@ def for_records(estimates: pd.DataFrame, ids: list[str], splits: list[str], wher
     return found
 
 
-def shown(row: pd.Series | dict, grades: list[int]) -> dict[str, Any]:
-    """What a prompt shows of one estimate: its grade, that grade's probability, the runner-up.
+@dataclass(frozen=True)
+class Estimate:
+    """What a prompt shows of one statistical estimate: its grade and that grade's probability, the
+    runner-up and its probability, every grade's probability in the methodology's order; and, for a
+    reference evaluation, how many grades it lies above (+) or below (-) the methodology's (`moved`)."""
+
+    grade: int
+    p: float
+    next_grade: int
+    p_next: float
+    probs: tuple[float, ...]
+    moved: int = 0
+
+
+def shown(row: pd.Series | dict, grades: list[int]) -> Estimate:
+    """What a prompt shows of one estimate (the row's `gbm_p<grade>` columns).
 
     >>> shown({"gbm_p1": 0.1, "gbm_p2": 0.6, "gbm_p3": 0.3}, [1, 2, 3])
-    {'grade': 2, 'p': 0.6, 'next': 3, 'p_next': 0.3, 'probs': [0.1, 0.6, 0.3]}
+    Estimate(grade=2, p=0.6, next_grade=3, p_next=0.3, probs=(0.1, 0.6, 0.3), moved=0)
     """
     probs = [float(row[prob_column(g)]) for g in grades]
     order = np.argsort(probs)[::-1]
     first, second = int(order[0]), int(order[1]) if len(order) > 1 else int(order[0])
-    return {
-        "grade": grades[first],
-        "p": round(probs[first], 4),
-        "next": grades[second],
-        "p_next": round(probs[second], 4),
-        "probs": [round(p, 4) for p in probs],
-    }
+    return Estimate(
+        grade=grades[first], p=round(probs[first], 4), next_grade=grades[second], p_next=round(probs[second], 4),
+        probs=tuple(round(p, 4) for p in probs),
+    )  # fmt: skip

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from fundgrpo.cli import StageError
 from fundgrpo.methodology import citations, prompts
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology.compiler import Criterion, Methodology
-from fundgrpo.methodology.estimates import for_records
+from fundgrpo.methodology.estimates import Estimate, for_records
 from fundgrpo.methodology.estimates import shown as shown_estimate
 from fundgrpo.methodology.prompts import CriterionEvidence
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
@@ -128,7 +128,7 @@ class PeerContext:
                 "not_rated": self.unrated.at[i], "shown": self.shown}  # fmt: skip
 
 
-def _estimate(row: pd.Series, estimates: pd.DataFrame | None, m: Methodology) -> dict | None:
+def _estimate(row: pd.Series, estimates: pd.DataFrame | None, m: Methodology) -> Estimate | None:
     """The statistical estimate of the row's share class as a prompt shows it (None without estimates)."""
     if estimates is None:
         return None
@@ -173,7 +173,7 @@ def _record(
     shown_model = estimate if params.show_model == "gbm" else None
     messages = prompts.build_messages(
         m,
-        {"name": row.get("name", row["share_class_id"]), "category": row["category"], "peers": at["peers"]},
+        prompts.FundHeading(str(row.get("name", row["share_class_id"])), str(row["category"]), at["peers"]),
         evidence,
         params.prompt_style,
         rule=(rule_score, rule_grade)
@@ -189,17 +189,17 @@ def _record(
         pillars, shown_docs = _with_documents(m, messages, row, reading)
     answered, answered_score = grade, score
     if params.reference_grade == "explained" and shown_model:
-        answered = explained_grade(grade, shown_model["grade"], rule_grade)
+        answered = explained_grade(grade, shown_model.grade, rule_grade)
         answered_score = score if answered == grade else m.band(answered).midpoint
     stated = None
     if params.stated_confidence:
         if estimate is None:
             raise StageError("prepare.stated_confidence needs the evidence stage's estimates (rerun prepare)")
         # how likely the answer's grade is, out of fold (the expert's, unless explained above)
-        stated = estimate["probs"][m.grades.index(answered)]
+        stated = estimate.probs[m.grades.index(answered)]
     if params.answer_style == "evaluation":
         moved = (
-            {**shown_model, "moved": shown_model["grade"] - rule_grade}
+            replace(shown_model, moved=shown_model.grade - rule_grade)
             if shown_model and rule_grade is not None
             else None
         )
@@ -222,12 +222,12 @@ def _record(
         "evidence": json.dumps({c.id: _clean(evidence[c.id].pct) for c in at["shown"]}),
         "rule_grade": rule_grade,
         # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
-        **({"shown_grade": shown_model["grade"]} if shown_model else {}),
+        **({"shown_grade": shown_model.grade} if shown_model else {}),
         **({"shown_grade": rule_grade} if params.show_rule and not shown_model and rule_grade is not None else {}),
         "rule_score": rule_score,
         # why the methodology does not rate the fund (None: it does); no model rates it either
         "not_rated": at["not_rated"],
-        **({"gbm_grade": estimate["grade"], "gbm_probs": estimate["probs"]} if estimate else {}),
+        **({"gbm_grade": estimate.grade, "gbm_probs": list(estimate.probs)} if estimate else {}),
         **(
             {"documents": citations.documents_column(shown_docs), "pillars": json.dumps(pillars, ensure_ascii=False)}
             if pillars is not None and shown_docs is not None

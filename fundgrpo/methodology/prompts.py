@@ -19,6 +19,7 @@ from fundgrpo.methodology.compiler import (
     Methodology,
     example_methodology,  # noqa: F401 (the doctests')
 )
+from fundgrpo.methodology.estimates import Estimate
 from fundgrpo.params import ANSWER_STYLES, CRITERIA_ORDERS, PROMPT_STYLES
 
 TEXT = {
@@ -102,6 +103,15 @@ BOTTOM_WORDS = {"en": "bottom", "ko": "하위"}
 
 
 @dataclass(frozen=True)
+class FundHeading:
+    """Who the prompt is about: the fund's name, its category and how many share classes it is among."""
+
+    name: str
+    category: str
+    peers: int
+
+
+@dataclass(frozen=True)
 class CriterionEvidence:
     """One criterion's (or context metric's) figures for one fund, as its prompt shows them.
 
@@ -127,11 +137,11 @@ def _fmt(value: float | None) -> str:
 
 def build_messages(
     m: Methodology,
-    fund: dict[str, Any],
+    fund: FundHeading,
     evidence: Mapping[str, CriterionEvidence],
     style: str = "full",
     rule: tuple[float, int] | None = None,
-    model: dict[str, Any] | None = None,
+    model: Estimate | None = None,
     confidence: bool = False,
     bands: bool = False,
     order: str = "weight",
@@ -142,18 +152,18 @@ def build_messages(
     the percentiles and weights only, about half the tokens for a pretrained tokenizer (on
     CPU the prompt's prefill dominates generation time).
 
-    `fund` holds name, category, peers (count); `evidence` maps criterion (and context
+    `fund` names the fund, its category and its peers (count); `evidence` maps criterion (and context
     metric) id to its `CriterionEvidence` (the percentile among all funds, where given, shown after the peer one).
     `rule` (score, grade), when given, is the methodology's own verdict, stated after the
     fund line: the model then learns where the analysts depart from it. `model`, when given, is
-    a statistical model's estimate (`fundgrpo.methodology.estimates.shown`: grade, p, next, p_next),
+    a statistical model's estimate (`fundgrpo.methodology.estimates.shown`),
     stated after the methodology's verdict with its probability, so a sure estimate reads
     differently from an unsure one. `confidence`: the answer asked for also states how sure of
     its grade the evaluator is (percent). `bands`: each peer percentile is followed by its band in
     the methodology's wording (`band`), the words a reasoning cites, so a claim is copied, not computed.
     `order` "pull" lists the criteria as a reasoning cites them (`by_pull`), not weightiest first.
 
-    >>> r, fund = example_methodology(), {"name": "F", "category": "C", "peers": 9}
+    >>> r, fund = example_methodology(), FundHeading("F", "C", 9)
     >>> ev = {"sharpe_3y": CriterionEvidence(71.0, 0.8, 0.5, 40.2), "cost": CriterionEvidence(30.0, 1.1, 0.9),
     ...       "tenure": CriterionEvidence(float("nan"), 4, 6)}
     >>> print(*build_messages(r, fund, ev)[1]["content"].splitlines()[2:], sep=chr(10))
@@ -176,7 +186,7 @@ def build_messages(
     >>> cheap = {**ev, "cost": CriterionEvidence(95.0, 0.2, 0.9)}  # pulls 18 against Sharpe's 12.6
     >>> build_messages(r, fund, cheap, style="compact", order="pull")[1]["content"].splitlines()[1:3]
     ['Percentile among peers (100 = best), weight:', 'ongoing cost 95 (40%)']
-    >>> shown = {"grade": 2, "p": 0.62, "next": 3, "p_next": 0.301}
+    >>> shown = Estimate(grade=2, p=0.62, next_grade=3, p_next=0.301, probs=(0.07, 0.62, 0.301))
     >>> build_messages(r, fund, ev, model=shown)[1]["content"].splitlines()[2]
     'Statistical model estimate: grade 2 (62%), next 3 (30%)'
     """
@@ -189,10 +199,10 @@ def build_messages(
 
 def _full_messages(
     m: Methodology,
-    fund: dict[str, Any],
+    fund: FundHeading,
     evidence: Mapping[str, CriterionEvidence],
     rule: tuple[float, int] | None,
-    model: dict[str, Any] | None,
+    model: Estimate | None,
     confidence: bool,
     bands: bool,
     order: str,
@@ -202,7 +212,7 @@ def _full_messages(
     grades = "|".join(str(g) for g in m.grades)
     lines = [
         t["task_confidence" if confidence else "task"].format(name=m.name, grades=grades),
-        t["fund"].format(fund=fund["name"], category=fund["category"], peers=fund["peers"]),
+        t["fund"].format(fund=fund.name, category=fund.category, peers=fund.peers),
     ]
     if rule is not None:
         lines.append(t["rule"].format(score=round(rule[0]), grade=rule[1]))
@@ -257,10 +267,10 @@ def ordered(m: Methodology, evidence: Mapping[str, CriterionEvidence], order: st
 
 def _compact_messages(
     m: Methodology,
-    fund: dict[str, Any],
+    fund: FundHeading,
     evidence: Mapping[str, CriterionEvidence],
     rule: tuple[float, int] | None = None,
-    model: dict[str, Any] | None = None,
+    model: Estimate | None = None,
     confidence: bool = False,
     bands: bool = False,
     order: str = "weight",
@@ -270,7 +280,7 @@ def _compact_messages(
     grade_range = (
         f"{grades[0]}-{grades[-1]}" if grades == list(range(grades[0], grades[-1] + 1)) else "|".join(map(str, grades))
     )
-    lines = [t["c_head"].format(name=m.name, category=fund["category"], peers=fund["peers"])]
+    lines = [t["c_head"].format(name=m.name, category=fund.category, peers=fund.peers)]
     shown = [(c, f"{round(c.weight * 100)}%") for c in ordered(m, evidence, order)]
     shown += [(c, t["context"]) for c in m.context]
     for c, tag in shown:
@@ -297,10 +307,10 @@ def _pct(t: dict[str, str], pct: float, bands: bool) -> str:
     return f"{shown} ({band(t, shown)})" if bands else str(shown)
 
 
-def model_line(t: dict[str, str], model: dict[str, Any]) -> str:
+def model_line(t: dict[str, str], model: Estimate) -> str:
     """The statistical model's estimate as one prompt line (percentages rounded)."""
     return t["model"].format(
-        grade=model["grade"], pct=round(100 * model["p"]), next=model["next"], pct_next=round(100 * model["p_next"])
+        grade=model.grade, pct=round(100 * model.p), next=model.next_grade, pct_next=round(100 * model.p_next)
     )
 
 
@@ -382,7 +392,7 @@ def verdict(m: Methodology, grade: int) -> str:
 
 
 def departure_reason(
-    m: Methodology, evidence: Mapping[str, CriterionEvidence], up: bool, model: dict[str, Any] | None = None
+    m: Methodology, evidence: Mapping[str, CriterionEvidence], up: bool, model: Estimate | None = None
 ) -> str:
     """What moved a grade above (`up`) or below the methodology's: the statistical estimate shown in
     the prompt when it points that way, else the context metric (outside the methodology) furthest
@@ -392,12 +402,12 @@ def departure_reason(
     >>> low = {"tenure": CriterionEvidence(12.0)}
     >>> departure_reason(r, low, up=False), departure_reason(r, low, up=True)
     ('manager tenure bottom 20%', "the analysts' judgement")
-    >>> departure_reason(r, low, True, {"grade": 4, "p": 0.62, "moved": 1})
+    >>> departure_reason(r, low, True, Estimate(grade=4, p=0.62, next_grade=3, p_next=0.3, probs=(), moved=1))
     'statistical estimate 4 (62%)'
     """
     t = TEXT[m.language]
-    if model is not None and model.get("moved", 0) * (1 if up else -1) > 0:
-        return t["why_model"].format(grade=model["grade"], pct=round(100 * model["p"]))
+    if model is not None and model.moved * (1 if up else -1) > 0:
+        return t["why_model"].format(grade=model.grade, pct=round(100 * model.p))
     side = []
     for c in m.context:
         e = evidence.get(c.id)
@@ -414,7 +424,7 @@ def evaluation_text(
     evidence: Mapping[str, CriterionEvidence],
     grade: int,
     rule_grade: int | None = None,
-    model: dict[str, Any] | None = None,
+    model: Estimate | None = None,
 ) -> str:
     """The reference evaluation (`prepare.answer_style: evaluation`): the verdict (the grade's label),
     the weightiest criteria where the fund stands out with their bands, and the methodology's grade

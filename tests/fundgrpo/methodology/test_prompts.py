@@ -21,7 +21,7 @@ EVIDENCE = {"s": prompts.CriterionEvidence(81.4, 0.8, 0.5), "c": prompts.Criteri
 
 def test_compact_korean_prompt_states_every_percentile_and_weight():
     system, user = prompts.build_messages(
-        METHODOLOGY, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE, "compact"
+        METHODOLOGY, prompts.FundHeading("한국 주식 펀드", "Korea Equity", 12), EVIDENCE, "compact"
     )
     assert system["content"] == "사내 방법론으로 펀드를 평가합니다. JSON으로만 답하세요."
     assert user["content"].splitlines() == [
@@ -31,7 +31,7 @@ def test_compact_korean_prompt_states_every_percentile_and_weight():
         "총보수 자료 없음 (40%)",
         'JSON: {"reasoning": "...", "score": 0-100, "grade": 1-5}',
     ]
-    full = prompts.build_messages(
-        METHODOLOGY, {"name": "한국 주식 펀드", "category": "Korea Equity", "peers": 12}, EVIDENCE
-    )[1]["content"]
+    full = prompts.build_messages(METHODOLOGY, prompts.FundHeading("한국 주식 펀드", "Korea Equity", 12), EVIDENCE)[1][
+        "content"
+    ]
     assert "백분위 81" in full and len(user["content"]) < len(full)
