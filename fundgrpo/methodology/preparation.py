@@ -16,7 +16,6 @@ import json
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,6 +74,17 @@ def build_records(
 
 
 @dataclass(frozen=True)
+class Standing:
+    """One fund among its peers: how many share classes its category holds (itself included), the rule
+    scorer's score and grade (None: no criterion data) and why the methodology does not rate it (None: it does)."""
+
+    peers: int
+    rule_grade: int | None
+    rule_score: float | None
+    not_rated: str | None
+
+
+@dataclass(frozen=True)
 class PeerContext:
     """What a fund's prompt reads from its peers: each criterion's (and context metric's) percentile
     within the category (and, `universe_percentile`, among all funds), the category medians and sizes,
@@ -119,13 +129,12 @@ class PeerContext:
             for c in self.shown
         }
 
-    def at(self, i) -> dict[str, Any]:
+    def at(self, i) -> Standing:
         """Row `i`'s peers (count), rule score and grade (None: no criterion data), and why unrated."""
         # a fund with no data on any criterion has no methodology grade (None), said as such everywhere
         rule_grade = None if pd.isna(self.rules.at[i, "rule_grade"]) else int(self.rules.at[i, "rule_grade"])
         rule_score = None if rule_grade is None else float(self.rules.at[i, "rule_score"])
-        return {"peers": int(self.peers.at[i]), "rule_grade": rule_grade, "rule_score": rule_score,
-                "not_rated": self.unrated.at[i], "shown": self.shown}  # fmt: skip
+        return Standing(int(self.peers.at[i]), rule_grade, rule_score, self.unrated.at[i])
 
 
 def _estimate(row: pd.Series, estimates: pd.DataFrame | None, m: Methodology) -> Estimate | None:
@@ -161,7 +170,7 @@ def _record(
     params: PrepareParams,
     row: pd.Series,
     evidence: dict[str, CriterionEvidence],
-    at: dict[str, Any],
+    at: Standing,
     estimates: pd.DataFrame | None,
     reading: citations.Reading | None,
 ) -> dict:
@@ -169,11 +178,11 @@ def _record(
     grade = int(row["expert_grade"])
     score = _reference_score(m, grade, row)
     estimate = _estimate(row, estimates, m)
-    rule_grade, rule_score = at["rule_grade"], at["rule_score"]
+    rule_grade, rule_score = at.rule_grade, at.rule_score
     shown_model = estimate if params.show_model == "gbm" else None
     messages = prompts.build_messages(
         m,
-        prompts.FundHeading(str(row.get("name", row["share_class_id"])), str(row["category"]), at["peers"]),
+        prompts.FundHeading(str(row.get("name", row["share_class_id"])), str(row["category"]), at.peers),
         evidence,
         params.prompt_style,
         rule=(rule_score, rule_grade)
@@ -210,7 +219,7 @@ def _record(
         "share_class_id": str(row["share_class_id"]),
         "fund_id": str(row["fund_id"]),
         "category": str(row["category"]),
-        "peers": at["peers"],  # share classes in the category, this one included
+        "peers": at.peers,  # share classes in the category, this one included
         "prompt": messages,
         "reference": prompts.answer_json(answered, answered_score, reasoning, stated, pillars),
         "expert_grade": grade,
@@ -219,14 +228,14 @@ def _record(
         "label_source": row.get("label_source") or "export",
         **({"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}),
         # the percentiles the prompt showed, criteria and context: what the claims check reads
-        "evidence": json.dumps({c.id: _clean(evidence[c.id].pct) for c in at["shown"]}),
+        "evidence": json.dumps({cid: _clean(e.pct) for cid, e in evidence.items()}),
         "rule_grade": rule_grade,
         # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
         **({"shown_grade": shown_model.grade} if shown_model else {}),
         **({"shown_grade": rule_grade} if params.show_rule and not shown_model and rule_grade is not None else {}),
         "rule_score": rule_score,
         # why the methodology does not rate the fund (None: it does); no model rates it either
-        "not_rated": at["not_rated"],
+        "not_rated": at.not_rated,
         **({"gbm_grade": estimate.grade, "gbm_probs": list(estimate.probs)} if estimate else {}),
         **(
             {"documents": citations.documents_column(shown_docs), "pillars": json.dumps(pillars, ensure_ascii=False)}
