@@ -28,6 +28,7 @@ import math
 import os
 import re
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -244,12 +245,19 @@ def first_token(tokenizer, text: str) -> str:
     return known[text]
 
 
-def probabilities(logp: np.ndarray, owner: list[int], grades: int, min_mass: float = MIN_MASS) -> dict[str, Any]:
-    """The candidates' log-probabilities summed per grade: {"probs": one per grade, summing to 1, "mass":
-    the probability on the candidates at all}; "probs" None below `min_mass`.
+@dataclass(frozen=True)
+class Belief:
+    """A model's grade probabilities read at one decision point of one answer."""
+
+    probs: list[float] | None  # one per methodology grade, summing to 1; None: (almost) no mass to read
+    mass: float  # the probability the model puts on the candidates at all
+
+
+def probabilities(logp: np.ndarray, owner: list[int], grades: int, min_mass: float = MIN_MASS) -> Belief:
+    """The candidates' log-probabilities summed per grade; `probs` None below `min_mass`.
 
     >>> probabilities(np.log([0.2, 0.3, 0.4]), [0, 1, 1], 2)
-    {'probs': [0.222222, 0.777778], 'mass': 0.9}
+    Belief(probs=[0.222222, 0.777778], mass=0.9)
     """
     top = float(np.max(logp))
     weights = np.exp(logp - top)
@@ -258,8 +266,8 @@ def probabilities(logp: np.ndarray, owner: list[int], grades: int, min_mass: flo
     total = float(probs.sum())
     mass = float(math.exp(top) * total) if math.isfinite(top) else 0.0
     if total <= 0 or not math.isfinite(total) or mass < min_mass:
-        return {"probs": None, "mass": mass}
-    return {"probs": (probs / total).round(6).tolist(), "mass": round(mass, 6)}
+        return Belief(None, mass)
+    return Belief((probs / total).round(6).tolist(), round(mass, 6))
 
 
 def read(
@@ -270,10 +278,9 @@ def read(
     methodology: Methodology,
     method: str = "score",
     min_mass: float = MIN_MASS,
-) -> dict[str, Any] | None:
-    """The model's grade probabilities for one answer it gave, read at `method`'s decision point:
-    {"probs": one per methodology grade, summing to 1, "mass": probability on the candidates}; None when
-    the answer has no such point (an invalid answer has no belief). "probs" is None when the model
+) -> Belief | None:
+    """The model's grade probabilities for one answer it gave, read at `method`'s decision point; None when
+    the answer has no such point (an invalid answer has no belief). `probs` is None when the model
     puts (almost) no probability on any candidate (mass below `min_mass`): there is nothing to read."""
     asked = question(answer, methodology, method, tokenizer)
     if asked is None:
@@ -292,11 +299,11 @@ def beliefs(
     method: str = "score",
     desc: str = "",
     batch_size: int = 16,
-) -> list[dict[str, Any] | None]:
+) -> list[Belief | None]:
     """`read` for each (chat prompt, the model's answer), `batch_size` answers a forward pass, with a
     progress bar."""
     asked = [(i, q) for i, a in enumerate(answers) if (q := question(a, methodology, method, tokenizer)) is not None]
-    out: list[dict[str, Any] | None] = [None] * len(answers)
+    out: list[Belief | None] = [None] * len(answers)
     bar = tqdm(total=len(answers), desc=f"{desc} beliefs ({method})", unit="fund")
     bar.update(len(answers) - len(asked))  # no decision point: nothing to read
     for start in range(0, len(asked), batch_size):

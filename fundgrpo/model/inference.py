@@ -294,8 +294,8 @@ def read_beliefs(
     got.update({i: cached[i] for i in valid if i not in got and cached})
     out: list = [None] * len(preds)
     for i, b in got.items():
-        out[i] = b["probs"] if b is not None else None
-    masses = [b["mass"] for b in got.values() if b is not None]
+        out[i] = b.probs if b is not None else None
+    masses = [b.mass for b in got.values() if b is not None]
     return out, (round(float(np.mean(masses)), 4) if masses else None)
 
 

@@ -289,14 +289,14 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
         for m in ("score", "grade")
     }
     for found in read.values():
-        assert all(abs(sum(b["probs"]) - 1) < 1e-4 and 0 < b["mass"] <= 1 for b in found)
+        assert all(abs(sum(b.probs) - 1) < 1e-4 and 0 < b.mass <= 1 for b in found)
     written = [r["expert_grade"] for r in rows]  # the references state the experts' grades
     fit = contest.fit_choice(
-        written, written, {m: [b["probs"] for b in found] for m, found in read.items()}, methodology.grades
+        written, written, {m: [b.probs for b in found] for m, found in read.items()}, methodology.grades
     )
     assert fit["chosen"] in fit["options"] and fit["confidence"] in ("token", "temperature")
     rule = calibration.DecisionRule.of(fit)
-    decided = [calibration.decide(b["probs"], w, rule, methodology.grades) for b, w in zip(read[rule.method], written)]
+    decided = [calibration.decide(b.probs, w, rule, methodology.grades) for b, w in zip(read[rule.method], written)]
     assert all(0 <= d["confidence"] <= 1 and 1 <= d["expected_grade"] <= 5 for d in decided)
 
 

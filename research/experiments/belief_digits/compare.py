@@ -22,7 +22,7 @@ def main() -> None:
     args = ap.parse_args()
     from fundgrpo import io, threads
     from fundgrpo.methodology.compiler import load_compiled
-    from fundgrpo.model import inference, modelling
+    from fundgrpo.model import belief, inference, modelling
     from fundgrpo.params import load_params
 
     threads.configure()
@@ -32,8 +32,8 @@ def main() -> None:
     model, tokenizer = modelling.load(p.grpo.out_dir, args.dtype)
     read: dict[str, list] = {"score": [], "digits": []}
     inference.answer(model, tokenizer, rows, m, schema, p.generation.max_new_tokens, args.funds, "compare", cached=read)
-    pairs = [(a["probs"], b["probs"]) for a, b in zip(read["score"], read["digits"])
-             if isinstance(a, dict) and isinstance(b, dict) and a["probs"] and b["probs"]]  # fmt: skip
+    pairs = [(a.probs, b.probs) for a, b in zip(read["score"], read["digits"])
+             if isinstance(a, belief.Belief) and isinstance(b, belief.Belief) and a.probs and b.probs]  # fmt: skip
     gaps = np.array([np.abs(np.subtract(a, b)).max() for a, b in pairs])
     changed = sum(int(np.argmax(a) != np.argmax(b)) for a, b in pairs)
     print(f"{p.grpo.out_dir}: {len(pairs)} answers read both ways; grade probabilities at most {gaps.max():.4f} apart "

@@ -52,7 +52,7 @@ def answers(run: Path, model_dir: Path, split: str, rubric: dict, schema: dict, 
     }
     for method in ("score", "grade"):
         found = belief.beliefs(model, tokenizer, [r["prompt"] for r in rows], texts, rubric, method, split)
-        out[method] = np.array([b["probs"] if b and b["probs"] else uniform for b in found])
+        out[method] = np.array([b.probs if b and b.probs else uniform for b in found])
     return out
 
 

@@ -101,16 +101,16 @@ def test_read_maps_scores_through_the_bands(small):
     model, tokenizer = small
     answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
     found = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "score")
-    assert len(found["probs"]) == 3 and sum(found["probs"]) == pytest.approx(1.0, abs=1e-5)
-    assert 0 < found["mass"] <= 1
+    assert len(found.probs) == 3 and sum(found.probs) == pytest.approx(1.0, abs=1e-5)
+    assert 0 < found.mass <= 1
     # the band sums: grade 1 holds scores 0-32, so its share is what those 33 candidates get
     prefix = 'Rate this fund.{"reasoning": "Sharpe ratio top 10%", "score": '
     _, candidates, _ = belief.question(answer, METHODOLOGY, "score", tokenizer)
     logp = belief.candidate_logprobs(model, tokenizer, prefix, candidates)
     p = np.exp(logp - logp.max())
-    assert found["probs"][0] == pytest.approx(p[:33].sum() / p.sum(), abs=1e-5)
+    assert found.probs[0] == pytest.approx(p[:33].sum() / p.sum(), abs=1e-5)
     grade = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "grade")
-    assert sum(grade["probs"]) == pytest.approx(1.0, abs=1e-5)
+    assert sum(grade.probs) == pytest.approx(1.0, abs=1e-5)
 
 
 def test_a_candidate_ends_with_the_token_the_answer_has_after_its_value(small):
@@ -133,7 +133,7 @@ def test_a_model_that_means_none_of_the_grades_gives_no_probabilities(small):
     model, tokenizer = small
     answer = '{"reasoning": "Sharpe ratio top 10%", "score": 71, "grade": 3}'
     found = belief.read(model, tokenizer, "Rate this fund.", answer, METHODOLOGY, "score", min_mass=1.01)
-    assert found["probs"] is None and 0 < found["mass"] <= 1
+    assert found.probs is None and 0 < found.mass <= 1
 
 
 def test_an_answer_without_a_decision_point_has_no_belief(small):
@@ -169,7 +169,7 @@ def test_questions_read_together_give_what_each_gives_alone(small):
     assert read[1] is None
     for i in (0, 2):
         one = belief.read(model, tokenizer, text, answers[i], METHODOLOGY, "score")
-        assert np.allclose(read[i]["probs"], one["probs"], atol=1e-5) and read[i]["mass"] == pytest.approx(one["mass"])
+        assert np.allclose(read[i].probs, one.probs, atol=1e-5) and read[i].mass == pytest.approx(one.mass)
 
 
 def test_a_chat_prompt_is_tokenized_once_and_the_candidates_as_whole_texts_would_be(small):
@@ -233,8 +233,8 @@ def test_beliefs_read_from_the_generation_cache_equal_the_exact_reading(small, l
         for got, want in zip(found[method], exact):
             if want is not None:
                 assert got is not belief.UNREAD
-                assert np.allclose(got["probs"], want["probs"], atol=2e-6)
-                assert got["mass"] == pytest.approx(want["mass"])
+                assert np.allclose(got.probs, want.probs, atol=2e-6)
+                assert got.mass == pytest.approx(want.mass)
     assert belief.token_boundary(tokenizer, new[0], answers[0], answers[0].index("71")) is not None
 
 
@@ -285,7 +285,5 @@ def test_beliefs_read_in_bfloat16_match_float32(small):
     wide = belief.beliefs(model, tokenizer, prompts, answers, METHODOLOGY, "score")
     narrow = belief.beliefs(half, tokenizer, prompts, answers, METHODOLOGY, "score")
     for got, exact, want in zip(found["score"], narrow, wide):
-        assert got is not belief.UNREAD and np.isfinite(got["probs"]).all()
-        assert np.allclose(got["probs"], exact["probs"], atol=0.02) and np.allclose(
-            exact["probs"], want["probs"], atol=0.05
-        )
+        assert got is not belief.UNREAD and np.isfinite(got.probs).all()
+        assert np.allclose(got.probs, exact.probs, atol=0.02) and np.allclose(exact.probs, want.probs, atol=0.05)
