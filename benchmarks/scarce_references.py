@@ -40,6 +40,7 @@ PAGE = ROOT / "benchmarks" / "scarce_references.md"
 MODELS = ("grpo", "sft")
 # ratio figures: per fund a numerator and a denominator, summed over the funds and runs drawn
 RATIOS = {
+    "valid": "answers that parse with a whole-number grade",
     "agree": "pillars judged as the analysts did",
     "pertinent": "verified citations that are the analysts' sentence",
     "verified": "citations verified",
@@ -97,6 +98,7 @@ def table(root: Path) -> pd.DataFrame:
             grade = said.get("grade")
             row[f"{name}_written"] = float(grade) if isinstance(grade, int) and not isinstance(grade, bool) else np.nan
             row[f"{name}_served"] = f["grpo_grade" if name == "grpo" else "sft_served_grade"]
+            row[f"{name}_valid"], row[f"{name}_valid_of"] = int(not np.isnan(row[f"{name}_written"])), 1
             for key, (num, den) in counts(said, records[sid]).items():
                 row[f"{name}_{key}"], row[f"{name}_{key}_of"] = num, den
         out.append(row)
@@ -164,8 +166,11 @@ def page(result: dict) -> str:
             f"| {g['mean']:+.4f} [{g['interval'][0]:+.4f}, {g['interval'][1]:+.4f}] |"
         )
     lines += ["", "What GRPO kept (validation QWK of the greedy answers at its start and at the step kept):", ""]
-    lines += [f"- seed {s}: {k['kept']} of {k['steps']} ({k['start_value']} → {k['best_value']})"
-              for s, k in zip(result["seeds"], result["kept"])]  # fmt: skip
+    for seed, k, v in zip(result["seeds"], result["kept"], result["served"]):
+        lines.append(
+            f"- seed {seed}: {k['kept']} of {k['steps']} ({k['start_value']} → {k['best_value']}); calibrate served "
+            f"{v['grpo']} (SFT: {v['sft']})"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -186,6 +191,10 @@ def main() -> None:
         "funds": len(tables[0]),
         "seeds": [json.loads((r / "bench.json").read_text()).get("seed") for r in args.root],
         "kept": [{k: g.get(k) for k in ("kept", "steps", "start_value", "best_value")} for g in grpo],
+        "served": [
+            {name: fit.get("chosen") for name, fit in (("grpo", f), ("sft", f.get("sft") or {}))}
+            for f in (json.loads((r / "models/calibration.json").read_text()) for r in args.root)
+        ],
         "figures": figures(tables),
     }
     OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

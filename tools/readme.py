@@ -149,13 +149,16 @@ def documents_line(root: Path) -> list[str]:
         )
     scarce = results / "scarce_references.json"
     if scarce.exists():
-        f = json.loads(scarce.read_text(encoding="utf-8"))["figures"]
+        r = json.loads(scarce.read_text(encoding="utf-8"))
+        f = r["figures"]
         gap = lambda key: "{mean:+.3f} {interval}".format(**f[key]["grpo_minus_sft"])  # noqa: E731
+        served = sorted({v["grpo"] for v in r["served"]})
         line += (
-            " Where references are scarce (15 % of training funds; [benchmarks/scarce_references.md]"
-            f"(benchmarks/scarce_references.md)), GRPO − its SFT start: pillars judged as the analysts did "
-            f"{gap('agree')}, verified citations that are the analysts' sentence {gap('pertinent')}, served QWK "
-            f"{gap('served')}."
+            f" Where references are scarce (15 % of training funds, {r['runs']} seeds; "
+            "[benchmarks/scarce_references.md](benchmarks/scarce_references.md)), GRPO − its SFT start: the grade "
+            f"the answer writes, QWK {gap('written')}; answers with a grade {gap('valid')}; pillars judged as the "
+            f"analysts did {gap('agree')}; citations that are the analysts' sentence {gap('pertinent')}; served "
+            f"({', '.join(served)}) {gap('served')}."
         )
     return ["", line]
 
