@@ -93,14 +93,17 @@ def figures(tables: list[pd.DataFrame], mask: np.ndarray, rng: np.random.Generat
         e = expert[funds]
         return float(np.mean([scores(e, served[r][funds])["qwk"] - scores(e, text[r][funds])["qwk"] for r in runs]))
 
-    every = np.arange(len(expert))
-    diffs = [gap(rng.integers(0, len(expert), len(expert)), rng.integers(0, len(parts), len(parts)))
-             for _ in range(draws)]  # fmt: skip
-    out["served_minus_text_qwk"] = {
-        "mean": round(gap(every, np.arange(len(parts))), 4),
-        "interval": [round(float(np.percentile(diffs, 2.5)), 4), round(float(np.percentile(diffs, 97.5)), 4)],
-    }
+    out["served_minus_text_qwk"] = interval(gap, len(expert), len(parts), rng, draws)
     return out
+
+
+def interval(stat, funds: int, runs: int, rng: np.random.Generator, draws: int = 1000) -> dict:
+    """`stat(funds, runs)` (index arrays) on every fund and run, and its 95 % interval resampling funds and runs."""
+    drawn = [stat(rng.integers(0, funds, funds), rng.integers(0, runs, runs)) for _ in range(draws)]
+    return {
+        "mean": round(stat(np.arange(funds), np.arange(runs)), 4),
+        "interval": [round(float(np.nanpercentile(drawn, 2.5)), 4), round(float(np.nanpercentile(drawn, 97.5)), 4)],
+    }
 
 
 def page(result: dict) -> str:

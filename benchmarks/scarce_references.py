@@ -30,14 +30,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.documents_contest import scores  # noqa: E402  # an invalid answer counts as a miss
+from benchmarks.documents_contest import interval, scores  # noqa: E402  # an invalid answer counts as a miss
 from benchmarks.seeds import recompute  # noqa: E402
 from fundgrpo.methodology import citations  # noqa: E402
-from fundgrpo.methodology.qualitative import NOT_ASSESSED  # noqa: E402
 
 OUT = ROOT / "research" / "results" / "scarce_references.json"
 PAGE = ROOT / "benchmarks" / "scarce_references.md"
 MODELS = ("grpo", "sft")
+PILLARS = ("people", "process", "parent")  # methodology/documents.yaml's qualitative criteria
 # ratio figures: per fund a numerator and a denominator, summed over the funds and runs drawn
 RATIOS = {
     "valid": "answers that parse with a whole-number grade",
@@ -56,32 +56,18 @@ def answer(text: str | None) -> dict:
     return found if isinstance(found, dict) else {}
 
 
-def counts(said: dict, row: dict) -> dict[str, tuple[int, int]]:
-    """One answer's (numerator, denominator) per ratio figure against the row's documents and the
-    analysts' pillars.
+def counts(said: dict, row: dict, ids: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """One answer's (numerator, denominator) per ratio figure, as `citations.summary` counts them.
 
     >>> row = {"documents": '{"D1": "Calm. The lead manager resigned."}',
     ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}'}
     >>> cites = [{"document": 1, "sentence": 2}, {"document": 1, "sentence": 1}]
-    >>> said = {"people": {"judgement": -1, "evidence": cites}}
-    >>> counts({"pillars": said}, row)
+    >>> counts({"pillars": {"people": {"judgement": -1, "evidence": cites}}}, row, ("people",))
     {'agree': (1, 1), 'pertinent': (1, 2), 'verified': (2, 2)}
     """
-    pillars = said.get("pillars") if isinstance(said.get("pillars"), dict) else {}
-    documents, reference = json.loads(row["documents"]), json.loads(row["pillars"])
-    agree = judged = right = cited = made = found = 0
-    for cid, ref in reference.items():
-        mine = pillars.get(cid) if isinstance(pillars.get(cid), dict) else {}
-        evidence = mine.get("evidence") if isinstance(mine.get("evidence"), list) else []
-        ok = [e for e in evidence if citations.verified(e, documents)]
-        made, found = made + len(evidence), found + len(ok)
-        if ref.get("judgement") == NOT_ASSESSED:
-            continue
-        judged += 1
-        agree += mine.get("judgement") == ref["judgement"]
-        wanted = {(e["document"], e["sentence"]) for e in ref["evidence"]}
-        cited, right = cited + len(ok), right + sum((e["document"], e["sentence"]) in wanted for e in ok)
-    return {"agree": (agree, judged), "pertinent": (right, cited), "verified": (found, made)}
+    t = citations.tally(said.get("pillars"), row, ids)
+    agree = (sum(t.agree.values()), len(t.agree))
+    return {"agree": agree, "pertinent": (t.pertinent, t.cited), "verified": (t.checked.verified, t.checked.citations)}
 
 
 def table(root: Path) -> pd.DataFrame:
@@ -99,20 +85,10 @@ def table(root: Path) -> pd.DataFrame:
             row[f"{name}_written"] = float(grade) if isinstance(grade, int) and not isinstance(grade, bool) else np.nan
             row[f"{name}_served"] = f["grpo_grade" if name == "grpo" else "sft_served_grade"]
             row[f"{name}_valid"], row[f"{name}_valid_of"] = int(not np.isnan(row[f"{name}_written"])), 1
-            for key, (num, den) in counts(said, records[sid]).items():
+            for key, (num, den) in counts(said, records[sid], PILLARS).items():
                 row[f"{name}_{key}"], row[f"{name}_{key}_of"] = num, den
         out.append(row)
     return pd.DataFrame(out)
-
-
-def interval(stat: Callable[[np.ndarray, np.ndarray], float], funds: int, runs: int, draws: int = 1000) -> dict:
-    """`stat` on every fund and run, and its 95 % interval resampling funds and runs."""
-    rng = np.random.default_rng(0)
-    drawn = [stat(rng.integers(0, funds, funds), rng.integers(0, runs, runs)) for _ in range(draws)]
-    return {
-        "mean": round(stat(np.arange(funds), np.arange(runs)), 4),
-        "interval": [round(float(np.nanpercentile(drawn, 2.5)), 4), round(float(np.nanpercentile(drawn, 97.5)), 4)],
-    }
 
 
 def figures(tables: list[pd.DataFrame]) -> dict:
@@ -139,7 +115,9 @@ def figures(tables: list[pd.DataFrame]) -> dict:
 def figure(tables: list[pd.DataFrame], stat: Callable[[str, np.ndarray, np.ndarray], float]) -> dict:
     every = np.arange(len(tables[0]))
     per_run = {n: [round(stat(n, every, np.array([r])), 4) for r in range(len(tables))] for n in MODELS}
-    gap = interval(lambda f, r: stat("grpo", f, r) - stat("sft", f, r), len(every), len(tables))
+    gap = interval(
+        lambda f, r: stat("grpo", f, r) - stat("sft", f, r), len(every), len(tables), np.random.default_rng(0)
+    )
     return {**per_run, "grpo_minus_sft": gap}
 
 

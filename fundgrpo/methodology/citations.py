@@ -407,6 +407,36 @@ def reading(
     return Reading(by_share_class(documents, funds, as_of), by_fund, budget_chars)
 
 
+@dataclass(frozen=True)
+class Tally:
+    """One answer's pillars against one record's documents and the analysts' pillars."""
+
+    checked: Checked  # the citation check (`check`)
+    agree: dict[str, bool]  # per criterion the analysts judge on its scale: judged as they did
+    cited: int  # verified citations on those criteria
+    pertinent: int  # ... that are a sentence the analysts cite for that criterion
+
+
+def tally(said: Any, row: Mapping[str, Any], ids: tuple[str, ...]) -> Tally:
+    """`said` (an answer's pillars) against `row` (a record with `documents` and reference `pillars`);
+    `summary` adds these up over an evaluator's answers."""
+    documents = json.loads(row["documents"])
+    reference_pillars = json.loads(row["pillars"])
+    agree: dict[str, bool] = {}
+    cited = pertinent = 0
+    for cid in ids:
+        ref = reference_pillars.get(cid)
+        if ref and ref.get("judgement") != NOT_ASSESSED:
+            agree[cid] = directions(said, {cid: ref})[0]
+            right = {(e["document"], e["sentence"]) for e in ref["evidence"]}
+            mine = said.get(cid) if isinstance(said, dict) else None
+            given = mine.get("evidence") if isinstance(mine, dict) else None
+            ok = [e for e in given if verified(e, documents)] if isinstance(given, list) else []
+            cited += len(ok)
+            pertinent += sum((e["document"], e["sentence"]) in right for e in ok)
+    return Tally(check(said, documents, ids), agree, cited, pertinent)
+
+
 def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology) -> dict[str, Any]:
     """One evaluator's qualitative judgements over `rows` (records with `documents` and reference
     `pillars`): the citations made and verified, the verified ones *pertinent* (a sentence the analysts
@@ -428,22 +458,12 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
     covered: list[float] = []
     agree: dict[str, list[bool]] = {cid: [] for cid in ids}
     for row, pred in zip(rows, preds):
-        said = pred.get("pillars")
-        documents = json.loads(row["documents"])
-        c = check(said, documents, ids)
-        made, found = made + c.citations, found + c.verified
-        covered.append(c.coverage)
-        reference_pillars = json.loads(row["pillars"])
-        for cid in ids:
-            ref = reference_pillars.get(cid)
-            if ref and ref.get("judgement") != NOT_ASSESSED:
-                agree[cid].extend(directions(said, {cid: ref}))
-                right = {(e["document"], e["sentence"]) for e in ref["evidence"]}
-                mine = said.get(cid) if isinstance(said, dict) else None
-                given = mine.get("evidence") if isinstance(mine, dict) else None
-                ok = [e for e in given if verified(e, documents)] if isinstance(given, list) else []
-                judged_cites += len(ok)
-                pertinent += sum((e["document"], e["sentence"]) in right for e in ok)
+        t = tally(pred.get("pillars"), row, ids)
+        made, found = made + t.checked.citations, found + t.checked.verified
+        covered.append(t.checked.coverage)
+        for cid, same in t.agree.items():
+            agree[cid].append(same)
+        judged_cites, pertinent = judged_cites + t.cited, pertinent + t.pertinent
     together = [a for v in agree.values() for a in v]
     return {
         "evaluations": len(rows),
