@@ -60,7 +60,7 @@ EVALUATE_PHASES = {
     ("fundgrpo.serving.champion", None, "build_records"): "prompt building",  # imported by name there
     ("fundgrpo.model.modelling", None, "generate"): "generation (greedy)",
     ("fundgrpo.methodology.answers", None, "predictions_from_texts"): "parsing answers",
-    ("fundgrpo.methodology.answers", None, "annotate"): "claims check",
+    ("fundgrpo.methodology.answers", None, "annotated"): "claims check",
     ("fundgrpo.model.belief", None, "beliefs"): "belief read",
     ("fundgrpo.model.belief", None, "from_cache"): "belief read",  # from the generation's cache
     ("fundgrpo.evaluation.calibration", None, "decide"): "decision rule",

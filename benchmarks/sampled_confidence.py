@@ -20,19 +20,21 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def summary(preds: list[dict], experts: list[int]) -> tuple:
+def summary(preds: list, experts: list[int]) -> tuple:
     """Valid share, grade accuracy, mean stated confidence and its Brier score over valid answers
     that state one (the accuracy over all answers, an invalid one counting as wrong), and the stated
     confidence's 10th, 50th and 90th percentiles.
 
-    >>> summary([{"grade": 3, "stated": 0.8}, {"grade": 2, "stated": 0.6}, {"grade": None}], [3, 3, 3])
+    >>> from fundgrpo.methodology.answers import Prediction
+    >>> said = [Prediction(grade=g, written_grade=g, stated=c) for g, c in ((3, 0.8), (2, 0.6), (None, None))]
+    >>> summary(said, [3, 3, 3])
     (0.667, 0.333, 0.7, 0.2, '0.62 / 0.70 / 0.78')
     """
     import numpy as np
 
-    valid = [p for p in preds if p.get("grade") is not None]
-    right = [p.get("grade") == e for p, e in zip(preds, experts)]
-    stated = [(p["stated"], p["grade"] == e) for p, e in zip(preds, experts) if p.get("stated") is not None]
+    valid = [p for p in preds if p.grade is not None]
+    right = [p.grade == e for p, e in zip(preds, experts)]
+    stated = [(p.stated, p.grade == e) for p, e in zip(preds, experts) if p.stated is not None]
     conf = sum(c for c, _ in stated) / len(stated) if stated else float("nan")
     brier = sum((c - r) ** 2 for c, r in stated) / len(stated) if stated else float("nan")
     n = len(preds)

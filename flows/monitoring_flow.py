@@ -170,14 +170,14 @@ def prediction_drift(
         batch_preds = champion.grade(
             folder, batch_records, methodology, schema, params.generation, f"champion v{version} on batch"
         )
-    before = {r["share_class_id"]: p["grade"] for r, p in zip(ref_records, ref_preds)}
+    before = {r["share_class_id"]: p.grade for r, p in zip(ref_records, ref_preds)}
     pairs = [
-        (before[r["share_class_id"]], p["grade"])
+        (before[r["share_class_id"]], p.grade)
         for r, p in zip(batch_records, batch_preds)
         if r["share_class_id"] in before
     ]
     result = drift.prediction_drift(
-        [p["grade"] for p in ref_preds], [p["grade"] for p in batch_preds], monitor, Path(out), pairs
+        [p.grade for p in ref_preds], [p.grade for p in batch_preds], monitor, Path(out), pairs
     )
     logger.info("batch %s, prediction drift (champion v%s): %s", name, version, result.reason)
     return {

@@ -41,7 +41,7 @@ def main() -> None:
             if name not in PLOTTED:
                 continue
             io.write_json(
-                [{"expert": r["expert_grade"], "predicted": q["grade"] or "invalid"} for r, q in zip(rows, preds)],
+                [{"expert": r["expert_grade"], "predicted": q.grade or "invalid"} for r, q in zip(rows, preds)],
                 plots / f"confusion_{name}.json",
             )
         for name in ("grpo", "gbm"):  # reliability diagrams: the policy's confidence and gradient boosting's

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from fundgrpo.methodology.answers import Prediction
 
 
 def grade_metrics(expert: list[int], predicted: list[int], grades: list[int]) -> dict[str, float]:
@@ -214,18 +216,18 @@ def bootstrap_diff(stat_a, stat_b, groups: list[str], n: int = 2000, seed: int =
     }
 
 
-def departures(rows: list[dict], preds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def departures(rows: list[dict], preds: Sequence[Prediction]) -> dict[str, Any]:
     """How often an evaluator's grade departs from the grade its prompt suggested (`shown_grade`:
     the statistical estimate shown, else the methodology's), and how often such a departure is the
     expert's grade (`precision`; None with no departure). Invalid answers do not depart.
 
     >>> rows = [{"expert_grade": e, "shown_grade": 3} for e in (3, 4, 2, 3)]
-    >>> departures(rows, [{"grade": g} for g in (3, 4, 4, None)])
+    >>> departures(rows, [Prediction(grade=g, written_grade=g) for g in (3, 4, 4, None)])
     {'n': 2, 'right': 1, 'precision': 0.5, 'shown_right': 0}
     """
     n = right = shown_right = 0
     for r, p in zip(rows, preds):
-        shown, grade = r.get("shown_grade"), p.get("grade")
+        shown, grade = r.get("shown_grade"), p.grade
         if shown is None or grade is None or int(grade) == int(shown):
             continue
         n += 1
@@ -248,23 +250,24 @@ def filled(expert, predicted, grades: list[int]) -> np.ndarray:
     )
 
 
-def metrics(rows: list[dict], predictions: Sequence[Mapping[str, Any]], grades: list[int]) -> dict[str, Any]:
+def metrics(rows: list[dict], predictions: Sequence[Prediction], grades: list[int]) -> dict[str, Any]:
     """valid_json; exact, within_one, qwk, spearman with an invalid answer as a miss (the grade
     farthest from the expert's, so it counts fully against the model); score_mae over the valid
     answers; and `neutral`: the same four figures by the earlier convention, an invalid answer
     read as the middle grade (kept so that older results compare).
 
     >>> rows = [{"expert_grade": g, "expert_score": 50.0} for g in (1, 3, 5)]
-    >>> m = metrics(rows, [{"grade": 1, "score": 10.0}, {"grade": None, "score": None, "valid": False},
-    ...                    {"grade": 5, "score": 90.0}], [1, 2, 3, 4, 5])
+    >>> said = [Prediction(grade=g, written_grade=g, score=s, valid=g is not None)
+    ...         for g, s in ((1, 10.0), (None, None), (5, 90.0))]
+    >>> m = metrics(rows, said, [1, 2, 3, 4, 5])
     >>> m["valid_json"], m["exact"], m["neutral"]["exact"]
     (0.6667, 0.6667, 1.0)
     """
     expert = [r["expert_grade"] for r in rows]
-    predicted = [p["grade"] for p in predictions]
-    out: dict[str, Any] = {"valid_json": float(np.mean([p.get("valid", True) for p in predictions]))}
+    predicted = [p.grade for p in predictions]
+    out: dict[str, Any] = {"valid_json": float(np.mean([p.valid for p in predictions]))}
     out.update(grade_metrics(expert, filled(expert, predicted, grades).tolist(), grades))
-    scored = [(p["score"], r["expert_score"]) for p, r in zip(predictions, rows) if p["score"] is not None]
+    scored = [(p.score, r["expert_score"]) for p, r in zip(predictions, rows) if p.score is not None]
     out["score_mae"] = float(np.mean([abs(a - b) for a, b in scored])) if scored else None
     out = {k: (round(v, 4) if v is not None else None) for k, v in out.items()}
     middle = grades[len(grades) // 2]
@@ -273,15 +276,15 @@ def metrics(rows: list[dict], predictions: Sequence[Mapping[str, Any]], grades: 
     return out
 
 
-def rule_predictions(rows: list[dict]) -> list[dict]:
-    """The methodology's grades as predictions (`methodology.answers.Prediction`): no decision rule
-    applies to them, so the grade written is the grade."""
+def rule_predictions(rows: list[dict]) -> list[Prediction]:
+    """The methodology's grades as predictions: no decision rule applies to them, so the grade written
+    is the grade."""
     return [
-        {
-            "grade": r["rule_grade"],
-            "written_grade": r["rule_grade"],
-            "score": r["rule_score"],
-            "valid": r["rule_grade"] is not None,
-        }
+        Prediction(
+            grade=r["rule_grade"],
+            written_grade=r["rule_grade"],
+            score=r["rule_score"],
+            valid=r["rule_grade"] is not None,
+        )
         for r in rows
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +36,10 @@ def gbm_predictions(rows: list[dict], methodology: Methodology) -> list[Predicti
     band (the baseline predicts a grade only).
 
     >>> from fundgrpo.methodology.compiler import example_methodology
-    >>> gbm_predictions([{"share_class_id": "a", "gbm_grade": 2, "gbm_probs": [0.3, 0.7]}], example_methodology())
-    [{'grade': 2, 'written_grade': 2, 'score': 30.0, 'valid': True, 'probs': [0.3, 0.7]}]
+    >>> rows = [{"share_class_id": "a", "gbm_grade": 2, "gbm_probs": [0.3, 0.7]}]
+    >>> p = gbm_predictions(rows, example_methodology())[0]
+    >>> p.grade, p.written_grade, p.score, p.valid, p.probs
+    (2, 2, 30.0, True, [0.3, 0.7])
     """
     missing = [r["share_class_id"] for r in rows if "gbm_grade" not in r]
     if missing:
@@ -57,25 +59,23 @@ def gbm_predictions(rows: list[dict], methodology: Methodology) -> list[Predicti
 def honesty(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, Any]:
     """`evidence`: the mean evidence reward (an invalid answer scores 0); `unsupported`: the share of
     valid answers whose reasoning misstates anything checkable (each prediction's `unsupported`,
-    from `methodology.answers.annotate`); block `claims` (`claims.summary`: claims made, the share misstated, complete
+    from `methodology.answers.annotated`); block `claims` (`claims.summary`: claims made, the share misstated, complete
     answers)."""
     if not all("evidence" in r for r in rows):
         return {}
-    valid = [p for p in preds if p["valid"]]
+    valid = [p for p in preds if p.valid]
     cites = [
-        claims.score(p["reasoning"] or "", r["evidence"], methodology, p["grade"], r.get("rule_grade"))
-        if p["valid"]
-        else 0.0
+        claims.score(p.reasoning or "", r["evidence"], methodology, p.grade, r.get("rule_grade")) if p.valid else 0.0
         for p, r in zip(preds, rows)
     ]
     return {
         "evidence": round(float(np.mean(cites)), 4),
-        "unsupported": round(float(np.mean([bool(p["unsupported"]) for p in valid])), 4) if valid else None,
+        "unsupported": round(float(np.mean([bool(p.unsupported) for p in valid])), 4) if valid else None,
         "claims": claims.summary(
-            [p["reasoning"] if p["valid"] else None for p in preds],
+            [p.reasoning if p.valid else None for p in preds],
             [r["evidence"] for r in rows],
             methodology,
-            [p["grade"] for p in preds],
+            [p.grade for p in preds],
             [r.get("rule_grade") for r in rows],
         ),
     }
@@ -115,15 +115,15 @@ def backtest(
     results = {name: found for name, (found, _) in answered.items()}
     predictions = {name: preds for name, (_, preds) in answered.items()}
     grades = methodology.grades
-    predictions["rule"] = cast(list[Prediction], rule_predictions(rows))
+    predictions["rule"] = rule_predictions(rows)
     results["rule"] = metrics(rows, predictions["rule"], grades)
     if any("gbm_grade" in r for r in rows):
         predictions["gbm"] = gbm_predictions(rows, methodology)
         results["gbm"] = metrics(rows, predictions["gbm"], grades)
         gbm = predictions["gbm"]
         results["gbm"]["trust"] = calibration.summary(
-            [r["expert_grade"] for r in rows], [p["grade"] for p in gbm],
-            [p["probs"] for p in gbm], [max(p.get("probs") or [0.0]) for p in gbm], grades,
+            [r["expert_grade"] for r in rows], [p.grade for p in gbm],
+            [p.probs for p in gbm], [max(p.probs or [0.0]) for p in gbm], grades,
         )  # fmt: skip
     fit = fits.get("grpo")
     if fit and "grpo" in predictions and "gbm" in predictions:  # the served evaluator's parts, apart
@@ -164,10 +164,10 @@ def told(preds: list[Prediction], rule: calibration.DecisionRule, language: str)
     """Text against grade for a served evaluator (`story.counted`): the evaluations whose text was written
     for another grade than the one served, how many say so in their note, and the share whose text
     contradicts the grade without saying so (`untold`, the serving note being `story.written_note`)."""
-    served = [p["grade"] for p in preds]
-    written = [p.get("written_grade") for p in preds]
+    served = [p.grade for p in preds]
+    written = [p.written_grade for p in preds]
     notes = [story.written_note(g, w, rule, language) for g, w in zip(served, written)]
-    return story.counted(served, written, notes, [p.get("unsupported") or [] for p in preds])
+    return story.counted(served, written, notes, [list(p.unsupported or ()) for p in preds])
 
 
 def apart(records: list[dict], grades: list[int]) -> dict[str, Any]:
@@ -184,24 +184,11 @@ def apart(records: list[dict], grades: list[int]) -> dict[str, Any]:
 def scored(rows: list[dict], preds: list[Prediction], grades: list[int]) -> dict[str, Any]:
     """`metrics`, and (where the predictions carry probabilities) block `trust`: their calibration."""
     out = metrics(rows, preds, grades)
-    if any(p.get("probs") is not None for p in preds):
+    if any(p.probs is not None for p in preds):
         out["trust"] = calibration.summary(
-            [r["expert_grade"] for r in rows], [p["grade"] for p in preds], [p.get("probs") for p in preds],
-            [p.get("confidence") or 0.0 for p in preds], grades,
+            [r["expert_grade"] for r in rows], [p.grade for p in preds], [p.probs for p in preds],
+            [p.confidence or 0.0 for p in preds], grades,
         )  # fmt: skip
-    return out
-
-
-def as_written(p: Prediction) -> Prediction:
-    """A prediction without a calibration fit's fields: the grade the model wrote, its raw beliefs.
-
-    >>> as_written({"grade": 3, "written_grade": 4, "probs": [1.0], "confidence": 0.9, "valid": True})
-    {'grade': 4, 'written_grade': 4, 'valid': True}
-    """
-    out = Prediction(**p)
-    for k in ("probs", "expected_grade", "confidence"):
-        out.pop(k, None)  # type: ignore[misc]
-    out["grade"] = p["written_grade"]
     return out
 
 
@@ -213,27 +200,23 @@ def confidence_of(
     the class probabilities (gradient boosting); None when it has none (the rule scorer). An invalid
     answer: confidence 0, uniform probabilities."""
     uniform = [1.0 / len(grades)] * len(grades)
-    has_beliefs = any(p.get("beliefs") for p in preds)
-    if raw and has_beliefs:
-        preds = [as_written(p) for p in preds]
-    if any(p.get("probs") is not None for p in preds):
-        probs = [p["probs"] if p.get("probs") is not None else uniform for p in preds]
+    if raw and any(p.beliefs for p in preds):
+        preds = [p.as_written() for p in preds]
+    if any(p.probs is not None for p in preds):
+        probs = [p.probs if p.probs is not None else uniform for p in preds]
         conf = [
-            (p["confidence"] if p.get("confidence") is not None else max(p.get("probs") or [0.0]))
-            if p.get("probs") is not None
-            else 0.0
-            for p in preds
+            (p.confidence if p.confidence is not None else max(p.probs)) if p.probs is not None else 0.0 for p in preds
         ]
         return np.asarray(conf, dtype=float), np.asarray(probs, dtype=float)
-    methods = [m for p in preds for m in (p.get("beliefs") or {})]
+    methods = [m for p in preds for m in p.beliefs]
     if not methods:
         return None
     first = methods[0]
     probs, conf = [], []
     for p in preds:
-        b = (p.get("beliefs") or {}).get(first)
+        b = p.beliefs.get(first)
         probs.append(b if b is not None else uniform)
-        conf.append(b[grades.index(p["grade"])] if b is not None and p["grade"] is not None else 0.0)
+        conf.append(b[grades.index(p.grade)] if b is not None and p.grade is not None else 0.0)
     return np.asarray(conf, dtype=float), np.asarray(probs, dtype=float)
 
 
@@ -267,7 +250,7 @@ def comparisons(
     stats: dict[tuple[str, bool], dict] = {}
     for name, preds in predictions.items():
         for raw in (False, True):
-            p = filled(y, [(as_written(q) if raw else q)["grade"] for q in preds], grades)
+            p = filled(y, [(q.as_written() if raw else q).grade for q in preds], grades)
             entry: dict[str, Any] = {"p": p}
             found = confidence_of(preds, grades, raw)
             if found is not None:
@@ -310,7 +293,8 @@ def by_label_source(rows: list[dict], predictions: dict[str, list[Prediction]], 
     funds whose label came from each source (`label_source`, set by prepare); QWK from 10 funds up.
 
     >>> rows = [{"expert_grade": 3, "expert_score": 50.0, "label_source": s} for s in ("export", "analyst")]
-    >>> out = by_label_source(rows, {"rule": [{"grade": 3, "score": 50.0}, {"grade": 2, "score": 30.0}]}, [1, 2, 3])
+    >>> rule = [Prediction(grade=g, written_grade=g, score=s, valid=True) for g, s in ((3, 50.0), (2, 30.0))]
+    >>> out = by_label_source(rows, {"rule": rule}, [1, 2, 3])
     >>> out["analyst"]["n"], out["analyst"]["rule"]["exact"], out["export"]["rule"]["exact"]
     (1, 0.0, 1.0)
     """

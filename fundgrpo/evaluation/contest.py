@@ -36,8 +36,8 @@ def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int
 
     >>> gbm = calibration.DecisionRule("gbm", confidence="gbm", grade_from="likeliest")
     >>> fit = {"by_source": {"gbm": gbm.as_dict()}}
-    >>> out = parts([{"gbm_probs": [0.2, 0.8]}], [{"grade": None, "beliefs": {}}], fit, [1, 2])
-    >>> out["gbm_rule"][0]["grade"], out["gbm_rule"][0]["valid"]
+    >>> out = parts([{"gbm_probs": [0.2, 0.8]}], [Prediction(grade=None, written_grade=None)], fit, [1, 2])
+    >>> out["gbm_rule"][0].grade, out["gbm_rule"][0].valid
     (2, True)
     """
     out: dict[str, list[Prediction]] = {}
@@ -48,7 +48,7 @@ def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int
             decided = [calibration.decide(r["gbm_probs"], None, alone, grades) for r in rows]
             # no answer to write: the grade under its rule is the grade it gives
             out[PART_NAMES[source]] = [
-                Prediction(**d, written_grade=d["grade"], valid=True, score=None) for d in decided
+                Prediction(grade=d["grade"], written_grade=d["grade"], valid=True).decided(d) for d in decided
             ]
         else:
             out[PART_NAMES[source]] = applied(rows, preds, rule, grades)
@@ -62,16 +62,14 @@ def applied(
     stays its `written_grade`).
 
     >>> rule = calibration.DecisionRule(grade_from="likeliest")
-    >>> p = applied([{}], [{"grade": 1, "written_grade": 1, "beliefs": {"score": [0.3, 0.7]}}], rule, [1, 2])[0]
-    >>> p["grade"], p["written_grade"]
+    >>> p = applied([{}], [Prediction(grade=1, written_grade=1, beliefs={"score": [0.3, 0.7]})], rule, [1, 2])[0]
+    >>> p.grade, p.written_grade
     (2, 1)
     """
-    out = []
-    for r, p in zip(rows, preds):
-        belief = (p.get("beliefs") or {}).get(rule.method)
-        decided = calibration.decide(belief, p["written_grade"], rule, grades, r.get("gbm_probs"))
-        out.append(Prediction(**{**p, **decided}))
-    return out
+    return [
+        p.decided(calibration.decide(p.beliefs.get(rule.method), p.written_grade, rule, grades, r.get("gbm_probs")))
+        for r, p in zip(rows, preds)
+    ]
 
 
 def methods_needed(fits: dict[str, dict]) -> tuple[str, ...]:
@@ -97,16 +95,16 @@ def served(
     departures that were right); and the share the served probabilities contradict.
 
     >>> rows = [{"expert_grade": g} for g in (1, 2, 2, 1)]
-    >>> mine = [{"grade": g, "probs": None} for g in (1, 2, 1, 1)]
-    >>> theirs = [{"grade": g} for g in (1, 1, 2, 1)]
+    >>> mine = [Prediction(grade=g, written_grade=g) for g in (1, 2, 1, 1)]
+    >>> theirs = [Prediction(grade=g, written_grade=g) for g in (1, 1, 2, 1)]
     >>> rule = calibration.DecisionRule("stack", confidence="pooled", pool=(1.0, 1.0), chosen="stack/score/expected")
     >>> s = served(rows, mine, theirs, rule, [1, 2])
     >>> s["equal_to_gbm_rule"], s["departures"]
     (0.5, {'n': 2, 'right': 1, 'gbm_right': 1, 'precision': 0.5})
     """
-    same = [p["grade"] is not None and p["grade"] == q["grade"] for p, q in zip(preds, gbm_rule)]
-    apart = [i for i, s in enumerate(same) if not s and preds[i]["grade"] is not None]
-    right = sum(preds[i]["grade"] == rows[i]["expert_grade"] for i in apart)
+    same = [p.grade is not None and p.grade == q.grade for p, q in zip(preds, gbm_rule)]
+    apart = [i for i, s in enumerate(same) if not s and preds[i].grade is not None]
+    right = sum(preds[i].grade == rows[i]["expert_grade"] for i in apart)
     return {
         "serves": rule.serves,
         "chosen": rule.chosen,
@@ -115,10 +113,10 @@ def served(
         "departures": {
             "n": len(apart),
             "right": int(right),
-            "gbm_right": int(sum(gbm_rule[i]["grade"] == rows[i]["expert_grade"] for i in apart)),
+            "gbm_right": int(sum(gbm_rule[i].grade == rows[i]["expert_grade"] for i in apart)),
             "precision": round(right / len(apart), 4) if apart else None,
         },
-        "contradicted": calibration.contradicted([p["grade"] for p in preds], [p.get("probs") for p in preds], grades),
+        "contradicted": calibration.contradicted([p.grade for p in preds], [p.probs for p in preds], grades),
     }
 
 

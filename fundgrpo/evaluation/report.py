@@ -24,7 +24,7 @@ def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], 
     fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4))
     expert = [r["expert_grade"] for r in rows]
     for ax, name in zip(axes, names):
-        table = confusion(expert, [p["grade"] for p in predictions[name]], grades)
+        table = confusion(expert, [p.grade for p in predictions[name]], grades)
         ax.imshow(table.values, cmap="Blues")
         for i in range(table.shape[0]):
             for j in range(table.shape[1]):
@@ -45,7 +45,7 @@ def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list
     one) confidence, the policy's answer, probabilities, reason when invalid, and misstated criteria, and
     the SFT start's answer (its pillars are compared with the policy's)."""
     extra = ("confidence", "probs", "expected_grade", "written_grade", "reason", "unsupported")
-    served: list[dict[str, Any]] = [dict(p) for p in predictions["grpo"]]
+    served = [p.as_dict() for p in predictions["grpo"]]
     return [
         {
             "share_class_id": r["share_class_id"],
@@ -53,21 +53,21 @@ def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list
             "category": r["category"],
             "expert_grade": r["expert_grade"],
             "label_source": r.get("label_source", "export"),
-            **{f"{name}_grade": preds[i]["grade"] for name, preds in predictions.items()},
-            **{f"{name}_valid": preds[i].get("valid", True) for name, preds in predictions.items()},
+            **{f"{name}_grade": preds[i].grade for name, preds in predictions.items()},
+            **{f"{name}_valid": preds[i].valid for name, preds in predictions.items()},
             **{
-                f"{name}_confidence": preds[i]["confidence"]
-                if preds[i].get("confidence") is not None
-                else max(preds[i].get("probs") or [0.0])
+                f"{name}_confidence": preds[i].confidence
+                if preds[i].confidence is not None
+                else max(preds[i].probs or [0.0])
                 for name, preds in predictions.items()
-                if preds[i].get("probs") is not None
+                if preds[i].probs is not None
             },
-            **{f"grpo_{k}": served[i][k] for k in extra if k in served[i]},
+            **{f"grpo_{k}": served[i][k] for k in extra},
             # what each language model's evaluation claims (the claims check) and the confidence it states
             **{k: v for name in ("grpo", "sft") if name in predictions for k, v in said(name, predictions[name][i])},
             "shown_grade": r.get("shown_grade"),
-            "grpo_text": predictions["grpo"][i]["text"],
-            **({"sft_text": predictions["sft"][i]["text"]} if "sft" in predictions else {}),
+            "grpo_text": predictions["grpo"][i].text,
+            **({"sft_text": predictions["sft"][i].text} if "sft" in predictions else {}),
         }
         for i, r in enumerate(rows)
     ]
@@ -77,13 +77,16 @@ def said(name: str, p: Prediction) -> list[tuple[str, Any]]:
     """What one evaluation claims, for the per-fund file: claims made, misstated, complete, and the
     confidence it states (where the answer states one).
 
-    >>> said("sft", {"claims": 3, "unsupported": ["verdict"], "complete": True, "stated": 0.7})
+    >>> p = Prediction(grade=2, written_grade=2, claims=3, unsupported=("verdict",), complete=True, stated=0.7)
+    >>> said("sft", p)
     [('sft_claims', 3), ('sft_misstated', 1), ('sft_complete', True), ('sft_stated', 0.7)]
+    >>> said("sft", Prediction(grade=None, written_grade=None))  # not checked, no confidence stated
+    []
     """
-    out: list[tuple[str, Any]] = [(f"{name}_claims", p["claims"])] if "claims" in p else []
-    if "unsupported" in p:
-        out.append((f"{name}_misstated", len(p["unsupported"])))
-    out += [(f"{name}_{k}", p[k]) for k in ("complete", "stated") if k in p]
+    out: list[tuple[str, Any]] = [(f"{name}_claims", p.claims)] if p.claims is not None else []
+    if p.unsupported is not None:
+        out.append((f"{name}_misstated", len(p.unsupported)))
+    out += [(f"{name}_{k}", v) for k, v in (("complete", p.complete), ("stated", p.stated)) if v is not None]
     return out
 
 
@@ -92,5 +95,5 @@ def reliability(rows: list[dict], preds: list[Prediction], grades: list[int], bi
     found = confidence_of(preds, grades)
     if found is None:
         return []
-    correct = [p["grade"] is not None and int(p["grade"]) == int(r["expert_grade"]) for r, p in zip(rows, preds)]
+    correct = [p.grade is not None and int(p.grade) == int(r["expert_grade"]) for r, p in zip(rows, preds)]
     return calibration.reliability(found[0], correct, bins)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 import jsonschema
 
@@ -15,28 +17,68 @@ from fundgrpo.methodology import claims
 from fundgrpo.methodology.compiler import Methodology
 
 
-class Prediction(TypedDict, total=False):
+@dataclass(frozen=True)
+class Prediction:
     """One evaluator's answer to one fund, as every stage passes it on. A language model's starts in
-    `predictions_from_texts`; the claims check (`annotate`) and a decision rule (`calibration.decide`,
-    with a fit) add to it. The grade served and the grade written are separate fields from the start:
-    a decision rule sets `grade` and the probabilities, never `written_grade`."""
+    `predictions_from_texts`; the claims check (`annotated`), the beliefs read (`believed`) and a decision
+    rule (`decided`, from `calibration.decide`) each give a new one. The grade served and the grade written
+    are separate fields from the start: a decision rule sets `grade` and the probabilities, never
+    `written_grade`. `as_dict` is its one serialized form (every field, always), `of` reads it back.
+
+    >>> p = Prediction(grade=2, written_grade=2, valid=True, text="{}")
+    >>> q = p.decided({"grade": 1, "probs": [0.6, 0.4], "expected_grade": 1.4, "confidence": 0.6})
+    >>> (q.grade, q.written_grade), Prediction.of(q.as_dict()) == q
+    ((1, 2), True)
+    """
 
     grade: int | None  # the grade served: the written one until a decision rule decides another
     written_grade: int | None  # the grade the answer wrote (None: invalid)
-    score: float | None
-    reasoning: str | None
-    valid: bool
-    reason: str | None  # why the answer is invalid (None when valid)
-    text: str  # the completion as generated
-    stated: float  # the confidence the answer states, 0-1 (prepare.stated_confidence)
-    unsupported: list[str]  # what the reasoning misstates (`annotate`)
-    claims: int  # checkable claims it makes
-    complete: bool  # cites the weightiest criteria rightly
-    beliefs: dict[str, Any]  # belief method -> the grade probabilities read there
-    probs: list[float] | None  # with a fit: the served probabilities, one per grade
-    expected_grade: float | None  # with a fit: the probability-weighted grade
-    confidence: float | None  # with a fit: the served confidence
-    pillars: dict[str, Any]  # the qualitative criteria judged, with citations (`fundgrpo.methodology.citations`)
+    score: float | None = None  # the score the answer wrote, 0-100
+    reasoning: str | None = None
+    valid: bool = False
+    reason: str | None = None  # why the answer is invalid (None when valid)
+    text: str = ""  # the completion as generated
+    stated: float | None = None  # the confidence the answer states, 0-1 (None: it states none)
+    unsupported: tuple[str, ...] | None = None  # what the reasoning misstates (None: not checked, `annotated`)
+    claims: int | None = None  # checkable claims it makes (None: not checked)
+    complete: bool | None = None  # cites the weightiest criteria rightly (None: not checked)
+    beliefs: Mapping[str, list[float] | None] = field(default_factory=dict)  # belief method -> grade probabilities
+    probs: list[float] | None = None  # with a rule: the served probabilities, one per grade
+    expected_grade: float | None = None  # with a rule: the probability-weighted grade
+    confidence: float | None = None  # with a rule: the served confidence
+    pillars: list | None = None  # the qualitative criteria judged, as written (`fundgrpo.methodology.citations`)
+
+    def decided(self, decision: Mapping[str, Any]) -> Prediction:
+        """This prediction with a decision rule's served fields (`calibration.GradeDecided`)."""
+        return replace(self, **{k: decision[k] for k in SERVED})
+
+    def believed(self, method: str, probs: list[float] | None) -> Prediction:
+        """This prediction with the grade probabilities read at `method`."""
+        return replace(self, beliefs={**self.beliefs, method: probs})
+
+    def as_written(self) -> Prediction:
+        """The answer before any decision rule: its written grade served, no served probabilities."""
+        return replace(self, grade=self.written_grade, probs=None, expected_grade=None, confidence=None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The prediction as JSON: every field, always."""
+        out = asdict(self)
+        out["unsupported"] = None if self.unsupported is None else list(self.unsupported)
+        out["beliefs"] = dict(self.beliefs)
+        return out
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Prediction:
+        """The prediction `as_dict` wrote (a missing optional field reads as its default)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in record.items() if k in known}
+        if values.get("unsupported") is not None:
+            values["unsupported"] = tuple(values["unsupported"])
+        return cls(**values)
+
+
+# The fields a decision rule sets (`calibration.decide`).
+SERVED = ("grade", "probs", "expected_grade", "confidence")
 
 
 def example_schema() -> dict:
@@ -137,7 +179,7 @@ def predictions_from_texts(texts: list[str], schema: dict) -> list[Prediction]:
     invalid, so no client can read a made-up middle grade as the model's.
 
     >>> p = predictions_from_texts(['{"grade": 2, "score": 95, "reasoning": "x"}', "oops"], example_schema())
-    >>> [(x["grade"], x["valid"], x["reason"]) for x in p]
+    >>> [(x.grade, x.valid, x.reason) for x in p]
     [(2, True, None), (None, False, 'not one JSON object')]
     """
     out: list[Prediction] = []
@@ -145,26 +187,20 @@ def predictions_from_texts(texts: list[str], schema: dict) -> list[Prediction]:
         problem = answer_problem(text, schema)
         answer = parse_answer(text) if problem is None else None
         if answer is None:
-            out.append(
-                Prediction(
-                    grade=None, written_grade=None, score=None, reasoning=None, valid=False, reason=problem, text=text
-                )
-            )
+            out.append(Prediction(grade=None, written_grade=None, valid=False, reason=problem, text=text))
             continue
-        p = Prediction(
-            grade=int(answer["grade"]),
-            written_grade=int(answer["grade"]),
-            score=float(answer["score"]),
-            reasoning=answer["reasoning"],
-            valid=True,
-            reason=None,
-            text=text,
+        out.append(
+            Prediction(
+                grade=int(answer["grade"]),
+                written_grade=int(answer["grade"]),
+                score=float(answer["score"]),
+                reasoning=answer["reasoning"],
+                valid=True,
+                text=text,
+                stated=answer["confidence"] / 100.0 if "confidence" in answer else None,
+                pillars=answer.get("pillars"),
+            )
         )
-        if "confidence" in answer:
-            p["stated"] = answer["confidence"] / 100.0
-        if "pillars" in answer:
-            p["pillars"] = answer["pillars"]
-        out.append(p)
     return out
 
 
@@ -173,20 +209,26 @@ def not_rated(reason: str) -> Prediction:
     grade is given, and `reason` says what the fund lacks.
 
     >>> p = not_rated("not rated: missing: Sharpe ratio")
-    >>> p["grade"], p["valid"], p["reason"]
+    >>> p.grade, p.valid, p.reason
     (None, False, 'not rated: missing: Sharpe ratio')
     """
-    return Prediction(grade=None, written_grade=None, score=None, reasoning=None, valid=False, reason=reason, text="")
+    return Prediction(grade=None, written_grade=None, valid=False, reason=reason)
 
 
-def annotate(preds: list[Prediction], rows: list[dict], methodology: Methodology) -> None:
-    """Each prediction's claims, where its record carries the evidence the prompt showed: what it
-    misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""
+def annotated(preds: list[Prediction], rows: list[dict], methodology: Methodology) -> list[Prediction]:
+    """Each prediction with its claims checked, where its record carries the evidence the prompt showed:
+    what it misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""
+    out = []
     for p, r in zip(preds, rows):
         if "evidence" in r:
             found = claims.check(
-                p["reasoning"], claims.percentiles(r["evidence"]), methodology, p["grade"], r.get("rule_grade")
+                p.reasoning, claims.percentiles(r["evidence"]), methodology, p.grade, r.get("rule_grade")
             )
-            p["unsupported"] = [c["about"] for c in found if c["status"] in claims.MISSTATED]
-            p["claims"] = len(found)
-            p["complete"] = bool(p["reasoning"]) and claims.complete(p["reasoning"], r["evidence"], methodology)
+            p = replace(
+                p,
+                unsupported=tuple(c["about"] for c in found if c["status"] in claims.MISSTATED),
+                claims=len(found),
+                complete=bool(p.reasoning) and claims.complete(p.reasoning, r["evidence"], methodology),
+            )
+        out.append(p)
+    return out

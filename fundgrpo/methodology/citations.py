@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from fundgrpo.data.documents import Document, by_share_class, sentences, sentences_of
+from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.qualitative import NOT_ASSESSED
 
@@ -437,7 +438,7 @@ def tally(said: Any, row: Mapping[str, Any], ids: tuple[str, ...]) -> Tally:
     return Tally(check(said, documents, ids), agree, cited, pertinent)
 
 
-def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology) -> dict[str, Any]:
+def summary(rows: list[dict], preds: Sequence[Prediction], m: Methodology) -> dict[str, Any]:
     """One evaluator's qualitative judgements over `rows` (records with `documents` and reference
     `pillars`): the citations made and verified, the verified ones *pertinent* (a sentence the analysts
     cite for that criterion, where they judge it), the criteria covered (judged with a verified
@@ -449,7 +450,7 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
     ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}'}
     >>> said = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2},
     ...                                                   {"document": 1, "sentence": 1}]}}
-    >>> s = summary([row], [{"pillars": said}], m)
+    >>> s = summary([row], [Prediction(grade=2, written_grade=2, pillars=said)], m)
     >>> s["citations"], s["verified"], s["pertinent"], s["agree"], s["by_criterion"]["people"]
     (2, 1.0, 0.5, 1.0, {'judged_by_analysts': 1, 'agree': 1.0})
     """
@@ -458,7 +459,7 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
     covered: list[float] = []
     agree: dict[str, list[bool]] = {cid: [] for cid in ids}
     for row, pred in zip(rows, preds):
-        t = tally(pred.get("pillars"), row, ids)
+        t = tally(pred.pillars, row, ids)
         made, found = made + t.checked.citations, found + t.checked.verified
         covered.append(t.checked.coverage)
         for cid, same in t.agree.items():
@@ -467,7 +468,7 @@ def summary(rows: list[dict], preds: Sequence[Mapping[str, Any]], m: Methodology
     together = [a for v in agree.values() for a in v]
     return {
         "evaluations": len(rows),
-        "with_pillars": sum(isinstance(p.get("pillars"), dict) for p in preds),
+        "with_pillars": sum(isinstance(p.pillars, dict) for p in preds),
         "citations": made,
         "verified": round(found / made, 4) if made else None,
         "pertinent": round(pertinent / judged_cites, 4) if judged_cites else None,

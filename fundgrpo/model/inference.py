@@ -15,7 +15,7 @@ import numpy as np
 
 from fundgrpo.evaluation import calibration, contest
 from fundgrpo.evaluation.agreement import metrics
-from fundgrpo.evaluation.backtesting import as_written, honesty
+from fundgrpo.evaluation.backtesting import honesty
 from fundgrpo.methodology import answers, citations
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
@@ -57,10 +57,10 @@ def evaluate_model(
     result = metrics(rows, preds, grades)
     result.update(honesty(rows, preds, methodology))
     expert = [r["expert_grade"] for r in rows]
-    written = [p["grade"] for p in preds]
+    written = [p.grade for p in preds]
     read: dict[str, list] = {}
     for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
-        if method == "stated" and not any("stated" in p for p in preds):
+        if method == "stated" and not any(p.stated is not None for p in preds):
             continue  # the answers state no confidence (prepare.stated_confidence is off)
         read[method], mass = read_beliefs(
             model, tokenizer, rows, preds, methodology=methodology, method=method, desc=desc, batch_size=batch_size,
@@ -74,15 +74,13 @@ def evaluate_model(
                 **calibration.summary(expert, written, read[method], confidence, grades),
                 "mass": mass,
             }
-        for p, b in zip(preds, read[method]):
-            p.setdefault("beliefs", {})[method] = b
+        preds = [p.believed(method, b) for p, b in zip(preds, read[method])]
     if fit is not None:
         rule = calibration.DecisionRule.of(fit)
         gbm = [r.get("gbm_probs") for r in rows]  # a pooled fit weighs the statistical estimate too
         beliefs = read.get(rule.method, [None] * len(preds))  # none where no answer is valid
         decided = [calibration.decide(b, w, rule, grades, q) for b, w, q in zip(beliefs, written, gbm)]
-        for p, d in zip(preds, decided):
-            p.update(d)
+        preds = [p.decided(d) for p, d in zip(preds, decided)]
         result["trust"] = calibration.summary(
             expert, [d["grade"] for d in decided], [d["probs"] for d in decided],
             [d["confidence"] or 0.0 for d in decided], grades,
@@ -95,7 +93,7 @@ def evaluate_model(
                 calibration.decide(b, w, replace(rule, grade_from=way), grades, q)["grade"]
                 for b, w, q in zip(beliefs, written, gbm)
             ]
-            found = metrics(rows, [{**p, "grade": g} for p, g in zip(preds, chosen)], grades)
+            found = metrics(rows, [replace(p, grade=g) for p, g in zip(preds, chosen)], grades)
             result["grade_from"][way] = {k: found[k] for k in ("exact", "within_one", "qwk", "spearman")}
         if rule.grade_from != "greedy":
             result.update({k: v for k, v in metrics(rows, preds, grades).items() if k != "valid_json"})
@@ -125,8 +123,8 @@ def fit_model(
         methods=tuple(c.beliefs),
         dtype=generation.dtype,
     )
-    readable = {m: [q["beliefs"].get(m) if q.get("beliefs") else None for q in preds] for m in c.beliefs}
-    valid = sum(q["valid"] for q in preds)
+    readable = {m: [q.beliefs.get(m) for q in preds] for m in c.beliefs}
+    valid = sum(q.valid for q in preds)
     gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
     groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
     expert = [r["expert_grade"] for r in rows]
@@ -157,7 +155,7 @@ def fit_model(
     else:
         fit = contest.fit_choice(
             expert,
-            [q["grade"] for q in preds],
+            [q.grade for q in preds],
             readable,
             methodology.grades,
             serve=c.serve,
@@ -228,17 +226,18 @@ def answer(
         on_batch=read_here if cached else None, shown=shown_documents(rows),
     )  # fmt: skip
     preds = answers.predictions_from_texts(texts, schema)
-    answers.annotate(preds, rows, methodology)
+    preds = answers.annotated(preds, rows, methodology)
     if rule is not None:  # every answer, valid or not: served gradient boosting alone, an invalid one keeps its grade
         read: list = [None] * len(preds)
-        if any(p["valid"] for p in preds):
+        if any(p.valid for p in preds):
             read, _ = read_beliefs(
                 model, tokenizer, rows, preds, methodology=methodology, method=rule.method, desc=desc,
                 batch_size=batch_size, cached=cached.get(rule.method),
             )  # fmt: skip
-        for p, b, r in zip(preds, read, rows):
-            decided = calibration.decide(b, p["grade"], rule, methodology.grades, r.get("gbm_probs"))
-            p.update(decided)
+        preds = [
+            p.decided(calibration.decide(b, p.grade, rule, methodology.grades, r.get("gbm_probs")))
+            for p, b, r in zip(preds, read, rows)
+        ]
     return preds
 
 
@@ -265,12 +264,12 @@ def read_beliefs(
     if method == "stated":
         grades = methodology.grades
         return [
-            calibration.stated_probs(p["stated"], p["written_grade"], grades)
-            if "stated" in p and p["written_grade"] is not None
+            calibration.stated_probs(p.stated, p.written_grade, grades)
+            if p.stated is not None and p.written_grade is not None
             else None
             for p in preds
         ], None
-    valid = [i for i, p in enumerate(preds) if p["valid"]]
+    valid = [i for i, p in enumerate(preds) if p.valid]
     todo = [i for i in valid if not cached or cached[i] is belief.UNREAD]
     got = (
         dict(
@@ -280,7 +279,7 @@ def read_beliefs(
                     model,
                     tokenizer,
                     [rows[i]["prompt"] for i in todo],
-                    [preds[i]["text"] for i in todo],
+                    [preds[i].text for i in todo],
                     methodology=methodology,
                     method=method,
                     desc=desc,
@@ -347,7 +346,7 @@ def evaluate_models(
         same = by_key.get(key) if (key := answer_fingerprint(path)) else None
         if same:
             found, preds = answered[same]
-            preds = [as_written(p) for p in preds]
+            preds = [p.as_written() for p in preds]
             found = {
                 **{k: v for k, v in found.items() if k not in ("trust", "greedy")},
                 **metrics(rows, preds, methodology.grades),

@@ -196,7 +196,7 @@ def estimator_for(params: Params, root: Path = Path(".")) -> Estimator | None:
     return load_estimator(folder)
 
 
-def scored(records: list[dict], predictions: list[dict], methodology: Methodology) -> dict[str, float] | None:
+def scored(records: list[dict], predictions: list[Prediction], methodology: Methodology) -> dict[str, float] | None:
     """Backtest metrics over the labelled test-split records (funds never trained on) the methodology rates,
     or None if there are none."""
 

@@ -90,18 +90,18 @@ def flags(
 
     >>> r = {"category": "X", "peers": 1}
     >>> from fundgrpo.methodology.compiler import example_methodology
-    >>> flags(r, "sharpe_3y", {"valid": False, "reason": "not one JSON object", "unsupported": []},
+    >>> flags(r, "sharpe_3y", Prediction(grade=None, written_grade=None, reason="not one JSON object"),
     ...       example_methodology())
     ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
-    >>> flags({**r, "not_rated": "not rated: missing: Sharpe ratio"}, "", {"valid": False, "reason": "-"},
+    >>> flags({**r, "not_rated": "not rated: missing: Sharpe ratio"}, "", Prediction(grade=None, written_grade=None),
     ...       example_methodology())[0]
     'not rated: missing: Sharpe ratio'
     """
     out = []
     if record.get("not_rated"):
         out.append(record["not_rated"])
-    elif not prediction["valid"]:
-        out.append(f"invalid answer: {prediction['reason']}")
+    elif not prediction.valid:
+        out.append(f"invalid answer: {prediction.reason}")
     if record.get("peers", 2) <= 1:
         out.append(f"no peers: {record['category']} has no other share class")
     labels = {c.metric: methodology.label(c) for c in methodology.criteria}
@@ -112,7 +112,7 @@ def flags(
     for j in pillars:
         if j.reason == NOT_FOUND:  # the model judged it, but on words no document of the fund holds
             out.append(f"unsupported: {pillar_names[j.criterion]} ({NOT_FOUND}; served as not assessed)")
-    for cid in prediction.get("unsupported") or []:
+    for cid in prediction.unsupported or ():
         if cid == "verdict":
             out.append("misstated: the verdict (its words are not the grade's label)")
         else:
@@ -135,33 +135,33 @@ def build(
     p = prediction
     language = methodology.language
     said = served_from(decision, p, language)
-    pillars = judged(p.get("pillars"), json.loads(record.get("documents") or "{}"), methodology)
+    pillars = judged(p.pillars, json.loads(record.get("documents") or "{}"), methodology)
     # one story: whose grade is served when the text was written for another, then why a grade its
     # own probabilities do not put first
     notes = [
-        written_note(p["grade"], said["written_grade"], decision, language),
-        grade_note(p["grade"], p.get("probs"), methodology.grades, p.get("expected_grade"), decision, language),
+        written_note(p.grade, said["written_grade"], decision, language),
+        grade_note(p.grade, p.probs, methodology.grades, p.expected_grade, decision, language),
     ]
     e = Evaluation(
         share_class_id=record["share_class_id"],
         fund_id=record["fund_id"],
         name=name,
         category=record["category"],
-        grade=p["grade"],
+        grade=p.grade,
         written_grade=said["written_grade"],
         grade_note=" ".join(n for n in notes if n) or None,
-        score=p["score"],
-        reasoning=p["reasoning"],
-        valid=p["valid"],
+        score=p.score,
+        reasoning=p.reasoning,
+        valid=p.valid,
         rated=not record.get("not_rated"),
-        reason=p["reason"]
-        if p["valid"] or record.get("not_rated")
-        else GBM_ALONE[language].format(reason=p["reason"])
-        if p["grade"] is not None  # served gradient boosting alone: the answer's failure costs no grade
-        else refusal(p["reason"], lacking, methodology, record["rule_grade"], record.get("gbm_grade")),
-        probabilities=p.get("probs"),
-        expected_grade=p.get("expected_grade"),
-        confidence=p.get("confidence"),
+        reason=p.reason
+        if p.valid or record.get("not_rated")
+        else GBM_ALONE[language].format(reason=p.reason)
+        if p.grade is not None  # served gradient boosting alone: the answer's failure costs no grade
+        else refusal(p.reason, lacking, methodology, record["rule_grade"], record.get("gbm_grade")),
+        probabilities=p.probs,
+        expected_grade=p.expected_grade,
+        confidence=p.confidence,
         served_from=said,
         rule_grade=record["rule_grade"],
         rule_score=None if record["rule_score"] is None else round(record["rule_score"], 2),
@@ -170,7 +170,7 @@ def build(
         peers=record["peers"],
         percentiles=percentiles(record["evidence"], methodology),
         missing_criteria=lacking,
-        unsupported=list(p.get("unsupported") or []),
+        unsupported=list(p.unsupported or ()),
         flags=flags(record, lacking, p, methodology, pillars),
         pillars=pillars,
     )

@@ -129,7 +129,7 @@ def served_from(rule: DecisionRule, prediction: Prediction, language: str = "en"
     and the grade the model wrote.
 
     >>> rule = DecisionRule("stack", confidence="pooled", pool=(0.2, 0.6), chosen="stack/score/expected")
-    >>> said = served_from(rule, {"grade": 4, "written_grade": 3})
+    >>> said = served_from(rule, Prediction(grade=4, written_grade=3))
     >>> said["weights"], said["summary"]
     ({'language_model': 0.25, 'gradient_boosting': 0.75}, "the language model's grade probabilities (25%) pooled \
 with gradient boosting's (75%)")
@@ -138,6 +138,6 @@ with gradient boosting's (75%)")
         "serves": rule.serves,
         "weights": rule.weights,
         "summary": served_words(rule, language),
-        "written_grade": prediction["written_grade"],
+        "written_grade": prediction.written_grade,
         "rule": rule.chosen,
     }

@@ -144,24 +144,26 @@ def evaluation_quality(rows: list[dict], preds: list[Prediction], methodology: M
     >>> r = example_methodology()
     >>> rows = [{"expert_grade": e, "shown_grade": 4, "rule_grade": 4, "evidence": {"sharpe_3y": 85, "cost": 15}}
     ...         for e in (4, 5)]
-    >>> preds = [{"grade": 4, "reasoning": "Sharpe ratio top 20%; ongoing cost bottom 20%", "stated": 0.8},
-    ...          {"grade": 5, "reasoning": "Sharpe ratio top 10%", "stated": 0.6}]
+    >>> said = [("Sharpe ratio top 20%; ongoing cost bottom 20%", 4, 0.8), ("Sharpe ratio top 10%", 5, 0.6)]
+    >>> preds = [Prediction(grade=g, written_grade=g, reasoning=t, stated=c) for t, g, c in said]
     >>> evaluation_quality(rows, preds, r)
     {'complete': 0.5, 'misstated': 0.3333, 'stated_brier': 0.1, 'departure_gain': 0.5, 'evaluation': 0.2334}
     """
     found = claims.summary(
-        [p.get("reasoning") for p in preds],
+        [p.reasoning for p in preds],
         [r.get("evidence") or {} for r in rows],
         methodology,
-        [p.get("grade") for p in preds],
+        [p.grade for p in preds],
         [r.get("rule_grade") for r in rows],
     )
     stated = [
-        (p["stated"] if p.get("grade") is not None else 1.0, p.get("grade") == r["expert_grade"])
+        (p.stated if p.grade is not None and p.stated is not None else 1.0, p.grade == r["expert_grade"])
         for p, r in zip(preds, rows)
-        if "stated" in p or p.get("grade") is None
+        if p.stated is not None or p.grade is None
     ]
-    brier = sum((c - float(ok)) ** 2 for c, ok in stated) / len(stated) if any("stated" in p for p in preds) else 0.0
+    brier = (
+        sum((c - float(ok)) ** 2 for c, ok in stated) / len(stated) if any(p.stated is not None for p in preds) else 0.0
+    )
     moved = agreement.departures(rows, preds)
     parts = {
         "complete": found["complete"] or 0.0,
@@ -228,7 +230,7 @@ def greedy_validation_callback(
             found = agreement.metrics(rows, preds, methodology.grades)
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
             gone, top, top_share = collapsed(
-                [p["grade"] for p in preds], [r["expert_grade"] for r in rows], collapse_share
+                [p.grade for p in preds], [r["expert_grade"] for r in rows], collapse_share
             )
             greedy["eval_greedy_top_grade"] = float(top) if top is not None else 0.0
             greedy["eval_greedy_top_share"] = top_share

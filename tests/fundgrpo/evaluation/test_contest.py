@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from fundgrpo.evaluation import calibration, contest
+from fundgrpo.methodology.answers import Prediction
 
 GRADES = [1, 2, 3, 4, 5]
 
@@ -69,18 +70,18 @@ def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
     fit = choose(expert, lm, gbm, groups, serve="stack")
     rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
     preds = [
-        {"grade": (g := int(np.argmax(p)) + 1), "written_grade": g, "valid": True, "beliefs": {"score": p}} for p in lm
+        Prediction(grade=(g := int(np.argmax(p)) + 1), written_grade=g, valid=True, beliefs={"score": p}) for p in lm
     ]
-    preds[0] = {"grade": None, "written_grade": None, "valid": False, "beliefs": None}  # an invalid answer
+    preds[0] = Prediction(grade=None, written_grade=None, valid=False)  # an invalid answer
     parts = contest.parts(rows, preds, fit, GRADES)
     assert set(parts) == {"alone", "stack", "gbm_rule"}
-    assert parts["alone"][0]["grade"] is None and parts["gbm_rule"][0]["grade"] is not None  # GBM needs no answer
+    assert parts["alone"][0].grade is None and parts["gbm_rule"][0].grade is not None  # GBM needs no answer
     rule = calibration.DecisionRule.of(fit)
     served = contest.applied(rows, preds, rule, GRADES)
     s = contest.served(rows, served, parts["gbm_rule"], rule, GRADES)
-    apart = [i for i in range(len(rows)) if served[i]["grade"] not in (None, parts["gbm_rule"][i]["grade"])]
+    apart = [i for i in range(len(rows)) if served[i].grade not in (None, parts["gbm_rule"][i].grade)]
     assert s["departures"]["n"] == len(apart) > 0
-    assert s["departures"]["right"] == sum(served[i]["grade"] == expert[i] for i in apart)
+    assert s["departures"]["right"] == sum(served[i].grade == expert[i] for i in apart)
     assert s["serves"] == "stack" and s["weights"] == rule.weights == fit["weights"] and s["chosen"] == fit["chosen"]
 
 
@@ -90,8 +91,8 @@ def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):
     fit = contest.fit_choice(expert.tolist(), [None] * len(expert), {}, GRADES, "gbm", gbm=gbm, groups=groups)
     assert set(fit["by_source"]) == {"gbm"}
     rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
-    graded = contest.parts(rows, [{"grade": None}] * len(rows), fit, GRADES)["gbm_rule"]
-    assert all(p["grade"] in GRADES for p in graded)
+    graded = contest.parts(rows, [Prediction(grade=None, written_grade=None)] * len(rows), fit, GRADES)["gbm_rule"]
+    assert all(p.grade in GRADES for p in graded)
 
 
 def test_a_fitted_rule_is_served_only_when_it_beats_the_plain_grade_by_more_than_its_noise(funds):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.params import load_params
 from fundgrpo.serving.batch import evaluate
@@ -61,13 +62,13 @@ def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, monke
     record = prompt_records(reference, methodology, params.prepare, only=[reference["share_class_id"].iloc[0]])[0]
     low = [0.6, 0.3, 0.05, 0.03, 0.02]  # gradient boosting: grade 1
     record = {**record, "gbm_probs": low}
-    wrote = {"grade": 5, "written_grade": 5, "score": 95.0, "reasoning": "Excellent. Sharpe ratio top 10%",
-             "valid": True, "reason": None, "text": "", "unsupported": []}  # fmt: skip
+    wrote = Prediction(grade=5, written_grade=5, score=95.0, reasoning="Excellent. Sharpe ratio top 10%",
+                       valid=True, unsupported=())  # fmt: skip
     rule = calibration.DecisionRule.of(fit)
-    decided = {**wrote, **calibration.decide([0.01, 0.01, 0.03, 0.15, 0.8], 5, rule, methodology.grades, low)}
-    assert decided["grade"] < 5
+    decided = wrote.decided(calibration.decide([0.01, 0.01, 0.03, 0.15, 0.8], 5, rule, methodology.grades, low))
+    assert decided.grade < 5
     e = evaluation.build(record, decided, rule, methodology, "A fund", "", params.evaluate)
-    assert e.grade_note.startswith(f"Grade {decided['grade']} is {words}")
+    assert e.grade_note.startswith(f"Grade {decided.grade} is {words}")
     assert "the evaluation's text is the language model's, written for grade 5" in e.grade_note
     row = evaluation.as_row(e, methodology.grades)
     assert row["grade_note"] == e.grade_note and row["written_grade"] == 5

@@ -13,6 +13,7 @@ from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.methodology import citations, claims
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import preparation as prepare
+from fundgrpo.methodology.answers import Prediction
 from fundgrpo.params import ParamsError, PrepareParams, SyntheticParams
 from tests.support import REPO
 
@@ -45,7 +46,7 @@ def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
     answer = json.loads(first["reference"])
     assert claims.misstated(answer["reasoning"], first["evidence"], methodology, answer["grade"], None) == []
     # the rule scorer gives no grade for it: a miss in the backtest, not a made-up middle grade
-    assert rule_predictions([first])[0] == {"grade": None, "written_grade": None, "score": None, "valid": False}
+    assert rule_predictions([first])[0] == Prediction(grade=None, written_grade=None, score=None, valid=False)
 
 
 @pytest.mark.parametrize("methodology", ["default.yaml", "default_ko.yaml"])

@@ -11,6 +11,7 @@ from fundgrpo.data import documents, ingestion, synthetic, synthetic_documents
 from fundgrpo.evaluation import statistical
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import preparation as prepare
+from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.splits import split_of
 from fundgrpo.params import BaselineParams, EvidenceParams, IngestParams, Params, PrepareParams, SyntheticParams
 from fundgrpo.serving import champion
@@ -35,7 +36,10 @@ def test_prompt_records_cover_unrated_rows_with_the_training_prompts():
     few = champion.prompt_records(batch, methodology, PrepareParams(), only=wanted)
     assert few == [r for r in records if r["share_class_id"] in wanted]
 
-    predictions = [{"grade": r["rule_grade"], "score": r["rule_score"], "valid": True} for r in records]
+    predictions = [
+        Prediction(grade=r["rule_grade"], written_grade=r["rule_grade"], score=r["rule_score"], valid=True)
+        for r in records
+    ]
     scored = champion.scored(records, predictions, methodology)
     used = [r for r in records if r["labelled"] and r["split"] == "test"]
     assert scored["n"] == len(used) > 0
