@@ -444,7 +444,7 @@ def figures(runs: list[dict]) -> dict:
         found = {m: over_seeds(runs, a, b, m, grades) for m in ("exact", "qwk")}
         if found["exact"] is not None:
             out["differences"][f"{a}-{b}"] = found
-    if any("grpo_claims" in run["funds"][0] for run in runs):  # runs that carry the claims check
+    if any(run["funds"][0].get("grpo_claims") is not None for run in runs):  # runs that carry the claims check
         out["faithful"] = {m: f for m in FAITHFUL if (f := faithful_over_seeds(runs, m, grades, n=500)) is not None}
     named = [k for k in ROWS if all(k in (run["summary"].get("departures") or {}) for run in runs)]
     out["departures"] = {}

@@ -46,7 +46,9 @@ def main() -> None:
             )
         for name in ("grpo", "gbm"):  # reliability diagrams: the policy's confidence and gradient boosting's
             io.write_json(reliability(rows, predictions[name], methodology.grades), plots / f"reliability_{name}.json")
-        io.write_jsonl(per_fund(rows, predictions), Path(p.backtest.report_dir) / "predictions.jsonl")
+        io.write_jsonl(
+            [f.as_dict() for f in per_fund(rows, predictions)], Path(p.backtest.report_dir) / "predictions.jsonl"
+        )
         shown = {k: v for k, v in predictions.items() if k in PLOTTED}
         plot_confusions(rows, shown, methodology.grades, Path(p.backtest.report_dir) / "confusion.png")
         io.write_json(result, p.backtest.metrics)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.data import analyst_labels
+from fundgrpo.evaluation.report import FundRow
 from fundgrpo.serving import review
 
 COLUMNS = [
@@ -211,37 +212,38 @@ def _state(row: dict) -> str:
     return "needs an analyst" if row.get("needs_analyst") is True else "evaluated"
 
 
-def needs_review(row: dict, rule) -> bool:
+def needs_review(row: FundRow, rule) -> bool:
     """A tested fund an analyst should look at, by the review queue's rule (fundgrpo/serving/review.py).
 
     >>> from fundgrpo.params import EvaluateParams
+    >>> from fundgrpo.evaluation.report import Graded
     >>> rule = EvaluateParams(review_below=0.5, disagree_by=2)
-    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.4}, rule)
-    True
-    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.9, "rule_grade": 1}, rule)
-    True
-    >>> needs_review({"grpo_valid": True, "grpo_grade": 3, "grpo_confidence": 0.9, "gbm_grade": 2}, rule)
+    >>> def row(**graded): return FundRow("A", "F", "Bond", 3, graded={"grpo": Graded(3, True, 0.9), **graded})
+    >>> needs_review(row(grpo=Graded(3, True, 0.4)), rule), needs_review(row(rule=Graded(1)), rule)
+    (True, True)
+    >>> needs_review(row(gbm=Graded(2)), rule)
     False
     """
+    served, methodology, gbm = (row.graded.get(k) for k in ("grpo", "rule", "gbm"))
     evaluation = {
-        "grade": row.get("grpo_grade") if row.get("grpo_valid", True) else None,
-        "valid": row.get("grpo_valid", True),
-        "confidence": row.get("grpo_confidence"),
-        "rule_grade": row.get("rule_grade"),
-        "gbm_grade": row.get("gbm_grade"),
+        "grade": served.grade if served and served.valid else None,
+        "valid": served.valid if served else True,
+        "confidence": served.confidence if served else None,
+        "rule_grade": methodology.grade if methodology else None,
+        "gbm_grade": gbm.grade if gbm else None,
     }
     return bool(review.why(evaluation, rule))
 
 
-def backtest_evaluations(predictions: list[dict], when: str, version: str, rule) -> pd.DataFrame:
+def backtest_evaluations(predictions: list[FundRow], when: str, version: str, rule) -> pd.DataFrame:
     """The shown version's backtest evaluations of its test funds, as the book holds evaluations
     (`book.EVALUATION`): a fund the Funds page grades is never "not evaluated" in the book. `when`:
     when the version was made; `version`: its name (`vN`, or the workspace's run).
 
     >>> from fundgrpo.params import EvaluateParams
-    >>> rows = [{"share_class_id": "A", "category": "Bond", "grpo_grade": 4, "grpo_valid": True,
-    ...          "grpo_confidence": 0.9, "grpo_probs": [0.0, 0.0, 0.1, 0.9, 0.0],
-    ...          "grpo_text": '{"grade": 4, "score": 80, "reasoning": "Above average."}'}]
+    >>> rows = [FundRow.of({"share_class_id": "A", "fund_id": "F", "category": "Bond", "expert_grade": 4,
+    ...          "grpo_grade": 4, "grpo_valid": True, "grpo_confidence": 0.9, "grpo_probs": [0.0, 0.0, 0.1, 0.9, 0.0],
+    ...          "grpo_text": '{"grade": 4, "score": 80, "reasoning": "Above average."}'})]
     >>> e = backtest_evaluations(rows, "2026-11-03T00:00:00+00:00", "v2", EvaluateParams()).iloc[0]
     >>> int(e["grade"]), e["reasoning"], e["source"], e["probabilities"]["4"]
     (4, 'Above average.', 'backtest v2', 0.9)
@@ -249,19 +251,19 @@ def backtest_evaluations(predictions: list[dict], when: str, version: str, rule)
     out = []
     for r in predictions:
         try:
-            answer = json.loads(r.get("grpo_text") or "{}")
+            answer = json.loads(r.served.text or "{}")
         except json.JSONDecodeError:
             answer = {}
-        probs = r.get("grpo_probs")
+        probs = r.served.probs
         out.append(
             {
-                "share_class_id": str(r["share_class_id"]),
-                "category": r.get("category"),
-                "grade": r.get("grpo_grade"),
-                "confidence": r.get("grpo_confidence"),
+                "share_class_id": str(r.share_class_id),
+                "category": r.category,
+                "grade": r.served.grade,
+                "confidence": r.served.confidence,
                 "needs_analyst": needs_review(r, rule),
                 "review": "",
-                "reason": r.get("grpo_reason"),
+                "reason": r.served.reason,
                 "evaluated_at": when,
                 "model_version": version,
                 "source": f"backtest {version}",

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from fundgrpo.evaluation.report import FundRow
 from fundgrpo.methodology.citations import (
     JUDGEMENT_WORDS,
     NO_DOCUMENTS,
@@ -98,12 +99,12 @@ def rows(pillars: tuple[PillarJudgement, ...], m: Methodology, language: str) ->
     return pd.DataFrame(out)
 
 
-def pillars_of(row: dict | None, entry: dict, record: dict, m: Methodology) -> tuple[PillarJudgement, ...]:
+def pillars_of(row: FundRow | None, entry: dict, record: dict, m: Methodology) -> tuple[PillarJudgement, ...]:
     """The pillars the page shows: the tested answer's (`row`, checked against the documents its prompt
     showed), else the latest stored evaluation's (`entry`: the API's list or the batch file's JSON)."""
     if row is not None:
         try:
-            answer = json.loads(row.get("grpo_text") or "{}")
+            answer = json.loads(row.served.text or "{}")
         except json.JSONDecodeError:
             answer = {}
         said = answer.get("pillars") if isinstance(answer, dict) else None

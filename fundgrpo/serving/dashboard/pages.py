@@ -21,6 +21,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from fundgrpo.evaluation.calibration import DecisionRule
+from fundgrpo.evaluation.report import FundRow
 from fundgrpo.evaluation.story import served_words, written_note
 from fundgrpo.serving.dashboard import book, charts, citing, tables
 from fundgrpo.serving.dashboard import workspace as wsm
@@ -235,7 +236,7 @@ def book_page() -> None:
 def fund_page() -> None:
     st.title(T["fund"])
     table = book_table()
-    tested = [str(r["share_class_id"]) for r in FIG.predictions]
+    tested = [str(r.share_class_id) for r in FIG.predictions]
     ids = tested + sorted(set(table["share_class_id"]) - set(tested))  # the tested first, as before
     if not ids:
         st.info(T["no_run"])
@@ -253,13 +254,13 @@ def fund_page() -> None:
         format_func=lambda i: f"{names.get(i)} · {i}",
     )
     st.query_params["id"] = sid
-    row = next((r for r in FIG.predictions if str(r["share_class_id"]) == sid), None)
+    row = next((r for r in FIG.predictions if str(r.share_class_id) == sid), None)
     found = table[table["share_class_id"] == sid]
     entry = found.iloc[0].to_dict() if len(found) else {}
     record = records().get(sid, {})
     st.header(names.get(sid) or sid)
-    category = category_words((row or entry).get("category") or record.get("category"), WS.language())
-    label = (row or record).get("label_source")
+    category = category_words((row.category if row else entry.get("category")) or record.get("category"), WS.language())
+    label = row.label_source if row else record.get("label_source")
     split = T.get(f"split_{record.get('split')}")
     said = [sid, category, split, f"{T['label_now']}: {T.get(label, label)}" if label else None]
     st.caption(" · ".join(str(x) for x in said if x and not (isinstance(x, float) and pd.isna(x))))
@@ -301,39 +302,39 @@ def fund_page() -> None:
             st.dataframe(tables.dashed(tables.worded(pd.DataFrame(decisions), T)), hide_index=True, width="stretch")
 
 
-def tested_grades(row: dict, entry: dict) -> None:
+def tested_grades(row: FundRow, entry: dict) -> None:
     """A tested share class: every evaluator's grade, the served probabilities, the reasoning (with whose
     grade is served where the text was written for another) and flags; `entry`, its row of the book, says
     whether an analyst has decided it since."""
     st.subheader(T["grades"])
     st.dataframe(tables.dashed(tables.grades_table(row, T, NAMES)), hide_index=True, width="stretch")
-    if row.get("grpo_probs"):
+    served, rule = row.served, FIG.rule or DecisionRule()
+    if served.probs:
         st.markdown(f"**{T['probabilities']}**")
-        st.altair_chart(charts.probabilities(row["grpo_probs"], T), width="stretch")
+        st.altair_chart(charts.probabilities(served.probs, T), width="stretch")
         m = WS.methodology()
         grades_of = m.grades if m else [1, 2, 3, 4, 5]
-        note = grade_note(row.get("grpo_grade"), row["grpo_probs"], grades_of, row.get("grpo_expected_grade"),
-                          FIG.rule or DecisionRule(), WS.language())  # fmt: skip
+        note = grade_note(served.grade, served.probs, grades_of, served.expected_grade, rule, WS.language())
         if note:  # the grade its own chart does not put first: said in words, beside the chart
             st.info(f"**{T['why_grade']}:** {note}")
     st.subheader(T["reasoning"])
     try:
-        answer = json.loads(row.get("grpo_text") or "{}")
+        answer = json.loads(served.text or "{}")
     except json.JSONDecodeError:
         answer = {}
     answer = answer if isinstance(answer, dict) else {}
-    whose = written_note(row.get("grpo_grade"), answer.get("grade"), FIG.rule or DecisionRule(), WS.language())
+    whose = written_note(served.grade, answer.get("grade"), rule, WS.language())
     if whose:  # the text argues for another grade than the one served: said before it is read
         st.warning(f"**{T['whose_grade']}:** {whose}")
     st.write(answer.get("reasoning") or "—")
     decided = entry.get("state") == "decided"
     flags = [T["needs_analyst"]] if wsm.needs_review(row, WS.params.evaluate) and not decided else []
-    if row.get("grpo_reason"):
-        flags.append(str(row["grpo_reason"]))
-    if row.get("grpo_unsupported"):  # the claims check's finding, in the methodology's words
+    if served.reason:
+        flags.append(str(served.reason))
+    if served.unsupported:  # the claims check's finding, in the methodology's words
         m = WS.methodology()
         named = {c.id: m.label(c) for c in m.named} if m else {}
-        said = [T["misstated_verdict"] if cid == "verdict" else named.get(cid, cid) for cid in row["grpo_unsupported"]]
+        said = [T["misstated_verdict"] if cid == "verdict" else named.get(cid, cid) for cid in served.unsupported]
         flags.append(f"{T['misstated']}: {', '.join(said)}")
     if flags:
         st.warning(" · ".join(flags))

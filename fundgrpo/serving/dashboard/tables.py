@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fundgrpo.evaluation.report import FundRow
+
 # A table's columns as the page names them in its language (the labels' keys): the history tables'.
 COLUMN_WORDS = {
     "version": "version", "model": "model", "confidence": "confidence", "expert": "expert",
@@ -105,25 +107,21 @@ def latest_table(entry: dict, t: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"": list(clean), " ": list(clean.values())})
 
 
-def grades_table(row: dict, t: dict[str, str], names: dict[str, str]) -> pd.DataFrame:
+def grades_table(row: FundRow, t: dict[str, str], names: dict[str, str]) -> pd.DataFrame:
     """A tested share class's grade by each evaluator (`names`: the evaluators in words), the expert's first;
     not the untrained base, which no analyst weighs.
 
     >>> t = {"evaluator": "E", "expert": "Expert", "grade": "G", "confidence": "C"}
-    >>> row = {"expert_grade": 3, "grpo_grade": 4, "grpo_confidence": 0.6}
+    >>> from fundgrpo.evaluation.report import FundRow, Graded
+    >>> row = FundRow("A", "F", "Bond", 3, graded={"grpo": Graded(4, True, 0.6)})
     >>> grades_table(row, t, {"grpo": "Served"})["G"].tolist()
     [3, 4]
     """
-    grades = [{t["evaluator"]: t["expert"], t["grade"]: row.get("expert_grade"), t["confidence"]: None}]
+    grades = [{t["evaluator"]: t["expert"], t["grade"]: row.expert_grade, t["confidence"]: None}]
     for key in ("grpo", "sft", "rule", "gbm"):
-        if f"{key}_grade" in row:
-            grades.append(
-                {
-                    t["evaluator"]: names[key],
-                    t["grade"]: row.get(f"{key}_grade"),
-                    t["confidence"]: row.get(f"{key}_confidence"),
-                }
-            )
+        if key in row.graded:
+            g = row.graded[key]
+            grades.append({t["evaluator"]: names[key], t["grade"]: g.grade, t["confidence"]: g.confidence})
     return pd.DataFrame(grades).astype({t["grade"]: "Int64"})
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from fundgrpo.data import analyst_labels, peers
 from fundgrpo.evaluation import agreement, calibration
+from fundgrpo.evaluation.report import FundRow
 from fundgrpo.methodology.compiler import Methodology, load_methodology
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
@@ -41,7 +42,7 @@ class Figures:
     version: int | None  # None: this workspace's files (no registry)
     aliases: list[str]
     backtest: dict | None
-    predictions: list[dict]
+    predictions: list[FundRow]  # the backtest's per-fund file
     curves: list[dict] = field(default_factory=list)  # {"step", "reward", "<name>_reward", ...}
     rule: calibration.DecisionRule | None = None  # the decision rule that served each grade (None: not logged)
 
@@ -131,7 +132,7 @@ class Workspace:
                 backtest = json.loads(local[self.params.backtest.metrics].read_text(encoding="utf-8"))
             if self._predictions_path() in local:
                 rows = local[self._predictions_path()].read_text(encoding="utf-8").splitlines()
-                predictions = [json.loads(line) for line in rows]
+                predictions = [FundRow.of(json.loads(line)) for line in rows]
             if fit_file in local:
                 rule = calibration.DecisionRule.of(json.loads(local[fit_file].read_text(encoding="utf-8")))
         run = client.get_run(entry["run_id"])
@@ -156,7 +157,9 @@ class Workspace:
             last.get("version"),
             [last["alias"]] if last.get("alias") else [],
             json.loads(metrics.read_text(encoding="utf-8")) if metrics.exists() else None,
-            [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()] if rows.exists() else [],
+            [FundRow.of(json.loads(line)) for line in rows.read_text(encoding="utf-8").splitlines()]
+            if rows.exists()
+            else [],
             json.loads(curves.read_text(encoding="utf-8")) if curves.exists() else [],
             calibration.DecisionRule.of(json.loads(fit.read_text(encoding="utf-8"))) if fit.exists() else None,
         )
@@ -245,15 +248,16 @@ def stored_evaluations(url: str, share_class_id: str) -> list[dict]:
 
 
 def fund_table(
-    predictions: list[dict], funds: pd.DataFrame, rule, decided: set[str] | frozenset = frozenset()
+    predictions: list[FundRow], funds: pd.DataFrame, rule, decided: set[str] | frozenset = frozenset()
 ) -> pd.DataFrame:
     """One row per tested share class: name, category, expert, model (and its direction), confidence,
     the methodology's and gradient boosting's grades, whether it needs an analyst (the queue's rule;
     never a share class in `decided`, which an analyst has settled since).
 
     >>> from fundgrpo.params import EvaluateParams
-    >>> rows = [{"share_class_id": "A", "category": "Bond", "expert_grade": 3, "grpo_grade": 4,
-    ...          "grpo_valid": True, "grpo_confidence": 0.4, "rule_grade": 4, "gbm_grade": 3}]
+    >>> rows = [FundRow.of({"share_class_id": "A", "fund_id": "F", "category": "Bond", "expert_grade": 3,
+    ...          "grpo_grade": 4, "grpo_valid": True, "grpo_confidence": 0.4, "rule_grade": 4, "rule_valid": True,
+    ...          "gbm_grade": 3, "gbm_valid": True})]
     >>> t = fund_table(rows, pd.DataFrame({"share_class_id": ["A"], "name": ["Alpha Bond"]}), EvaluateParams())
     >>> t.loc[0, "name"], int(t.loc[0, "direction"]), bool(t.loc[0, "needs_analyst"])
     ('Alpha Bond', 1, True)
@@ -263,19 +267,19 @@ def fund_table(
     names = dict(zip(funds["share_class_id"].astype(str), funds["name"])) if "name" in funds else {}
     out = []
     for r in predictions:
-        grade, expert = r.get("grpo_grade"), r.get("expert_grade")
+        grade, expert = r.served.grade, r.expert_grade
         out.append(
             {
-                "share_class_id": str(r["share_class_id"]),
-                "name": names.get(str(r["share_class_id"]), ""),
-                "category": r.get("category"),
+                "share_class_id": str(r.share_class_id),
+                "name": names.get(str(r.share_class_id), ""),
+                "category": r.category,
                 "expert": expert,
                 "model": grade,
                 "direction": None if grade is None or expert is None else (grade > expert) - (grade < expert),
-                "confidence": r.get("grpo_confidence"),
-                "rule": r.get("rule_grade"),
-                "gbm": r.get("gbm_grade"),
-                "needs_analyst": needs_review(r, rule) and str(r["share_class_id"]) not in decided,
+                "confidence": r.served.confidence,
+                "rule": r.grade_of("rule"),
+                "gbm": r.grade_of("gbm"),
+                "needs_analyst": needs_review(r, rule) and str(r.share_class_id) not in decided,
             }
         )
     return pd.DataFrame(out, columns=list(FUND_COLUMNS))
@@ -377,62 +381,64 @@ def version_history(share_class_id: str, figures: list[Figures]) -> pd.DataFrame
     """The share class's grade by each version that tested it (its expert grade beside)."""
     out = []
     for f in figures:
-        row = next((r for r in f.predictions if str(r["share_class_id"]) == share_class_id), None)
+        row = next((r for r in f.predictions if str(r.share_class_id) == share_class_id), None)
         if row is not None:
             out.append(
                 {
                     "version": f.version,
-                    "model": row.get("grpo_grade"),
-                    "confidence": row.get("grpo_confidence"),
-                    "expert": row.get("expert_grade"),
+                    "model": row.served.grade,
+                    "confidence": row.served.confidence,
+                    "expert": row.expert_grade,
                 }
             )
     return pd.DataFrame(out, columns=["version", "model", "confidence", "expert"])
 
 
-def reliability(predictions: list[dict], key: str = "grpo", bins: int = 10) -> pd.DataFrame:
+def reliability(predictions: list[FundRow], key: str = "grpo", bins: int = 10) -> pd.DataFrame:
     """Confidence against accuracy per bin (`calibration.reliability`, the backtest's): an invalid answer
     counts at confidence 0, wrong, as the backtest counts it.
 
-    >>> rows = [{"expert_grade": 3, "grpo_grade": 3, "grpo_confidence": 0.95},
-    ...         {"expert_grade": 3, "grpo_grade": 2, "grpo_confidence": 0.91},
-    ...         {"expert_grade": 3, "grpo_grade": None, "grpo_confidence": None}]
+    >>> from fundgrpo.evaluation.report import Graded
+    >>> said = (Graded(3, True, 0.95), Graded(2, True, 0.91), Graded(None, False))
+    >>> rows = [FundRow("A", "F", "Bond", 3, graded={"grpo": g}) for g in said]
     >>> reliability(rows).to_dict("records")
     [{'bin': '0.0-0.1', 'confidence': 0.0, 'accuracy': 0.0, 'funds': 1}, {'bin': '0.9-1.0', 'confidence': 0.93, 'accuracy': 0.5, 'funds': 2}]
     """  # noqa: E501
-    rows = [r for r in predictions if r.get("expert_grade") is not None and f"{key}_grade" in r]
-    if not any(r.get(f"{key}_confidence") is not None for r in rows):
+    said = [(r.expert_grade, r.graded[key]) for r in predictions if r.expert_grade is not None and key in r.graded]
+    if not any(g.confidence is not None for _, g in said):
         return pd.DataFrame(columns=["bin", "confidence", "accuracy", "funds"])
-    confidence = [float(r.get(f"{key}_confidence") or 0.0) for r in rows]
-    correct = [r[f"{key}_grade"] is not None and int(r[f"{key}_grade"]) == int(r["expert_grade"]) for r in rows]
+    confidence = [float(g.confidence or 0.0) for _, g in said]
+    correct = [g.grade is not None and int(g.grade) == int(expert) for expert, g in said]
     found = calibration.reliability(confidence, correct, bins)
     return pd.DataFrame(found, columns=["bin", "confidence", "accuracy", "funds"])
 
 
-def confusion(predictions: list[dict], key: str, grades: list[int]) -> pd.DataFrame:
+def confusion(predictions: list[FundRow], key: str, grades: list[int]) -> pd.DataFrame:
     """Counts of (expert, predicted) for evaluator `key`, long, the empty cells left out
     (`agreement.confusion`, the backtest's: an invalid answer is predicted "invalid").
 
-    >>> confusion([{"expert_grade": 3, "grpo_grade": None}], "grpo", [1, 2, 3]).to_dict("records")
+    >>> from fundgrpo.evaluation.report import Graded
+    >>> row = FundRow("A", "F", "Bond", 3, graded={"grpo": Graded(None, False)})
+    >>> confusion([row], "grpo", [1, 2, 3]).to_dict("records")
     [{'expert': '3', 'predicted': 'invalid', 'funds': 1}]
     """
-    rows = [r for r in predictions if r.get("expert_grade") is not None and f"{key}_grade" in r]
-    table = agreement.confusion([r["expert_grade"] for r in rows], [r[f"{key}_grade"] for r in rows], grades)
+    rows = [r for r in predictions if r.expert_grade is not None and key in r.graded]
+    table = agreement.confusion([r.expert_grade for r in rows], [r.graded[key].grade for r in rows], grades)
     long = table.stack().rename("funds").reset_index()
     long.columns = ["expert", "predicted", "funds"]
     long = long[long["funds"] > 0].astype({"expert": str, "predicted": str, "funds": int})
     return long.reset_index(drop=True)
 
 
-def distribution(predictions: list[dict]) -> pd.DataFrame:
+def distribution(predictions: list[FundRow]) -> pd.DataFrame:
     """How many share classes each evaluator (and the experts) gave each grade; the untrained base
     model, whose answers are mostly invalid, is left out (the backtest table has it)."""
     out: dict[tuple[str, str], int] = {}
     for r in predictions:
-        for who, key in (("expert", "expert_grade"), *((e, f"{e}_grade") for e in GRADES if e != "base")):
-            if key in r:
-                g = "invalid" if r[key] is None else str(r[key])
-                out[(who, g)] = out.get((who, g), 0) + 1
+        given = [("expert", r.expert_grade), *((e, r.graded[e].grade) for e in GRADES if e != "base" and e in r.graded)]
+        for who, grade in given:
+            g = "invalid" if grade is None else str(grade)
+            out[(who, g)] = out.get((who, g), 0) + 1
     return pd.DataFrame([{"evaluator": w, "grade": g, "funds": n} for (w, g), n in out.items()])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fundgrpo.evaluation.report import FundRow, Graded
 from fundgrpo.serving.dashboard import charts
 from fundgrpo.serving.dashboard import workspace as wsm
 from fundgrpo.serving.dashboard.labels import LABELS
@@ -13,7 +14,10 @@ T = LABELS["en"]
 
 
 def test_confusion_heatmap_orders_grades_and_writes_counts():
-    rows = [{"expert_grade": e, "grpo_grade": p} for e, p in ((5, 5), (1, 2), (3, None), (10, 1))]
+    rows = [
+        FundRow("A", "F", "Bond", e, graded={"grpo": Graded(p, p is not None)})
+        for e, p in ((5, 5), (1, 2), (3, None), (10, 1))
+    ]
     spec = charts.confusion_heatmap(wsm.confusion(rows, "grpo", [1, 2, 3, 4, 5]), "GRPO").to_dict()
     rect, text = spec["layer"]
     assert rect["mark"]["type"] == "rect" and text["mark"]["type"] == "text"
@@ -48,7 +52,10 @@ def test_reward_curves_draw_the_total_and_each_named_reward():
 
 
 def test_grade_distribution_counts_invalid_answers_apart():
-    rows = [{"expert_grade": 3, "grpo_grade": None, "rule_grade": 3}, {"expert_grade": 3, "grpo_grade": 3}]
+    rows = [
+        FundRow("A", "F", "Bond", 3, graded={"grpo": Graded(None, False), "rule": Graded(3)}),
+        FundRow("B", "F", "Bond", 3, graded={"grpo": Graded(3)}),
+    ]
     frame = wsm.distribution(rows)
     assert set(map(tuple, frame.values.tolist())) == {("expert", "3", 2), ("grpo", "invalid", 1), ("grpo", "3", 1),
                                                       ("rule", "3", 1)}  # fmt: skip
