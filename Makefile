@@ -62,21 +62,21 @@ browser: ## install Chromium and its driver for the browser tests (Debian/Ubuntu
 api: setup ## serve the REST API on 127.0.0.1:8000 (docs at /docs; keys: python -m fundgrpo.serving.api add-key)
 	$(PY) -m fundgrpo.serving.api serve --host 127.0.0.1 --port 8000
 
-bench: setup ## the benchmarks (benchmarks/run.sh)
-	bash benchmarks/run.sh
+bench: setup ## the benchmarks (benchmarks/time/run.sh)
+	bash benchmarks/time/run.sh
 
 # The generated pages, after a recorded run or an edit to the notes they are built from.
 pages: setup ## regenerate the current benchmark pages and the README's figures (CI compares the README)
-	$(PY) benchmarks/make_run.py report
+	$(PY) benchmarks/time/make_run.py report
 	$(PY) tools/readme.py
 
 # The research record (research/README.md): its pages from the recorded runs and notes, then the check
 # that each is what they generate (kept out of make test: CI checks the product).
 research: setup ## regenerate and check the research pages (research/README.md: experiments, runs, notes)
-	$(PY) benchmarks/hotspots.py report
-	$(PY) benchmarks/suite.py report
-	$(PY) benchmarks/seeds.py report
-	$(PY) benchmarks/pretrained_report.py report
+	$(PY) benchmarks/time/hotspots.py report
+	$(PY) benchmarks/time/suite.py report
+	$(PY) benchmarks/contest/seeds.py report
+	$(PY) benchmarks/contest/pretrained_report.py report
 	pytest -q -m research tests/benchmarks
 
 # GRPO sweeps as queued DVC experiments (README "Sweeps"), e.g. make sweep SWEEP_ARGS="--max-steps 20"
@@ -98,7 +98,7 @@ prefect-deploy: setup ## the work pool and the flows' deployments
 	prefect --no-prompt deploy --all
 prefect-worker: setup ## a worker for the fund-grpo pool
 	$(PY) -m flows.worker --pool fund-grpo
-# lean on 2 cores: one worker, no job runner (benchmarks/mlflow_ui.md measures both)
+# lean on 2 cores: one worker, no job runner (benchmarks/time/mlflow_ui.md measures both)
 mlflow-ui: setup ## the MLflow UI on 127.0.0.1:5000 (one worker)
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --host 127.0.0.1 --port 5000 --workers 1 --backend-store-uri sqlite:///mlflow.db
 dashboard: setup ## the analysts' dashboard on 127.0.0.1:8501

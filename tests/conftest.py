@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.suite import file_seconds
+from benchmarks.time.suite import file_seconds
 from fundgrpo.cli import OFFLINE  # noqa: E402  (light: yaml and the thread settings, no stack)
 
 for key, value in OFFLINE.items():
@@ -35,7 +35,7 @@ MORNINGSTAR = REPO.parent / "shared" / "data" / "morningstar_uk_equity_2021-05.c
 # with its outcome into the JSON file this variable names.
 FAULTS_OUT = os.environ.get("FUNDGRPO_FAULTS_OUT")
 ROBUSTNESS_OUT = os.environ.get("FUNDGRPO_ROBUSTNESS_OUT")
-# Where the suite's time goes (`python benchmarks/suite.py run`): each test's start and end on its
+# Where the suite's time goes (`python benchmarks/time/suite.py run`): each test's start and end on its
 # worker, and the CPU its process and the children it waited for used meanwhile, one JSON line each.
 TIMELINE_OUT = os.environ.get("FUNDGRPO_TIMELINE_OUT")
 
@@ -109,7 +109,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     # Under `--dist loadfile --no-loadscope-reorder` (`make test`) workers take files in this order,
     # the longest first, so that short files fill the end (measured: the newest run recorded by
-    # benchmarks/suite.py; a file it did not see counts as a minute if slow, else a second). The costliest
+    # benchmarks/time/suite.py; a file it did not see counts as a minute if slow, else a second). The costliest
     # file that needs the trained repo goes first, so one worker builds it (~1.5 min) while the other
     # runs the long files that do not need it; then the rest, longest first.
     seconds = file_seconds(SUITE_RESULTS)

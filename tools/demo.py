@@ -1,11 +1,11 @@
 """The default demo, end to end in a fresh copy: train and promote, a calm batch, a drifted batch.
 
     python tools/demo.py                  # ~45 min on 2 cores; writes benchmarks/demo.md + research/results/demo.json
-    python tools/demo.py --root RUN       # continue from a kept `benchmarks/pipeline.py --keep` run (step 1 done)
+    python tools/demo.py --root RUN       # continue from a kept `benchmarks/time/pipeline.py --keep` run (step 1 done)
     python tools/demo.py report           # regenerate the page from research/results/demo.json
 
 Each step is the command a user runs (README, docs/operations.md section 4):
-1. `dvc repro` on the embedded default (via `benchmarks/pipeline.py --keep`): the gate compares
+1. `dvc repro` on the embedded default (via `benchmarks/time/pipeline.py --keep`): the gate compares
    the first candidate with the rule scorer;
 2. `python -m monitoring.simulate --months 6 --regime none` + `python -m flows.monitoring_flow`: a calm market;
 3. the same with `--regime vol_spike`: drift, the champion's prediction drift, a relearn, the gate.
@@ -52,7 +52,7 @@ def train(root: Path | None) -> tuple[Path, float | None]:
     """Step 1: a kept `dvc repro` of the default in a fresh copy (or the one given)."""
     if root is not None:
         return root, json.loads((root / "bench.json").read_text())["total_seconds"]
-    out, seconds = _run([sys.executable, str(REPO / "benchmarks/pipeline.py"), "--keep"], REPO)
+    out, seconds = _run([sys.executable, str(REPO / "benchmarks/time/pipeline.py"), "--keep"], REPO)
     return Path(next(l.split("running in ", 1)[1] for l in out.splitlines() if l.startswith("running in "))), seconds
 
 
@@ -179,7 +179,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="?", choices=["run", "report"], default="run")
     ap.add_argument(
-        "--root", type=Path, default=None, help="a kept benchmarks/pipeline.py run of the default (skips step 1)"
+        "--root", type=Path, default=None, help="a kept benchmarks/time/pipeline.py run of the default (skips step 1)"
     )
     args = ap.parse_args()
     if args.what == "run":

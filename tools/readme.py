@@ -4,7 +4,7 @@
     python tools/readme.py --check   # exit 1 when README.md is not what the files give
 
 `metrics/` is the committed `dvc repro` of the embedded default; `research/results/seeds/` holds the
-contest over training seeds collected by `benchmarks/seeds.py` (details: research/seeds.md).
+contest over training seeds collected by `benchmarks/contest/seeds.py` (details: research/seeds.md).
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def demo_line(root: Path) -> list[str]:
 
 
 def documents_line(root: Path) -> list[str]:
-    """The qualitative half: what n-grams read of the synthetic documents (benchmarks/documents_ngrams.py,
-    seeds of the universe) and the contest of one documents run (benchmarks/documents_contest.py)."""
+    """The qualitative half: what n-grams read of the synthetic documents (benchmarks/contest/documents_ngrams.py,
+    seeds of the universe) and the contest of one documents run (benchmarks/contest/documents_contest.py)."""
     results = root / "research" / "results"
     text, contest = results / "documents_ngrams.json", results / "documents_contest.json"
     if not text.exists():
@@ -116,7 +116,8 @@ def documents_line(root: Path) -> list[str]:
     line = (
         f"With documents (`profiles/documents.yaml`: 40 % of the analysts' grade from dated notes and news; "
         f"[docs/pipeline.md](docs/pipeline.md)): the text baseline's QWK over gradient boosting on numbers alone, "
-        f"test funds of {len(runs)} universes (`python benchmarks/documents_ngrams.py`): all {gain('all')}, funds a "
+        f"test funds of {len(runs)} universes (`python benchmarks/contest/documents_ngrams.py`): "
+        f"all {gain('all')}, funds a "
         f"fact touched {gain('touched')}, phrasings held out of training {gain('heldout_phrasing')}, Korean "
         f"{gain('korean')}."
     )
@@ -129,7 +130,8 @@ def documents_line(root: Path) -> list[str]:
         mean = lambda xs: f"{sum(xs) / len(xs):.2f}" if xs else "–"  # noqa: E731
         d = a["served_minus_text_qwk"]
         line += (
-            f" The pipeline over {c['runs']} training seeds ([benchmarks/documents.md](benchmarks/documents.md)): "
+            f" The pipeline over {c['runs']} training seeds "
+            "([benchmarks/contest/documents.md](benchmarks/contest/documents.md)): "
             f"served ({', '.join(sorted(set(map(str, c['served']))))}) QWK {a['served']['qwk']['mean']}, the language "
             f"model alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}, rule "
             f"{a['rule']['qwk']['mean']}; served − text baseline {d['mean']:+.3f} {d['interval']}; the policy's "
@@ -143,8 +145,9 @@ def documents_line(root: Path) -> list[str]:
         ko, d = k["subsets"]["korean"], k["subsets"]["korean"]["served_minus_text_qwk"]
         every = k["subsets"]["all"]["served_minus_text_qwk"]
         line += (
-            f" Evaluated in Korean (`documents-ko`, {k['runs']} seeds, [benchmarks/documents-ko.md]"
-            f"(benchmarks/documents-ko.md)): served − text baseline {every['mean']:+.3f} {every['interval']} on all "
+            f" Evaluated in Korean (`documents-ko`, {k['runs']} seeds, [benchmarks/contest/documents-ko.md]"
+            f"(benchmarks/contest/documents-ko.md)): served − text baseline {every['mean']:+.3f} "
+            f"{every['interval']} on all "
             f"test funds; on the {ko['n']} Korean funds served QWK {ko['served']['qwk']['mean']}, the text baseline "
             f"{ko['text_baseline']['qwk']['mean']}, served − text baseline {d['mean']:+.3f} {d['interval']}."
         )
@@ -156,7 +159,8 @@ def documents_line(root: Path) -> list[str]:
         served = sorted({v["grpo"] for v in r["served"]})
         line += (
             f" Where references are scarce (15 % of training funds, {r['runs']} seeds; "
-            "[benchmarks/scarce_references.md](benchmarks/scarce_references.md)), GRPO − its SFT start: the grade "
+            "[benchmarks/contest/scarce_references.md](benchmarks/contest/scarce_references.md)), "
+            "GRPO − its SFT start: the grade "
             f"the answer writes, QWK {gap('written')}; answers with a grade {gap('valid')}; pillars judged as the "
             f"analysts did {gap('agree')}; citations that are the analysts' sentence {gap('pertinent')}; served "
             f"({', '.join(served)}) {gap('served')}."

@@ -39,7 +39,7 @@ def runnables() -> list[list[str]]:
 
 def test_every_runnable_helps_and_runs_nothing():
     """`--help` prints a usage line and exits 0 for every runnable, and nothing in the checkout changes
-    (tools/robustness.py --help once ran the whole bad-input suite; benchmarks/mlflow_ui.py started MLflow)."""
+    (tools/robustness.py --help once ran the whole bad-input suite; benchmarks/time/mlflow_ui.py started MLflow)."""
     commands = runnables()
     assert len(commands) > 30 and ["tools/robustness.py"] in commands
     assert {" ".join(c) for c in commands} >= set(SAYS)

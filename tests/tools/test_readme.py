@@ -102,7 +102,8 @@ def test_every_benchmark_script_and_experiment_is_in_its_index():
     """benchmarks/README.md names every script there; research/experiments/README.md links every folder, each with its
     own README (the experiments index once listed one of eight)."""
     index = (REPO / "benchmarks/README.md").read_text(encoding="utf-8")
-    scripts = sorted(p.name for p in (REPO / "benchmarks").iterdir() if p.suffix in (".py", ".sh"))
+    bench = REPO / "benchmarks"
+    scripts = sorted(p.relative_to(bench).as_posix() for p in bench.rglob("*") if p.suffix in (".py", ".sh"))
     assert scripts and [s for s in scripts if f"`{s}`" not in index] == []
     studies = REPO / "research" / "experiments"
     experiments = (studies / "README.md").read_text(encoding="utf-8")

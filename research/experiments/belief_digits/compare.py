@@ -2,7 +2,7 @@
 (`belief.from_cache`), for the policy's greedy answers to the validation prompts: the largest and mean gap in grade
 probabilities, and how many likeliest grades differ. Nothing is written.
 
-Run in a workspace where `grpo` has run (e.g. one kept by `benchmarks/pipeline.py --keep`):
+Run in a workspace where `grpo` has run (e.g. one kept by `benchmarks/time/pipeline.py --keep`):
 
     python research/experiments/belief_digits/compare.py --funds 128 --dtype bfloat16
 """

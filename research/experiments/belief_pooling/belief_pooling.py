@@ -4,7 +4,7 @@ funds (5 folds by fund_id, each option fitted on the other folds), as `calibrate
 
     python research/experiments/belief_pooling/belief_pooling.py RUN [--model models/policy] [--out results.json]
 
-RUN is a kept `benchmarks/pipeline.py --keep` run (its data/prepared, data/schema and model). Rows: gradient
+RUN is a kept `benchmarks/time/pipeline.py --keep` run (its data/prepared, data/schema and model). Rows: gradient
 boosting alone (its class probabilities); for each belief (`score`: read at the score and mapped through
 the bands; `grade`: the grade token after the written score) the written grade with the belief as read,
 temperature-scaled (by log-likelihood), the likeliest grade, the expected grade cut at QWK-optimal points,

@@ -9,7 +9,7 @@ fund, with the rule scorer and gradient boosting (out of fold, from the prepared
 backtest's alone: a design question is answered on validation.
 
 Run in a checkout with a profile applied and `prepare` and `model` done, e.g. a copy made by
-`benchmarks/pipeline.py` (its stages up to `model`; the copy holds research/experiments/ too):
+`benchmarks/time/pipeline.py` (its stages up to `model`; the copy holds research/experiments/ too):
 
     python research/experiments/departure_emphasis/departure_emphasis.py OUT --repeat 2 [--against VALIDATION_PER_FUND]
 

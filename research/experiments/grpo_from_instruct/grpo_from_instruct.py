@@ -1,15 +1,15 @@
 """GRPO straight from the instruct model (no SFT): does its reward give GRPO anything to learn from?
 
     python research/experiments/grpo_from_instruct/grpo_from_instruct.py RUN_DIR --steps 10
-    # RUN_DIR: a kept benchmarks/pipeline.py copy
+    # RUN_DIR: a kept benchmarks/time/pipeline.py copy
 
 Runs the `grpo` stage for `--steps` steps from RUN_DIR/models/base (the converted pretrained
 model, what `sft.enabled: false` would hand to GRPO) with RUN_DIR's params, evaluation and
-checkpoints off, in a scratch copy (`scratch_copy` of benchmarks/grpo_overhead.py). GRPO's
+checkpoints off, in a scratch copy (`scratch_copy` of benchmarks/time/grpo_overhead.py). GRPO's
 advantage is each completion's reward minus its group's mean: where every completion of a prompt
 gets the same reward (all malformed JSON: 0), the gradient is zero and the policy cannot move.
 Writes RUN_DIR/from_instruct.json: per step the mean reward, its spread within groups and the
-valid-JSON share; `benchmarks/pretrained_report.py collect` copies it and `report` states it
+valid-JSON share; `benchmarks/contest/pretrained_report.py collect` copies it and `report` states it
 beside the table.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))  # benchmarks/ is a folder of scripts beside fundgrpo/, not an installed package
 
-from benchmarks.grpo_overhead import scratch_copy  # noqa: E402
+from benchmarks.time.grpo_overhead import scratch_copy  # noqa: E402
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 `quantize_dynamic` of every linear layer) on the same validation prompts: seconds for one batched forward
 pass, and how often each picks float32's next token.
 
-Run in a checkout where `prepare` has run (e.g. a run kept by `benchmarks/pipeline.py --keep`), on its
+Run in a checkout where `prepare` has run (e.g. a run kept by `benchmarks/time/pipeline.py --keep`), on its
 validation prompts; it writes nothing:
 
     python research/experiments/int8_prefill/int8_prefill.py --model FOLDER --prompts 32 --repeats 3

@@ -4,7 +4,7 @@ GRPO mostly moves a policy's single sample towards what its best samples already
 majority vote of k samples (maj@k) beats the greedy answer, sharpening has headroom; where greedy
 is already ahead, GRPO can only add through new information in its reward (labels the start has
 not fitted). Run in a checkout with a profile applied and `prepare` done (a copy made by
-`benchmarks/pipeline.py --keep` holds research/experiments/ too):
+`benchmarks/time/pipeline.py --keep` holds research/experiments/ too):
 
     python research/experiments/sampling_headroom/sampling_headroom.py models/sft 8                 # MODEL K
     python research/experiments/sampling_headroom/sampling_headroom.py models/sft 8 --temperature 0.7 \\
@@ -12,7 +12,7 @@ not fitted). Run in a checkout with a profile applied and `prepare` done (a copy
 
 Prints exact / within one / QWK / Spearman per split for greedy, one sample, maj@k and the mean
 of the k grades rounded, plus pass@k (the expert's grade among the k samples) and the share of
-prompts whose samples disagree; `--out` also writes them as JSON (`benchmarks/pretrained_report.py
+prompts whose samples disagree; `--out` also writes them as JSON (`benchmarks/contest/pretrained_report.py
 collect` copies a run's headroom.json, `report` shows it). Samples use the GRPO settings in params.yaml
 (max_completion_length). The test split is refused: it is the backtest's alone, and whether GRPO has
 headroom is a design question, answered on validation (or train). CPU minutes: not a test.

@@ -1,7 +1,7 @@
 """What does `lora.top_layers` (or bfloat16) save? Seconds a step, every layer against the top N, as A/B pairs.
 
 Run in a checkout with a pretrained profile applied and `prepare` and `model` done (e.g. a run kept by
-`benchmarks/pipeline.py --keep`); it writes nothing there:
+`benchmarks/time/pipeline.py --keep`); it writes nothing there:
 
     python research/experiments/sft_step_ab/sft_step_ab.py --top-layers 15 --steps 8 --pairs 2
     python research/experiments/sft_step_ab/sft_step_ab.py --stage grpo --top-layers 15 --steps 3 --pairs 2   # from models/sft

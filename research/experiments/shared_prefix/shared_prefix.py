@@ -6,7 +6,7 @@ the same with their shared beginning run once and its key-value cache copied to 
 and that layout with a key-value cache that grows in place instead of by concatenation. Seconds and funds/s;
 nothing is written.
 
-Run in a checkout where `prepare` has run (e.g. a run kept by `benchmarks/pipeline.py --keep`), on its
+Run in a checkout where `prepare` has run (e.g. a run kept by `benchmarks/time/pipeline.py --keep`), on its
 validation prompts (the default's compact English prompts):
 
     python research/experiments/shared_prefix/shared_prefix.py --model FOLDER --funds 128 --max-new-tokens 48 --dtype bfloat16

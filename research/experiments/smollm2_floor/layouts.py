@@ -7,7 +7,7 @@ prompt and answer tokens, valid answers; nothing is written.
 
     python research/experiments/smollm2_floor/layouts.py --model FOLDER --funds 128 --dtype bfloat16
 
-Run in a workspace where `prepare` has run (e.g. a `smollm2` run kept by `benchmarks/pipeline.py --keep`). The
+Run in a workspace where `prepare` has run (e.g. a `smollm2` run kept by `benchmarks/time/pipeline.py --keep`). The
 model is trained on `compact` only: the other layouts' timing is the point (their answers run to about the same
 length), not their grades. Each figure is the median of `repeats` timed calls after one untimed. CPU minutes.
 """

@@ -4,7 +4,7 @@ of answers complete). The figures a prompt layout is chosen on (`prepare.show_ba
 
     python research/experiments/smollm2_floor/validation_claims.py [--models models/sft models/policy]
 
-Run in a workspace where `grpo` has run (e.g. one kept by `benchmarks/pipeline.py --keep`), with this checkout's
+Run in a workspace where `grpo` has run (e.g. one kept by `benchmarks/time/pipeline.py --keep`), with this checkout's
 `fundgrpo` on `PYTHONPATH`; the params' generation dtype and batch size. Prints one JSON line a model.
 """
 

@@ -1,0 +1,167 @@
+"""The main job as a new user meets it: a fresh clone, `make run` (set-up included), timed stage by stage.
+
+    python benchmarks/time/make_run.py run --label NAME      # clone HEAD into a temp dir, time `make run` there
+    python benchmarks/time/make_run.py add RUN --label NAME
+    # a kept `benchmarks/time/pipeline.py --keep` run (RUN/bench.json)
+    python benchmarks/time/make_run.py report  # benchmarks/time/make_run.md from research/results/make_run/
+
+`run` clones this checkout's HEAD (committed work only) and runs `make run` there with this
+checkout's virtual environment off the PATH, so the clone builds its own `.venv` as a new user's does;
+the set-up is the time until DVC starts its first stage. `add` records the stage seconds of a
+`dvc repro` timed by `benchmarks/time/pipeline.py` (no set-up). Run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+RESULTS = HERE.parents[1] / "research" / "results" / "make_run"
+PAGE = HERE / "make_run.md"
+STAGES = ("evidence", "sft", "grpo", "calibrate", "backtest", "register")  # the ones that cost
+
+
+def _cpu() -> str:
+    sys.path.insert(0, str(HERE))
+    from pipeline import cpu
+
+    return cpu()["model"]
+
+
+def run(label: str) -> Path:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    scratch = Path(tempfile.mkdtemp(prefix="fundgrpo-make-run-"))
+    clone = scratch / "repo"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    own = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != own)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "MLFLOW_TRACKING_URI")} | {"PATH": path}
+    started = time.perf_counter()
+    stages: dict[str, float] = {}
+    current, since, setup = None, None, None
+    proc = subprocess.Popen(
+        ["make", "run"], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert proc.stdout is not None
+    log = []
+    for line in proc.stdout:
+        log.append(line)
+        m = re.match(r"Running stage '([^']+)'", line)
+        if m:
+            now = time.perf_counter()
+            if current is None:
+                setup = now - started
+            else:
+                stages[current] = now - since
+            current, since = m.group(1), now
+    proc.wait()
+    total = time.perf_counter() - started
+    if current is not None:
+        stages[current] = time.perf_counter() - since
+    if proc.returncode != 0:
+        sys.exit("".join(log[-40:]))
+    grpo = json.loads((clone / "metrics/grpo.json").read_text())
+    shutil.rmtree(scratch, ignore_errors=True)
+    return _save(
+        {
+            "label": label,
+            "kind": "make run (fresh clone)",
+            "commit": commit.stdout.strip(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "cpu": _cpu(),
+            "nproc": os.cpu_count(),
+            "setup_seconds": round(setup or 0.0, 1),
+            "repro_seconds": round(total - (setup or 0.0), 1),
+            "total_seconds": round(total, 1),
+            "stage_seconds": {k: round(v, 1) for k, v in stages.items()},
+            "grpo_steps": grpo["steps"],
+            "command": f"python benchmarks/time/make_run.py run --label '{label}'",
+        }
+    )
+
+
+def add(run_dir: Path, label: str, commit: str) -> Path:
+    bench = json.loads((run_dir / "bench.json").read_text())
+    grpo = json.loads((run_dir / "metrics/grpo.json").read_text())
+    return _save(
+        {
+            "label": label,
+            "kind": "dvc repro (benchmarks/time/pipeline.py)",
+            "commit": commit,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime((run_dir / "bench.json").stat().st_mtime)),
+            "cpu": bench["cpu"]["model"],
+            "nproc": bench["nproc"],
+            "setup_seconds": None,
+            "repro_seconds": bench["total_seconds"],
+            "total_seconds": None,
+            "stage_seconds": bench["stage_seconds"],
+            "grpo_steps": grpo["steps"],
+            "command": "python benchmarks/time/pipeline.py --keep",
+        }
+    )
+
+
+def _save(result: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{result['label'].replace(' ', '-').replace('/', '-')}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return out
+
+
+def report() -> str:
+    runs = sorted((json.loads(p.read_text()) for p in RESULTS.glob("*.json")), key=lambda r: r["date"])
+
+    def cell(x: float | None) -> str:
+        return "" if x is None else f"{x:.0f}"
+
+    lines = [
+        "# The main job: `make run` and `dvc repro` of the embedded default",
+        "",
+        "Generated by `python benchmarks/time/make_run.py report` from `research/results/make_run/`; seconds, one",
+        "run each, oldest first, on the machine each names. `make run` on a fresh clone includes the set-up",
+        "(a new `.venv`, the pinned packages); `dvc repro` rows are `benchmarks/time/pipeline.py` runs (no set-up).",
+        "",
+        "| run | kind | commit | set-up | dvc repro | all | " + " | ".join(STAGES) + " | GRPO steps | cores |",
+        "|---|---|---|---|---|---|" + "---|" * len(STAGES) + "---|---|",
+    ]
+    for r in runs:
+        stages = " | ".join(cell(r["stage_seconds"].get(s)) for s in STAGES)
+        lines.append(
+            f"| {r['label']} | {r['kind']} | {r['commit']} | {cell(r['setup_seconds'])} | {cell(r['repro_seconds'])} "
+            f"| {cell(r['total_seconds'])} | {stages} | {r['grpo_steps']} | {r['nproc']} |"
+        )
+    lines += ["", "Commands: " + "; ".join(sorted({f"`{r['command']}`" for r in runs})) + ".", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="time `make run` on a fresh clone of HEAD")
+    r.add_argument("--label", required=True)
+    a = sub.add_parser("add", help="record a kept benchmarks/time/pipeline.py run")
+    a.add_argument("run_dir", type=Path)
+    a.add_argument("--label", required=True)
+    a.add_argument("--commit", required=True, help="the commit the run copied")
+    sub.add_parser("report", help="write benchmarks/time/make_run.md")
+    args = ap.parse_args()
+    if args.command == "run":
+        print(run(args.label))
+    elif args.command == "add":
+        print(add(args.run_dir, args.label, args.commit))
+    PAGE.write_text(report(), encoding="utf-8")
+    print(PAGE)
+
+
+if __name__ == "__main__":
+    main()
