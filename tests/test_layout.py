@@ -242,6 +242,28 @@ def test_calls_name_their_arguments():
     assert crowded == [], "pass these by keyword"
 
 
+# An evaluator's answer crosses modules as a typed record (`answers.Prediction`; the backtest's per-fund
+# row, `report.FundRow`), never as a dict whose keys come and go: a parameter that holds predictions says so.
+PREDICTION_NAMES = {"pred", "preds", "prediction", "predictions"}
+PREDICTION_TYPES = re.compile(r"\b(Prediction|FundRow)\b")
+
+
+def untyped_predictions(path: str, text: str) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+                kind = ast.unparse(a.annotation) if a.annotation is not None else "no annotation"
+                if a.arg in PREDICTION_NAMES and not PREDICTION_TYPES.search(kind):
+                    out.append(f"{path}:{node.lineno}: {node.name}({a.arg}: {kind})")
+    return out
+
+
+def test_predictions_cross_modules_typed():
+    found = [u for f in tracked("fundgrpo") for u in untyped_predictions(f, (REPO / f).read_text(encoding="utf-8"))]
+    assert found == [], "annotate them Prediction (or FundRow, a per-fund row)"
+
+
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,
 # aside); a stage reads params, calls the library and writes, in 60 lines at most.
 MAX_MODULE_LINES, MAX_STAGE_LINES = 600, 60
@@ -318,6 +340,9 @@ def test_the_checks_see_what_they_look_for():
     ]
     assert upward_imports("fundgrpo/serving/x.py", "from fundgrpo.data import peers\n") == []
     assert crowded_calls("m.py", "f(1, 2, 3, 4, 5, 6, 7)\nf(1, 2, 3, 4, 5, 6, g=7)\n") == ["m.py:1: f (7 by position)"]
+    assert untyped_predictions("m.py", "def f(preds: list[dict], p: dict, prediction: Prediction): ...\n") == [
+        "m.py:1: f(preds: list[dict])"
+    ]
     made_up = (
         "x = 1  # 1.6x faster (issue 34)\ny = 2  # since 2026-11-29\n"
         '"""See benchmarks/seeds.md.\n>>> f("2024-01-01")\n"""\n'
