@@ -497,7 +497,7 @@ def decisions_check(root: Path, params: Params, uri: str) -> dict[str, Any]:
         why = "monitor.relearn_after_decisions is 0" if threshold == 0 else "no model version in the registry"
         return {"count": None, "threshold": threshold, "due": False, "reason": f"decisions not counted: {why}"}
     version, when = found
-    count = analyst_labels.since(analyst_labels.store_url(params.decisions.store_url, root), when)
+    count = analyst_labels.decisions_since(analyst_labels.store_url(params.decisions.store_url, root), when)
     due = count >= threshold
     reason = f"{count} analyst decision(s) since v{version} was trained (relearn at {threshold})"
     get_run_logger().info(reason)

@@ -46,7 +46,7 @@ def store_url(configured: str, root: Path | None = None) -> str:
     return url
 
 
-def shown(url: str) -> str:
+def printable_url(url: str) -> str:
     import sqlalchemy as sa
 
     return sa.engine.make_url(url).render_as_string(hide_password=True)
@@ -76,7 +76,7 @@ def _query(url: str, latest_only: bool) -> pd.DataFrame:
             rows = conn.execute(q).mappings().all()
     except sa.exc.OperationalError as err:
         raise StageError(
-            f"decisions: the store at {shown(url)} is unreachable ({str(err).splitlines()[0][:160]}); "
+            f"decisions: the store at {printable_url(url)} is unreachable ({str(err).splitlines()[0][:160]}); "
             "start it or set decisions.store_url / FUNDGRPO_DB_URL"
         ) from None
     finally:
@@ -136,14 +136,14 @@ def check_nothing_lost(table: Path, url: str) -> None:
     if len(lost):
         first = lost.iloc[0]
         raise StageError(
-            f"decisions: {table} holds {len(lost)} decision(s) the store at {shown(url)} does not "
+            f"decisions: {table} holds {len(lost)} decision(s) the store at {printable_url(url)} does not "
             f"(first: decision {first['decision_id']} on {first['share_class_id']!r} by {first['analyst']}, "
             f"grade {first['grade']}); the table is kept. Point decisions.store_url (or FUNDGRPO_DB_URL) at "
             "the store that holds them, or remove the table to start over from this store"
         )
 
 
-def since(url: str, when: datetime) -> int:
+def decisions_since(url: str, when: datetime) -> int:
     """How many decisions the store at `url` holds made after `when` (0 when there is no store)."""
     table = export_all(url)
     if table.empty:

@@ -244,7 +244,7 @@ def check_rows(text: str, sep: str, path: Path) -> list[str]:
     """Every data row has the header's number of fields and no NUL character: a row cut short
     (or a delimiter inside an unquoted cell) would otherwise shift or blank its values silently;
     a quote left open, which swallows the rest of the file into one cell, is named with its line.
-    Returns doubts for `doubts`' list: rows that run over line ends (a quoted cell may hold a line
+    Returns doubts for `possible_misreadings`' list: rows that run over line ends (a quoted cell may hold a line
     break; a stray quote closed by another one merges lines the same way).
 
     >>> check_rows("a,b,c\\n1,2,3\\n4,5\\n", ",", Path("f.csv"))  # doctest: +NORMALIZE_WHITESPACE
@@ -366,7 +366,7 @@ def _read_source(path: Path, encoding: str, delimiter: str) -> tuple[pd.DataFram
         try:
             with csv_field_limit(len(text) + 1):
                 check_delimiter(text, sep, delimiter, path)
-                notes = check_rows(text, sep, path) + doubts(text, used, encoding)
+                notes = check_rows(text, sep, path) + possible_misreadings(text, used, encoding)
         except csv.Error as err:  # what the checks above do not name: said as the csv module says it
             raise IngestError(f"{path}: cannot be read as CSV: {err}") from err
     else:
@@ -399,14 +399,14 @@ MIXED = re.compile(
 C1 = re.compile(r"[\x80-\x9f]")  # control characters; in Windows-1252 these bytes are € ‘ ’ “ ” – …
 
 
-def doubts(text: str, used: str, asked: str) -> list[str]:
+def possible_misreadings(text: str, used: str, asked: str) -> list[str]:
     """What may be wrong with a file that read without error, and cannot be decided for certain:
     reported (ingest's line, the validation report), never refused.
 
-    >>> print(*doubts("name\\nSoci걀 G\\n", "cp949", "auto"))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(*possible_misreadings("name\\nSoci걀 G\\n", "cp949", "auto"))  # doctest: +NORMALIZE_WHITESPACE
     encoding guessed as cp949 (the file is not UTF-8) and 1 row(s) glue Latin letters to Hangul/Hanja, as a Western
     (Windows-1252) file read as cp949 would (data rows 1); if the export is Western, set ingest.encoding: cp1252
-    >>> doubts("a,b\\n1,2", "utf-8-sig", "auto")
+    >>> possible_misreadings("a,b\\n1,2", "utf-8-sig", "auto")
     ['the last line has no line end (data row 1): check that it is complete']
     """
     out = []

@@ -56,7 +56,7 @@ def gbm_predictions(rows: list[dict], methodology: Methodology) -> list[Predicti
     ]
 
 
-def honesty(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, Any]:
+def claims_figures(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, Any]:
     """`evidence`: the mean evidence reward (an invalid answer scores 0); `unsupported`: the share of
     valid answers whose reasoning misstates anything checkable (each prediction's `unsupported`,
     from `methodology.answers.annotated`); block `claims` (`claims.summary`: claims made, the share misstated, complete
@@ -133,7 +133,7 @@ def backtest(
             predictions[key], results[key] = preds, scored(rows, preds, grades)
         if "gbm_rule" in predictions:
             results["grpo"]["served"] = contest.served(rows, predictions["grpo"], predictions["gbm_rule"], rule, grades)
-        results["grpo"]["story"] = told(predictions["grpo"], rule, methodology.language)
+        results["grpo"]["story"] = text_against_grade(predictions["grpo"], rule, methodology.language)
         if fit.get("sft") and "sft" in predictions:  # SFT under its own validation-chosen rule
             sft = calibration.DecisionRule.of(fit["sft"])
             predictions["sft_served"] = contest.applied(rows, predictions["sft"], sft, grades)
@@ -160,7 +160,7 @@ def backtest(
     }
 
 
-def told(preds: list[Prediction], rule: calibration.DecisionRule, language: str) -> dict[str, Any]:
+def text_against_grade(preds: list[Prediction], rule: calibration.DecisionRule, language: str) -> dict[str, Any]:
     """Text against grade for a served evaluator (`story.counted`): the evaluations whose text was written
     for another grade than the one served, how many say so in their note, and the share whose text
     contradicts the grade without saying so (`untold`, the serving note being `story.written_note`)."""

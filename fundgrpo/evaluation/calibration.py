@@ -151,10 +151,10 @@ def expected_grade(probs, grades: list[int]) -> np.ndarray:
     return np.asarray(probs, dtype=float) @ np.asarray(grades, dtype=float)
 
 
-def cut(expected, cutpoints: list[float], grades: list[int]) -> np.ndarray:
+def cut_expected(expected, cutpoints: list[float], grades: list[int]) -> np.ndarray:
     """The grade of each expected value: grades[i] between cutpoints[i-1] and cutpoints[i].
 
-    >>> cut([1.2, 1.6, 2.9], [1.5, 2.5], [1, 2, 3]).tolist()
+    >>> cut_expected([1.2, 1.6, 2.9], [1.5, 2.5], [1, 2, 3]).tolist()
     [1, 2, 3]
     """
     return np.asarray(grades)[np.searchsorted(np.asarray(cutpoints), np.asarray(expected, dtype=float), side="right")]
@@ -174,7 +174,7 @@ def fit_cutpoints(expected, expert, grades: list[int], rounds: int = 3) -> list[
     points = [(a + b) / 2 for a, b in zip(grades[:-1], grades[1:])]
 
     def score(ps: list[float]) -> float:
-        return one_metric(y, cut(x, ps, grades), grades, "qwk")
+        return one_metric(y, cut_expected(x, ps, grades), grades, "qwk")
 
     best = score(points)
     for _ in range(rounds):
@@ -378,7 +378,7 @@ def decide(probs, written: int | None, rule: DecisionRule, grades: list[int], gb
     expected = float(expected_grade(p, grades)[0])
     grade = written
     if rule.grade_from == "expected" and rule.cutpoints:
-        grade = int(cut([expected], list(rule.cutpoints), grades)[0])
+        grade = int(cut_expected([expected], list(rule.cutpoints), grades)[0])
     elif rule.grade_from == "likeliest":
         grade = int(grades[int(np.argmax(p[0]))])
     return GradeDecided(

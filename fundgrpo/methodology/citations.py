@@ -299,11 +299,11 @@ def judged(pillars: Any, documents: dict[str, str], m: Methodology) -> tuple[Pil
     return tuple(out)
 
 
-def shown(documents: list[Document], budget_chars: int) -> tuple[list[Document], int]:
+def within_budget(documents: list[Document], budget_chars: int) -> tuple[list[Document], int]:
     """The documents a prompt shows, newest first, within `budget_chars` of text; and how many were cut.
 
     >>> d = [Document(str(i), "fund", "F", f"2024-0{i}-01", "news", "en", "x" * 40) for i in range(1, 5)]
-    >>> [x.document_id for x in shown(d, 100)[0]], shown(d, 100)[1]
+    >>> [x.document_id for x in within_budget(d, 100)[0]], within_budget(d, 100)[1]
     (['4', '3'], 2)
     """
     ordered = sorted(documents, key=lambda d: (d.date, d.document_id), reverse=True)

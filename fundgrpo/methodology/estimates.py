@@ -60,10 +60,10 @@ class Estimate:
     moved: int = 0
 
 
-def shown(row: pd.Series | dict, grades: list[int]) -> Estimate:
+def shown_estimate(row: pd.Series | dict, grades: list[int]) -> Estimate:
     """What a prompt shows of one estimate (the row's `gbm_p<grade>` columns).
 
-    >>> shown({"gbm_p1": 0.1, "gbm_p2": 0.6, "gbm_p3": 0.3}, [1, 2, 3])
+    >>> shown_estimate({"gbm_p1": 0.1, "gbm_p2": 0.6, "gbm_p3": 0.3}, [1, 2, 3])
     Estimate(grade=2, p=0.6, next_grade=3, p_next=0.3, probs=(0.1, 0.6, 0.3), moved=0)
     """
     probs = [float(row[prob_column(g)]) for g in grades]

@@ -24,8 +24,7 @@ from fundgrpo.cli import StageError
 from fundgrpo.methodology import citations, prompts
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology.compiler import Criterion, Methodology
-from fundgrpo.methodology.estimates import Estimate, for_records
-from fundgrpo.methodology.estimates import shown as shown_estimate
+from fundgrpo.methodology.estimates import Estimate, for_records, shown_estimate
 from fundgrpo.methodology.prompts import CriterionEvidence
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
 from fundgrpo.params import PrepareParams
@@ -158,7 +157,7 @@ def _reference_score(m: Methodology, grade: int, row: pd.Series) -> float:
 def _with_documents(m: Methodology, messages: list[dict], row: pd.Series, reading: citations.Reading):
     """The prompt with the fund's documents before the answer's format, and (pillars, documents shown)."""
     sid = str(row["share_class_id"])
-    shown_docs, cut = citations.shown(reading.documents.get(sid, []), reading.budget_chars)
+    shown_docs, cut = citations.within_budget(reading.documents.get(sid, []), reading.budget_chars)
     user = messages[-1]["content"].rsplit("\n", 1)  # the documents go before the answer's format
     messages[-1]["content"] = "\n".join([user[0], citations.prompt_block(m, shown_docs, cut), user[-1]])
     readable = {d.document_id: d.text for d in shown_docs}

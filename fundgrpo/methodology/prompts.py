@@ -156,7 +156,7 @@ def build_messages(
     metric) id to its `CriterionEvidence` (the percentile among all funds, where given, shown after the peer one).
     `rule` (score, grade), when given, is the methodology's own verdict, stated after the
     fund line: the model then learns where the analysts depart from it. `model`, when given, is
-    a statistical model's estimate (`fundgrpo.methodology.estimates.shown`),
+    a statistical model's estimate (`fundgrpo.methodology.estimates.shown_estimate`),
     stated after the methodology's verdict with its probability, so a sure estimate reads
     differently from an unsure one. `confidence`: the answer asked for also states how sure of
     its grade the evaluator is (percent). `bands`: each peer percentile is followed by its band in

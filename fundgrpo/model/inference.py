@@ -15,7 +15,7 @@ import numpy as np
 
 from fundgrpo.evaluation import calibration, contest
 from fundgrpo.evaluation.agreement import metrics
-from fundgrpo.evaluation.backtesting import honesty
+from fundgrpo.evaluation.backtesting import claims_figures
 from fundgrpo.methodology import answers, citations
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
@@ -55,7 +55,7 @@ def evaluate_model(
         desc=desc, cached=cached,
     )  # fmt: skip
     result = metrics(rows, preds, grades)
-    result.update(honesty(rows, preds, methodology))
+    result.update(claims_figures(rows, preds, methodology))
     expert = [r["expert_grade"] for r in rows]
     written = [p.grade for p in preds]
     read: dict[str, list] = {}

@@ -131,7 +131,7 @@ def build(
     known: set[str] | frozenset = frozenset(),
 ) -> Evaluation:
     """One fund's served evaluation from its prompt record and the model's prediction (decided under
-    `decision`), with its flags and the reasons it needs an analyst (`review.why`, by `rule`)."""
+    `decision`), with its flags and the reasons it needs an analyst (`review.review_reasons`, by `rule`)."""
     p = prediction
     language = methodology.language
     said = served_from(decision, p, language)
@@ -174,7 +174,7 @@ def build(
         flags=flags(record, lacking, p, methodology, pillars),
         pillars=pillars,
     )
-    return dataclasses.replace(e, review=review.why(dataclasses.asdict(e), rule, known))
+    return dataclasses.replace(e, review=review.review_reasons(dataclasses.asdict(e), rule, known))
 
 
 def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extra: Any) -> dict[str, Any]:

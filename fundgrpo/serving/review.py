@@ -1,6 +1,6 @@
 """The review queue: which evaluations an analyst should look at, and in what order.
 
-An evaluation needs an analyst when any of these holds (each gives a line of `why`):
+An evaluation needs an analyst when any of these holds (each gives a line of `review_reasons`):
   - the methodology does not rate the fund (too little data: its `reason` says what it lacks);
   - the answer is invalid (no grade);
   - its confidence is below `evaluate.review_below`;
@@ -10,7 +10,7 @@ An evaluation needs an analyst when any of these holds (each gives a line of `wh
   - its share class is new to the universe (not in the training reference).
 An evaluation already decided by an analyst (a decision made after it) leaves the queue, and a share
 class an analyst decided stays out when it is scored again: it comes back only when another model
-version grades it differently from the analyst (one more line of `why` says so).
+version grades it differently from the analyst (one more line of `review_reasons` says so).
 
 The order, surest problems first: invalid answers, then by confidence from the lowest, then by the
 largest disagreement, then by share class id (so the order is total and stable).
@@ -23,21 +23,21 @@ import math
 from fundgrpo.params import EvaluateParams
 
 
-def why(evaluation: dict, rule: EvaluateParams, known: set[str] | frozenset = frozenset()) -> list[str]:
+def review_reasons(evaluation: dict, rule: EvaluateParams, known: set[str] | frozenset = frozenset()) -> list[str]:
     """The reasons `evaluation` needs an analyst (empty: it does not).
 
     `known` is the share classes of the training universe; empty means "do not check".
 
     >>> e = {"share_class_id": "A", "grade": 4, "valid": True, "confidence": 0.3, "rule_grade": 2,
     ...      "evidence": {"gbm_grade": 4}, "flags": []}
-    >>> why(e, EvaluateParams(review_below=0.5, disagree_by=2))
+    >>> review_reasons(e, EvaluateParams(review_below=0.5, disagree_by=2))
     ['confidence 0.30 below 0.50', '2 grades from the methodology (2)']
-    >>> why({**e, "grade": None, "valid": False, "reason": "no JSON"}, EvaluateParams())[0]
+    >>> review_reasons({**e, "grade": None, "valid": False, "reason": "no JSON"}, EvaluateParams())[0]
     'invalid answer: no JSON'
-    >>> why({**e, "confidence": 0.9, "rule_grade": 4}, EvaluateParams(), known={"B"})
+    >>> review_reasons({**e, "confidence": 0.9, "rule_grade": 4}, EvaluateParams(), known={"B"})
     ['new to the universe']
-    >>> why({**e, "grade": None, "valid": False, "rated": False, "reason": "not rated: missing: Sharpe ratio"},
-    ...     EvaluateParams())[0]
+    >>> unrated = {**e, "grade": None, "valid": False, "rated": False, "reason": "not rated: missing: Sharpe ratio"}
+    >>> review_reasons(unrated, EvaluateParams())[0]
     'not rated: missing: Sharpe ratio'
 
     """
@@ -87,7 +87,7 @@ def priority(evaluation: dict) -> tuple:
 
 
 def queue(evaluations: list[dict], rule: EvaluateParams, known: set[str] | frozenset = frozenset()) -> list[dict]:
-    """The evaluations that need an analyst, each with its `why`, in the documented order.
+    """The evaluations that need an analyst, each with its `review_reasons`, in the documented order.
 
     `evaluations` are the latest per share class not yet decided (the store gives them).
 
@@ -104,7 +104,7 @@ def queue(evaluations: list[dict], rule: EvaluateParams, known: set[str] | froze
     """
     out = []
     for e in evaluations:
-        reasons = why(e, rule, known)
+        reasons = review_reasons(e, rule, known)
         if e.get("decided_grade") is not None:  # an analyst settled this share class
             if e.get("model_version") == e.get("decided_version") or e.get("grade") == e["decided_grade"]:
                 continue  # the same model scored again, or a new one that agrees with the analyst

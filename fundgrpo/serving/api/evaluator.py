@@ -45,7 +45,7 @@ class Loaded:
     scratch: Any = None  # keeps a downloaded registry copy alive while this version serves
 
 
-def together(
+def request_groups(
     requests: list[list[dict]],
     universe_percentile: bool = False,
     max_categories: int = MAX_CATEGORIES,
@@ -59,14 +59,15 @@ def together(
     reference universe): a request's fund replaces its share class's reference row, so the category
     that row leaves counts as the request's too.
 
-    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}],
+    >>> request_groups([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}],
     ...           [{"share_class_id": "c", "category": "x"}], [{"share_class_id": "a", "category": "z"}]])
     [[0, 1], [2, 3]]
-    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]], True)
+    >>> request_groups([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]], True)
     [[0], [1]]
-    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]], False, 1)
+    >>> two = [[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]]
+    >>> request_groups(two, False, 1)
     [[0], [1]]
-    >>> together([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]],
+    >>> request_groups([[{"share_class_id": "a", "category": "x"}], [{"share_class_id": "b", "category": "y"}]],
     ...          listed={"a": "y"})  # a moves from y to x: b's peers in y lose a's old row
     [[0], [1]]
     """
@@ -297,11 +298,11 @@ class Evaluator:
     def prepare_and_generate(self, loaded: Loaded, items: list, deadline: float) -> list:
         """Each request's prompt records (its funds beside the reference universe, apart from the other
         requests': a fund's peers never depend on who else asked; requests that share no category are
-        built in one call: `together`), then one generation for them all; per request (records, answers),
+        built in one call: `request_groups`), then one generation for them all; per request (records, answers),
         or the exception its records raised. One thread does both, in turn: the model's (`worker`)."""
         requests = [funds for _, funds, _, _ in items]
         built: list = [None] * len(items)
-        for group in together(requests, self.params.prepare.universe_percentile, listed=self.listed):
+        for group in request_groups(requests, self.params.prepare.universe_percentile, listed=self.listed):
             try:
                 made = self.records([f for i in group for f in requests[i]])
             except Exception:  # noqa: BLE001 - built again one by one: the request at fault gets its error

@@ -232,7 +232,7 @@ def needs_review(row: FundRow, rule) -> bool:
         "rule_grade": methodology.grade if methodology else None,
         "gbm_grade": gbm.grade if gbm else None,
     }
-    return bool(review.why(evaluation, rule))
+    return bool(review.review_reasons(evaluation, rule))
 
 
 def backtest_evaluations(predictions: list[FundRow], when: str, version: str, rule) -> pd.DataFrame:

@@ -184,7 +184,9 @@ def book_page() -> None:
         evaluated_at=shown["evaluated_at"].map(tables.short_time),
         model_version=shown["model_version"].map(tables.short_version),
     )
-    view = view.assign(**{c: tables.dashed(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")})
+    view = view.assign(
+        **{c: tables.dashes_for_missing(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")}
+    )
     event = st.dataframe(
         view,
         hide_index=True,
@@ -292,14 +294,18 @@ def fund_page() -> None:
     if history.empty:  # said in words: an empty table reads "empty" in English whatever the language
         st.write(T["not_tested"])
     else:
-        st.dataframe(tables.dashed(tables.worded(history, T)), hide_index=True, width="stretch")
+        st.dataframe(tables.dashes_for_missing(tables.worded(history, T)), hide_index=True, width="stretch")
     evaluations, decisions = WS.store_history(sid)
     if evaluations or decisions:
         st.markdown(f"**{T['history_store']}**")
         if evaluations:
-            st.dataframe(tables.dashed(tables.worded(pd.DataFrame(evaluations), T)), hide_index=True, width="stretch")
+            st.dataframe(
+                tables.dashes_for_missing(tables.worded(pd.DataFrame(evaluations), T)), hide_index=True, width="stretch"
+            )
         if decisions:
-            st.dataframe(tables.dashed(tables.worded(pd.DataFrame(decisions), T)), hide_index=True, width="stretch")
+            st.dataframe(
+                tables.dashes_for_missing(tables.worded(pd.DataFrame(decisions), T)), hide_index=True, width="stretch"
+            )
 
 
 def tested_grades(row: FundRow, entry: dict) -> None:
@@ -307,7 +313,7 @@ def tested_grades(row: FundRow, entry: dict) -> None:
     grade is served where the text was written for another) and flags; `entry`, its row of the book, says
     whether an analyst has decided it since."""
     st.subheader(T["grades"])
-    st.dataframe(tables.dashed(tables.grades_table(row, T, NAMES)), hide_index=True, width="stretch")
+    st.dataframe(tables.dashes_for_missing(tables.grades_table(row, T, NAMES)), hide_index=True, width="stretch")
     served, rule = row.served, FIG.rule or DecisionRule()
     if served.probs:
         st.markdown(f"**{T['probabilities']}**")
@@ -395,7 +401,7 @@ def backtest_page() -> None:
         rows.append({T["evaluator"]: NAMES.get(name, name), **{k: m.get(k) for k in keys}}
                     | {k: (m.get("trust") or {}).get(k) for k in trust})  # fmt: skip
     st.write(T["n_tested"].format(n=FIG.backtest["n_funds"]))
-    st.dataframe(tables.dashed(pd.DataFrame(rows)), hide_index=True, width="stretch")
+    st.dataframe(tables.dashes_for_missing(pd.DataFrame(rows)), hide_index=True, width="stretch")
     st.caption(T["legend"])
     served_section(FIG.rule, FIG.backtest["models"].get("grpo", {}).get("served"))
     story = FIG.backtest["models"].get("grpo", {}).get("story")
@@ -539,7 +545,7 @@ def review_page() -> None:
         return
     names = dict(zip(funds()["share_class_id"], funds()["name"])) if "name" in funds() else {}
     queue = tables.queue_table(items, names, T, [wsm.label_text(e.get("expert"), T) for e in items])
-    st.dataframe(tables.dashed(queue), hide_index=True, width="stretch")
+    st.dataframe(tables.dashes_for_missing(queue), hide_index=True, width="stretch")
     st.subheader(T["decide"])
     by_id = {e["share_class_id"]: e for e in items}
     grades = body.get("grades") or [1, 2, 3, 4, 5]  # the methodology's, as the API checks them

@@ -64,10 +64,10 @@ def refusal_words(detail) -> str:
     return str(detail)
 
 
-def dashed(table: pd.DataFrame) -> pd.DataFrame:
+def dashes_for_missing(table: pd.DataFrame) -> pd.DataFrame:
     """A table for reading: missing values as a dash, never "None" (the cells become text).
 
-    >>> dashed(pd.DataFrame({"a": [1, None]}))["a"].tolist()
+    >>> dashes_for_missing(pd.DataFrame({"a": [1, None]}))["a"].tolist()
     [1.0, '—']
     """
     return table.astype(object).where(table.notna(), "—")

@@ -181,7 +181,7 @@ def test_waiting_requests_share_a_records_call_only_where_no_fund_s_peers_change
     each request gets the records it gets alone: one in another's category stays apart, and so does one
     that moves a listed share class out of another's category (its old row leaves those peers); a request
     whose funds are bad gets its error alone."""
-    from fundgrpo.serving.api.evaluator import Evaluator, together
+    from fundgrpo.serving.api.evaluator import Evaluator, request_groups
 
     root, _ = trained
     evaluator = Evaluator(root, ApiSettings(model=str(root / "models/policy")))
@@ -201,7 +201,7 @@ def test_waiting_requests_share_a_records_call_only_where_no_fund_s_peers_change
             [{**fund(reference, first), "category": None}],  # bad (the first's share class): its own error
             [moved],  # leaves the second's category: apart from it
         ]
-        assert together(requests, listed=evaluator.listed) == [[0, 1], [2, 3, 4]]
+        assert request_groups(requests, listed=evaluator.listed) == [[0, 1], [2, 3, 4]]
         loaded = evaluator.serving()
         items = [(loaded, funds, None, 0.0) for funds in requests]
         done = evaluator.prepare_and_generate(loaded, items, time.monotonic() + 600)
