@@ -10,10 +10,31 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from fundgrpo import io
 from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.agreement import confusion
 from fundgrpo.evaluation.backtesting import confidence_of
 from fundgrpo.methodology.answers import Prediction
+
+# The evaluators with a confusion matrix among DVC's plots (dvc.yaml); the served evaluator's parts
+# (grpo_alone, grpo_stack, gbm_rule, sft_served) are in the metrics and the per-fund file.
+PLOTTED = ("grpo", "sft", "base", "rule", "gbm")
+
+
+def write_files(
+    rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], plots: Path, reports: Path
+) -> None:
+    """The backtest's files beside its metrics: each plotted evaluator's confusion (`plots/confusion_<name>.json`),
+    the reliability diagrams of the policy's confidence and gradient boosting's, the per-fund file
+    (`predictions.jsonl`) and the PNG of the confusion matrices (`confusion.png`), under the stage's folders."""
+    for name, preds in predictions.items():
+        if name in PLOTTED:
+            pairs = [{"expert": r["expert_grade"], "predicted": q.grade or "invalid"} for r, q in zip(rows, preds)]
+            io.write_json(pairs, plots / f"confusion_{name}.json")
+    for name in ("grpo", "gbm"):
+        io.write_json(reliability(rows, predictions[name], grades), plots / f"reliability_{name}.json")
+    io.write_jsonl([f.as_dict() for f in per_fund(rows, predictions)], reports / "predictions.jsonl")
+    plot_confusions(rows, {k: v for k, v in predictions.items() if k in PLOTTED}, grades, reports / "confusion.png")
 
 
 def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], path: Path) -> None:

@@ -294,18 +294,19 @@ def fund_page() -> None:
     if history.empty:  # said in words: an empty table reads "empty" in English whatever the language
         st.write(T["not_tested"])
     else:
-        st.dataframe(tables.dashes_for_missing(tables.worded(history, T)), hide_index=True, width="stretch")
+        show_table(tables.worded(history, T))
     evaluations, decisions = WS.store_history(sid)
     if evaluations or decisions:
         st.markdown(f"**{T['history_store']}**")
         if evaluations:
-            st.dataframe(
-                tables.dashes_for_missing(tables.worded(pd.DataFrame(evaluations), T)), hide_index=True, width="stretch"
-            )
+            show_table(tables.worded(pd.DataFrame(evaluations), T))
         if decisions:
-            st.dataframe(
-                tables.dashes_for_missing(tables.worded(pd.DataFrame(decisions), T)), hide_index=True, width="stretch"
-            )
+            show_table(tables.worded(pd.DataFrame(decisions), T))
+
+
+def show_table(frame: pd.DataFrame) -> None:
+    """A table for reading, as wide as the page: missing values as a dash."""
+    st.dataframe(tables.dashes_for_missing(frame), hide_index=True, width="stretch")
 
 
 def tested_grades(row: FundRow, entry: dict) -> None:
@@ -313,7 +314,7 @@ def tested_grades(row: FundRow, entry: dict) -> None:
     grade is served where the text was written for another) and flags; `entry`, its row of the book, says
     whether an analyst has decided it since."""
     st.subheader(T["grades"])
-    st.dataframe(tables.dashes_for_missing(tables.grades_table(row, T, NAMES)), hide_index=True, width="stretch")
+    show_table(tables.grades_table(row, T, NAMES))
     served, rule = row.served, FIG.rule or DecisionRule()
     if served.probs:
         st.markdown(f"**{T['probabilities']}**")
@@ -401,7 +402,7 @@ def backtest_page() -> None:
         rows.append({T["evaluator"]: NAMES.get(name, name), **{k: m.get(k) for k in keys}}
                     | {k: (m.get("trust") or {}).get(k) for k in trust})  # fmt: skip
     st.write(T["n_tested"].format(n=FIG.backtest["n_funds"]))
-    st.dataframe(tables.dashes_for_missing(pd.DataFrame(rows)), hide_index=True, width="stretch")
+    show_table(pd.DataFrame(rows))
     st.caption(T["legend"])
     served_section(FIG.rule, FIG.backtest["models"].get("grpo", {}).get("served"))
     story = FIG.backtest["models"].get("grpo", {}).get("story")
@@ -433,20 +434,12 @@ def backtest_page() -> None:
 
 
 def served_section(rule: DecisionRule | None, served: dict | None) -> None:
-    """What the served grade is (the decision rule's source, weights and name) and, from the backtest,
-    how often it is gradient boosting's and who was right where it departs."""
-    if rule is None and not served:
-        return  # a version registered before the choice was logged
-    st.subheader(T["served_title"])
-    w = rule.weights if rule else (served or {}).get("weights") or {}
-    what = T.get(f"serves_{rule.serves if rule else (served or {}).get('serves')}", "?")
-    name = (rule.chosen if rule else None) or (served or {}).get("chosen")
-    st.write(T["served_line"].format(what=what, lm=w.get("language_model", 1.0), gbm=w.get("gradient_boosting", 0.0),
-                                     rule=name))  # fmt: skip
-    if served and served.get("equal_to_gbm_rule") is not None:
-        d = served["departures"]
-        st.write(T["served_test"].format(same=served["equal_to_gbm_rule"], n=d["n"], right=d["right"],
-                                         gbm_right=d["gbm_right"]))  # fmt: skip
+    """What the served grade is and, from the backtest, how often it is gradient boosting's (`tables.served_lines`)."""
+    lines = tables.served_lines(rule, served, T)
+    if lines:
+        st.subheader(T["served_title"])
+        for line in lines:
+            st.write(line)
 
 
 def models_page() -> None:
@@ -545,7 +538,7 @@ def review_page() -> None:
         return
     names = dict(zip(funds()["share_class_id"], funds()["name"])) if "name" in funds() else {}
     queue = tables.queue_table(items, names, T, [wsm.label_text(e.get("expert"), T) for e in items])
-    st.dataframe(tables.dashes_for_missing(queue), hide_index=True, width="stretch")
+    show_table(queue)
     st.subheader(T["decide"])
     by_id = {e["share_class_id"]: e for e in items}
     grades = body.get("grades") or [1, 2, 3, 4, 5]  # the methodology's, as the API checks them

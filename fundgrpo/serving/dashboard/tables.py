@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.report import FundRow
 
 # A table's columns as the page names them in its language (the labels' keys): the history tables'.
@@ -143,3 +144,31 @@ def queue_table(items: list[dict], names: dict[str, str], t: dict[str, str], lab
             for e, label in zip(items, labels)
         ]
     )
+
+
+def served_lines(rule: DecisionRule | None, served: dict | None, t: dict[str, str]) -> list[str]:
+    """What the served grade is (the decision rule's source, weights and name) and, from the backtest
+    (`served`, `contest.served`'s block), how often it is gradient boosting's and who was right where it
+    departs; nothing for a version registered before the choice was logged.
+
+    >>> t = {"served_line": "{what}: {lm}/{gbm} ({rule})", "serves_stack": "stack", "served_test": "{same} {n}"}
+    >>> served_lines(DecisionRule("stack", confidence="pooled", pool=(1.0, 1.0), chosen="s"), None, t)
+    ['stack: 0.5/0.5 (s)']
+    >>> served_lines(None, None, t)
+    []
+    """
+    if rule is None and not served:
+        return []
+    w = rule.weights if rule else (served or {}).get("weights") or {}
+    what = t.get(f"serves_{rule.serves if rule else (served or {}).get('serves')}", "?")
+    name = (rule.chosen if rule else None) or (served or {}).get("chosen")
+    lm, gbm = w.get("language_model", 1.0), w.get("gradient_boosting", 0.0)
+    out = [t["served_line"].format(what=what, lm=lm, gbm=gbm, rule=name)]
+    if served and served.get("equal_to_gbm_rule") is not None:
+        d = served["departures"]
+        out.append(
+            t["served_test"].format(
+                same=served["equal_to_gbm_rule"], n=d["n"], right=d["right"], gbm_right=d["gbm_right"]
+            )
+        )
+    return out

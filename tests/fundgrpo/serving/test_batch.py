@@ -160,7 +160,7 @@ def test_funds_are_evaluated_in_the_precision_generation_dtype_names(trained):
     narrow = grade(root / "models/policy", records, methodology, schema, half, "bfloat16", fit)
     assert len(narrow) == len(wide) == 6
     for a in narrow:
-        assert a["valid"] is False or len(a["probs"]) == len(methodology.grades)
+        assert a.valid is False or len(a.probs) == len(methodology.grades)
     model, _ = modelling.load(root / "models/policy", half.dtype)
     assert {q.dtype for q in model.parameters()} == {torch.bfloat16}
     with pytest.raises(ParamsError, match="generation.dtype"):
