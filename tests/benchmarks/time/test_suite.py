@@ -73,7 +73,7 @@ def test_the_census_counts_each_python_process_it_starts(tmp_path):
     found = suite.census(records)
     assert found["processes"] == 2 and found["cpu_s"] > 0
     assert sorted(found["commands"])[0] == "dvc version" and sorted(found["commands"])[1].endswith("platform.py")
-    assert set(found["files"]) == {"tests/benchmarks/test_suite.py"}
+    assert set(found["files"]) == {"tests/benchmarks/time/test_suite.py"}
     table = suite.render_census(found, cpu=found["cpu_s"] * 2)
     assert "(50% of the run's CPU" in "\n".join(table) and any(row.startswith("| `dvc version` | 1 |") for row in table)
-    assert any(row.startswith("| `tests/benchmarks/test_suite.py` | ") for row in table)
+    assert any(row.startswith("| `tests/benchmarks/time/test_suite.py` | ") for row in table)
