@@ -46,7 +46,7 @@ class Prediction:
     probs: list[float] | None = None  # with a rule: the served probabilities, one per grade
     expected_grade: float | None = None  # with a rule: the probability-weighted grade
     confidence: float | None = None  # with a rule: the served confidence
-    pillars: list | None = None  # the qualitative criteria judged, as written (`fundgrpo.methodology.citations`)
+    pillars: Mapping[str, Any] | None = None  # criterion -> judgement and evidence, as written (`citations.judged`)
 
     def decided(self, decision: Mapping[str, Any]) -> Prediction:
         """This prediction with a decision rule's served fields (`calibration.GradeDecided`)."""
