@@ -204,9 +204,7 @@ def confidence_of(
         preds = [p.as_written() for p in preds]
     if any(p.probs is not None for p in preds):
         probs = [p.probs if p.probs is not None else uniform for p in preds]
-        conf = [
-            (p.confidence if p.confidence is not None else max(p.probs)) if p.probs is not None else 0.0 for p in preds
-        ]
+        conf = [p.surest if p.surest is not None else 0.0 for p in preds]
         return np.asarray(conf, dtype=float), np.asarray(probs, dtype=float)
     methods = [m for p in preds for m in p.beliefs]
     if not methods:

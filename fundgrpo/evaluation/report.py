@@ -199,11 +199,9 @@ def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list
 
 
 def kept(p: Prediction) -> Prediction:
-    """What the per-fund file keeps of the served evaluation: its grade, validity and confidence (as
-    `graded` gives it), and `SERVED_FIELDS`."""
-    g = graded(p)
-    return Prediction.of({**{k: getattr(p, k) for k in SERVED_FIELDS}, "grade": g.grade, "valid": g.valid,
-                          "confidence": g.confidence})  # fmt: skip
+    """What the per-fund file keeps of the served evaluation: its grade, validity, the confidence it serves
+    (`Prediction.surest`) and `SERVED_FIELDS`."""
+    return Prediction(grade=p.grade, valid=p.valid, confidence=p.surest, **{k: getattr(p, k) for k in SERVED_FIELDS})
 
 
 def graded(p: Prediction) -> Graded:
@@ -213,9 +211,7 @@ def graded(p: Prediction) -> Graded:
     >>> graded(Prediction(grade=2, written_grade=2, valid=True, probs=[0.3, 0.7]))
     Graded(grade=2, valid=True, confidence=0.7)
     """
-    if p.probs is None:
-        return Graded(p.grade, p.valid)
-    return Graded(p.grade, p.valid, p.confidence if p.confidence is not None else max(p.probs))
+    return Graded(p.grade, p.valid, p.surest)
 
 
 def reliability(rows: list[dict], preds: list[Prediction], grades: list[int], bins: int = 10) -> list[dict]:

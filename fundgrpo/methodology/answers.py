@@ -56,6 +56,17 @@ class Prediction:
         """This prediction with the grade probabilities read at `method`."""
         return replace(self, beliefs={**self.beliefs, method: probs})
 
+    @property
+    def surest(self) -> float | None:
+        """The confidence it serves: its rule's, else the likeliest grade's probability; None without probabilities.
+
+        >>> Prediction(grade=2, written_grade=2, probs=[0.3, 0.7]).surest
+        0.7
+        """
+        if self.probs is None:
+            return None
+        return self.confidence if self.confidence is not None else max(self.probs)
+
     def as_written(self) -> Prediction:
         """The answer before any decision rule: its written grade served, no served probabilities."""
         return replace(self, grade=self.written_grade, probs=None, expected_grade=None, confidence=None)
