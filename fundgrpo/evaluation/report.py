@@ -152,6 +152,11 @@ class FundRow:
         }
 
     @classmethod
+    def read(cls, path: Path) -> list[FundRow]:
+        """The rows of a per-fund file."""
+        return [cls.of(line) for line in io.read_jsonl(path)]
+
+    @classmethod
     def of(cls, line: Mapping[str, Any]) -> FundRow:
         """The row a per-fund line holds (`as_dict`'s; a key a line lacks reads as unknown)."""
         names = [k.removesuffix("_valid") for k in line if k.endswith("_valid")]

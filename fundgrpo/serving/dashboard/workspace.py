@@ -131,8 +131,7 @@ class Workspace:
             if self.params.backtest.metrics in local:
                 backtest = json.loads(local[self.params.backtest.metrics].read_text(encoding="utf-8"))
             if self._predictions_path() in local:
-                rows = local[self._predictions_path()].read_text(encoding="utf-8").splitlines()
-                predictions = [FundRow.of(json.loads(line)) for line in rows]
+                predictions = FundRow.read(local[self._predictions_path()])
             if fit_file in local:
                 rule = calibration.DecisionRule.of(json.loads(local[fit_file].read_text(encoding="utf-8")))
         run = client.get_run(entry["run_id"])
@@ -157,9 +156,7 @@ class Workspace:
             last.get("version"),
             [last["alias"]] if last.get("alias") else [],
             json.loads(metrics.read_text(encoding="utf-8")) if metrics.exists() else None,
-            [FundRow.of(json.loads(line)) for line in rows.read_text(encoding="utf-8").splitlines()]
-            if rows.exists()
-            else [],
+            FundRow.read(rows) if rows.exists() else [],
             json.loads(curves.read_text(encoding="utf-8")) if curves.exists() else [],
             calibration.DecisionRule.of(json.loads(fit.read_text(encoding="utf-8"))) if fit.exists() else None,
         )
