@@ -56,6 +56,7 @@ from fundgrpo.data.reading import IngestReport
 from fundgrpo.data.validation import validate_frame
 from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving import champion
@@ -146,7 +147,7 @@ def prediction_drift(
         # The same share classes on the reference where it has them (their grades then pair up for
         # the rating migration); a batch of mostly new share classes is compared by distribution only.
         known = set(reference["share_class_id"].astype(str))
-        paired_ids = [r["share_class_id"] for r in batch_records if r["share_class_id"] in known]
+        paired_ids = [r.share_class_id for r in batch_records if r.share_class_id in known]
         if len(paired_ids) >= monitor.min_rows:
             ref_records = champion.prompt_records(
                 reference, methodology, params.prepare, paired_ids, estimator,
@@ -170,11 +171,9 @@ def prediction_drift(
         batch_preds = champion.grade(
             folder, batch_records, methodology, schema, params.generation, f"champion v{version} on batch"
         )
-    before = {r["share_class_id"]: p.grade for r, p in zip(ref_records, ref_preds)}
+    before = {r.share_class_id: p.grade for r, p in zip(ref_records, ref_preds)}
     pairs = [
-        (before[r["share_class_id"]], p.grade)
-        for r, p in zip(batch_records, batch_preds)
-        if r["share_class_id"] in before
+        (before[r.share_class_id], p.grade) for r, p in zip(batch_records, batch_preds) if r.share_class_id in before
     ]
     result = drift.prediction_drift(
         [p.grade for p in ref_preds], [p.grade for p in batch_preds], monitor, Path(out), pairs
@@ -189,11 +188,11 @@ def prediction_drift(
 
 
 @task(name="candidate-on-batch", cache_policy=NO_CACHE)
-def candidate_on_batch(records: list[dict], params: Params, root: str) -> dict[str, Any]:
+def candidate_on_batch(records: list[PromptRecord], params: Params, root: str) -> dict[str, Any]:
     """The new candidate (models/policy) and the rule scorer on the batch's rated test-split funds."""
 
     methodology, schema = _schema(Path(root), params)
-    rows = [r for r in records if r["labelled"] and r["split"] == "test" and not r.get("not_rated")]
+    rows = [r for r in records if r.labelled and r.split == "test" and not r.not_rated]
     if not rows:
         return {"n": 0, "note": "no rated test-split fund in the batch sample"}
     preds = champion.grade(

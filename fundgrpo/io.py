@@ -76,11 +76,11 @@ def write_text(text: str, path: str | Path) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def write_jsonl(rows: list[dict], path: str | Path) -> None:
+def write_jsonl(objects: list[dict], path: str | Path) -> None:
     with atomic_path(path) as tmp:
         with tmp.open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
+            for obj in objects:
+                f.write(json.dumps(obj, ensure_ascii=False, default=_json_default) + "\n")
 
 
 def read_jsonl(path: str | Path) -> list[dict]:

@@ -16,6 +16,7 @@ from fundgrpo.cli import run_stage
 from fundgrpo.evaluation.backtesting import backtest, scored_funds
 from fundgrpo.evaluation.report import write_files
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model.inference import evaluate_models
 from fundgrpo.params import load_params
 
@@ -23,13 +24,13 @@ from fundgrpo.params import load_params
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = scored_funds(p.backtest, io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl"))
+        rows = scored_funds(p.backtest, PromptRecord.read(Path(p.prepare.out_dir) / "test.jsonl"))
         methodology, schema = load_compiled(Path(p.methodology.out_dir))
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
         fits = {"grpo": json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))}  # the policy's confidence
         answered, reused = evaluate_models(models, rows, methodology, schema, p.backtest.beliefs, fits, p.generation)
         apart = Path(p.prepare.out_dir) / "not_rated.jsonl"  # funds the methodology does not rate, counted apart
-        not_rated = [r for r in io.read_jsonl(apart) if r["split"] == "test"] if apart.exists() else []
+        not_rated = [r for r in PromptRecord.read(apart) if r.split == "test"] if apart.exists() else []
         result = backtest(p.backtest, rows, methodology, answered, fits, reused, not_rated)
         rows, predictions = result.pop("rows"), result.pop("predictions")
         write_files(rows, predictions, methodology.grades, Path(p.backtest.plots_dir), Path(p.backtest.report_dir))

@@ -22,13 +22,14 @@ from fundgrpo.evaluation.agreement import metrics as agreement
 from fundgrpo.evaluation.agreement import rule_predictions
 from fundgrpo.evaluation.baselines import gbm_metrics
 from fundgrpo.methodology.compiler import load_methodology
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import load_params
 
 
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
+        rows = PromptRecord.read(Path(p.prepare.out_dir) / "validation.jsonl")
         methodology = load_methodology(p.methodology.out_dir)
         rule = agreement(rows, rule_predictions(rows), methodology.grades)
         print(

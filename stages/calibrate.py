@@ -16,6 +16,7 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import StageError, run_stage
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model.inference import fit_models
 from fundgrpo.params import load_params
 
@@ -23,7 +24,7 @@ from fundgrpo.params import load_params
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
+        rows = PromptRecord.read(Path(p.prepare.out_dir) / "validation.jsonl")
         methodology, schema = load_compiled(Path(p.methodology.out_dir))
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir)}
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import load_params
 from fundgrpo.training.grpo_trainer import plot_curves, run
 from fundgrpo.training.shared import train_into
@@ -19,8 +20,8 @@ from fundgrpo.training.shared import train_into
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
-        eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
+        rows = PromptRecord.read(Path(p.prepare.out_dir) / "train.jsonl")
+        eval_rows = PromptRecord.read(Path(p.prepare.out_dir) / "validation.jsonl")
         m, schema = load_compiled(Path(p.methodology.out_dir))
         checkpoints = Path(p.grpo.checkpoint_dir)
         summary = train_into(

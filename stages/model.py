@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model.modelling import build_base
 from fundgrpo.params import load_params
 
@@ -24,7 +25,7 @@ from fundgrpo.params import load_params
 def main() -> None:
     def body() -> None:
         p = load_params()
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
+        rows = PromptRecord.read(Path(p.prepare.out_dir) / "train.jsonl")
         with io.atomic_path(p.model.out_dir) as tmp:
             info = build_base(p.model, rows, tmp)
         print(f"model: {info}")

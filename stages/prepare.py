@@ -11,7 +11,7 @@ from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.data import analyst_labels, documents
 from fundgrpo.evaluation import statistical
-from fundgrpo.methodology import citations
+from fundgrpo.methodology import citations, records
 from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.methodology.preparation import lengths, run
 from fundgrpo.model.pretrained import configured_tokenizer
@@ -37,7 +37,7 @@ def main() -> None:
         with io.atomic_path(p.prepare.out_dir) as out:  # the three splits replace the old ones together
             out.mkdir()
             for name, rows in datasets.items():
-                io.write_jsonl(rows, out / f"{name}.jsonl")
+                records.write(rows, out / f"{name}.jsonl")
         io.write_json(summary, p.prepare.metrics)
         print("prepare: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
 

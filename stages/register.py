@@ -11,6 +11,7 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.registry.registration import register, unreachable
@@ -22,7 +23,7 @@ def main() -> None:
         backtest = json.loads(Path(p.backtest.metrics).read_text())
         train = json.loads(Path(p.grpo.metrics).read_text())
         curves = json.loads(Path(p.grpo.reward_curves).read_text())
-        rows = io.read_jsonl(Path(p.prepare.out_dir) / "test.jsonl")
+        rows = PromptRecord.read(Path(p.prepare.out_dir) / "test.jsonl")
         schema_dir = Path(p.methodology.out_dir)
         methodology, schema = load_compiled(schema_dir)
         artifacts = [*map(Path, p.register.artifacts), schema_dir, Path(p.calibrate.out)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import load_params
 from fundgrpo.training.sft_trainer import run
 from fundgrpo.training.shared import train_into
@@ -18,7 +19,7 @@ def main() -> None:
     def body() -> None:
         p = load_params()
         # the training funds with a written reference evaluation (all, unless prepare.reference_share < 1)
-        rows = [r for r in io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl") if r.get("referenced", True)]
+        rows = [r for r in PromptRecord.read(Path(p.prepare.out_dir) / "train.jsonl") if r.referenced]
         info = train_into(p.sft.out_dir, lambda out: run(p.sft, p.model, Path(p.model.out_dir), rows, out))
         if info is None:  # another rank of `accelerate launch`
             return

@@ -242,26 +242,33 @@ def test_calls_name_their_arguments():
     assert crowded == [], "pass these by keyword"
 
 
-# An evaluator's answer crosses modules as a typed record (`answers.Prediction`; the backtest's per-fund
-# row, `report.FundRow`), never as a dict whose keys come and go: a parameter that holds predictions says so.
-PREDICTION_NAMES = {"pred", "preds", "prediction", "predictions"}
-PREDICTION_TYPES = re.compile(r"\b(Prediction|FundRow)\b")
+# Records cross modules typed, never as dicts whose keys come and go: a parameter that holds an evaluator's
+# answers is a `Prediction` (or the backtest's per-fund row, `report.FundRow`), one that holds prompt records a
+# `records.PromptRecord`; a parameter named `rows` holds no free-form dict either (indices and arrays are fine).
+TYPED = re.compile(r"\b(Prediction|FundRow)\b")
+PROMPT_RECORD = re.compile(r"\bPromptRecord\b")
+RECORD_TYPES = {
+    **dict.fromkeys(("pred", "preds", "prediction", "predictions"), TYPED),
+    **dict.fromkeys(("record", "records", "train_rows", "eval_rows"), PROMPT_RECORD),
+}
+FREE_FORM = re.compile(r"\b(dict|Mapping|Any)\b|^no annotation$")
 
 
-def untyped_predictions(path: str, text: str) -> list[str]:
+def untyped_records(path: str, text: str) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
                 kind = ast.unparse(a.annotation) if a.annotation is not None else "no annotation"
-                if a.arg in PREDICTION_NAMES and not PREDICTION_TYPES.search(kind):
+                wanted = RECORD_TYPES.get(a.arg)
+                if (wanted and not wanted.search(kind)) or (a.arg == "rows" and FREE_FORM.search(kind)):
                     out.append(f"{path}:{node.lineno}: {node.name}({a.arg}: {kind})")
     return out
 
 
-def test_predictions_cross_modules_typed():
-    found = [u for f in tracked("fundgrpo") for u in untyped_predictions(f, (REPO / f).read_text(encoding="utf-8"))]
-    assert found == [], "annotate them Prediction (or FundRow, a per-fund row)"
+def test_records_cross_modules_typed():
+    found = [u for f in tracked("fundgrpo") for u in untyped_records(f, (REPO / f).read_text(encoding="utf-8"))]
+    assert found == [], "annotate predictions Prediction (or FundRow), prompt records PromptRecord"
 
 
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,
@@ -301,7 +308,7 @@ TEST_SPLIT = re.compile(
 )
 # The monitoring flow scores the new candidate on a monitoring batch's newly rated test-split funds,
 # after the register stage's gate has decided: a report on new labels, not a design choice.
-TEST_SPLIT_ALLOWED = {"flows/monitoring_flow.py": ('r["split"] == "test"',)}
+TEST_SPLIT_ALLOWED = {"flows/monitoring_flow.py": ('r.split == "test"',)}
 
 
 def test_only_the_backtest_register_and_collectors_read_the_test_split():
@@ -340,8 +347,13 @@ def test_the_checks_see_what_they_look_for():
     ]
     assert upward_imports("fundgrpo/serving/x.py", "from fundgrpo.data import peers\n") == []
     assert crowded_calls("m.py", "f(1, 2, 3, 4, 5, 6, 7)\nf(1, 2, 3, 4, 5, 6, g=7)\n") == ["m.py:1: f (7 by position)"]
-    assert untyped_predictions("m.py", "def f(preds: list[dict], p: dict, prediction: Prediction): ...\n") == [
-        "m.py:1: f(preds: list[dict])"
+    typed = (
+        "def f(preds: list[dict], p: dict, prediction: Prediction, rows: list[dict], records: list[PromptRecord]): ..."
+    )
+    assert untyped_records("m.py", typed + "\ndef g(rows: np.ndarray, record: dict): ...\n") == [
+        "m.py:1: f(preds: list[dict])",
+        "m.py:1: f(rows: list[dict])",
+        "m.py:2: g(record: dict)",
     ]
     made_up = (
         "x = 1  # 1.6x faster (issue 34)\ny = 2  # since 2026-11-29\n"

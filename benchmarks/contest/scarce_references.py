@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.contest.documents_contest import interval, scores  # noqa: E402  # an invalid answer counts as a miss
 from benchmarks.contest.seeds import recompute  # noqa: E402
 from fundgrpo.methodology import citations  # noqa: E402
+from fundgrpo.methodology.records import PromptRecord  # noqa: E402
 
 OUT = ROOT / "research" / "results" / "scarce_references.json"
 PAGE = ROOT / "benchmarks" / "contest" / "scarce_references.md"
@@ -59,8 +60,8 @@ def answer(text: str | None) -> dict:
 def counts(said: dict, row: dict, ids: tuple[str, ...]) -> dict[str, tuple[int, int]]:
     """One answer's (numerator, denominator) per ratio figure, as `citations.summary` counts them.
 
-    >>> row = {"documents": '{"D1": "Calm. The lead manager resigned."}',
-    ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}'}
+    >>> row = PromptRecord.example(documents='{"D1": "Calm. The lead manager resigned."}',
+    ...        pillars='{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}')
     >>> cites = [{"document": 1, "sentence": 2}, {"document": 1, "sentence": 1}]
     >>> counts({"pillars": {"people": {"judgement": -1, "evidence": cites}}}, row, ("people",))
     {'agree': (1, 1), 'pertinent': (1, 2), 'verified': (2, 2)}
@@ -75,7 +76,7 @@ def table(root: Path) -> pd.DataFrame:
     funds = pd.read_json(root / "reports/backtest/predictions.jsonl", lines=True).set_index("share_class_id")
     if "sft_text" not in funds:
         raise SystemExit(f"{root}: the per-fund backtest holds no SFT answers; rerun with --recompute")
-    records = {r["share_class_id"]: r for r in map(json.loads, (root / "data/prepared/test.jsonl").open())}
+    records = {r.share_class_id: r for r in PromptRecord.read(root / "data/prepared/test.jsonl")}
     out = []
     for sid, f in funds.sort_index().iterrows():
         row = {"share_class_id": sid, "expert": f["expert_grade"]}

@@ -30,8 +30,8 @@ def main() -> None:
     import torch
     import trl
 
-    from fundgrpo import io
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.methodology.records import PromptRecord
     from fundgrpo.model import modelling
     from fundgrpo.params import load_params
     from fundgrpo.threads import configure
@@ -44,7 +44,7 @@ def main() -> None:
         p.grpo, max_steps=1, warmup_steps=0, learning_rate=args.learning_rate, logging_steps=1, eval_steps=0,
         save_steps=0, early_stopping_patience=0, share_prompts=args.share_prompts == "true",
     )  # fmt: skip
-    rows = io.read_jsonl(root / p.prepare.out_dir / "train.jsonl")
+    rows = PromptRecord.read(root / p.prepare.out_dir / "train.jsonl")
     methodology, schema = load_compiled(root / p.methodology.out_dir)
     kept: list[dict] = []
     scored = trl.GRPOTrainer._generate_and_score_completions

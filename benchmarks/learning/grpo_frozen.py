@@ -29,8 +29,8 @@ def rewards(root: Path, steps: int, learning_rate: float, settings: dict) -> lis
     `settings` (grpo params by name) over ROOT's."""
     from transformers import TrainerCallback
 
-    from fundgrpo import io
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.methodology.records import PromptRecord
     from fundgrpo.params import load_params
     from fundgrpo.training import grpo_trainer
 
@@ -47,7 +47,7 @@ def rewards(root: Path, steps: int, learning_rate: float, settings: dict) -> lis
                 kept.append({"step": state.global_step, "reward": logs["reward"],
                              "grade": logs.get("rewards/grade_reward/mean")})  # fmt: skip
 
-    rows = io.read_jsonl(root / p.prepare.out_dir / "train.jsonl")
+    rows = PromptRecord.read(root / p.prepare.out_dir / "train.jsonl")
     methodology, schema = load_compiled(root / p.methodology.out_dir)
     with tempfile.TemporaryDirectory() as tmp:
         grpo_trainer.run(

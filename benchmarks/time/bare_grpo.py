@@ -14,8 +14,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from fundgrpo import io
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
 from fundgrpo.params import load_params
 from fundgrpo.training import rewards
@@ -42,8 +42,8 @@ def main() -> None:
     if g.judge.enabled:
         funcs["judge"] = make_judge_reward(g.judge)
     columns = ("prompt", "expert_grade", "expert_score", "evidence")
-    rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
-    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
+    rows = PromptRecord.read(Path(p.prepare.out_dir) / "train.jsonl")
+    dataset = Dataset.from_list([{k: getattr(r, k) for k in columns} for r in rows])
     source = modelling.resolve(p.sft.out_dir)
     tokenizer = AutoTokenizer.from_pretrained(source, padding_side="left")
     peft = lora_config(g.lora, source)

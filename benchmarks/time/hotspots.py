@@ -161,15 +161,15 @@ def _save(result: dict) -> Path:
 
 def profile_grpo(root: Path, label: str, steps: int, overrides: list[str]) -> Path:
     """Train `steps` GRPO steps from ROOT's SFT model; the phases' seconds into RESULTS."""
-    from fundgrpo import io
     from fundgrpo.methodology.compiler import load_compiled
+    from fundgrpo.methodology.records import PromptRecord
 
     p, raw = _workspace(root, [*overrides, f"grpo.max_steps={steps}", "grpo.resume=false"])
     timers = Timers(lambda stack: "validation" if any(s in VALIDATION for s in stack) else "training")
     from fundgrpo.training import grpo_trainer
 
-    rows = io.read_jsonl(Path(p.prepare.out_dir) / "train.jsonl")
-    eval_rows = io.read_jsonl(Path(p.prepare.out_dir) / "validation.jsonl")
+    rows = PromptRecord.read(Path(p.prepare.out_dir) / "train.jsonl")
+    eval_rows = PromptRecord.read(Path(p.prepare.out_dir) / "validation.jsonl")
     m, schema = load_compiled(Path(p.methodology.out_dir))
     with tempfile.TemporaryDirectory() as tmp, timers.patched(GRPO_PHASES):
         summary = grpo_trainer.run(

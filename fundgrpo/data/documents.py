@@ -185,12 +185,13 @@ def read(params: DocumentsSourceParams, funds: pd.DataFrame, root: Path = Path("
     return checked(read_raw(root / params.path, root / params.judgements if params.judgements else None), funds, params)
 
 
-def checked(rows: list[dict], funds: pd.DataFrame, params: DocumentsSourceParams) -> pd.DataFrame:
-    """`rows` (text fields and their `source`) checked against the fund table: the `COLUMNS` frame, oldest
-    first, or an `IngestError` naming each failing row and field; nothing is kept from a failing set."""
+def checked(raw: list[dict], funds: pd.DataFrame, params: DocumentsSourceParams) -> pd.DataFrame:
+    """`raw` (the documents as read: text fields and their `source`) checked against the fund table: the
+    `COLUMNS` frame, oldest first, or an `IngestError` naming each failing row and field; nothing is kept from a
+    failing set."""
     known = {k: set(funds[k].dropna().astype(str)) if k in funds.columns else set() for k in KEYS}
     docs, errors = [], []
-    for row in rows:
+    for row in raw:
         doc, problems = _check(row, known, params)
         errors += problems
         if doc:

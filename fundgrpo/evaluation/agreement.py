@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 
 
 def grade_metrics(expert: list[int], predicted: list[int], grades: list[int]) -> dict[str, float]:
@@ -216,23 +217,23 @@ def bootstrap_diff(stat_a, stat_b, groups: list[str], n: int = 2000, seed: int =
     }
 
 
-def departures(rows: list[dict], preds: Sequence[Prediction]) -> dict[str, Any]:
+def departures(rows: list[PromptRecord], preds: Sequence[Prediction]) -> dict[str, Any]:
     """How often an evaluator's grade departs from the grade its prompt suggested (`shown_grade`:
     the statistical estimate shown, else the methodology's), and how often such a departure is the
     expert's grade (`precision`; None with no departure). Invalid answers do not depart.
 
-    >>> rows = [{"expert_grade": e, "shown_grade": 3} for e in (3, 4, 2, 3)]
+    >>> rows = [PromptRecord.example(expert_grade=e, shown_grade=3) for e in (3, 4, 2, 3)]
     >>> departures(rows, [Prediction(grade=g, written_grade=g) for g in (3, 4, 4, None)])
     {'n': 2, 'right': 1, 'precision': 0.5, 'shown_right': 0}
     """
     n = right = shown_right = 0
-    for r, p in zip(rows, preds):
-        shown, grade = r.get("shown_grade"), p.grade
+    for r, expert, p in zip(rows, expert_grades(rows), preds):
+        shown, grade = r.shown_grade, p.grade
         if shown is None or grade is None or int(grade) == int(shown):
             continue
         n += 1
-        right += int(grade) == int(r["expert_grade"])
-        shown_right += int(shown) == int(r["expert_grade"])
+        right += int(grade) == expert
+        shown_right += int(shown) == expert
     return {"n": n, "right": right, "precision": round(right / n, 4) if n else None, "shown_right": shown_right}
 
 
@@ -250,24 +251,28 @@ def filled(expert, predicted, grades: list[int]) -> np.ndarray:
     )
 
 
-def metrics(rows: list[dict], predictions: Sequence[Prediction], grades: list[int]) -> dict[str, Any]:
+def metrics(rows: list[PromptRecord], predictions: Sequence[Prediction], grades: list[int]) -> dict[str, Any]:
     """valid_json; exact, within_one, qwk, spearman with an invalid answer as a miss (the grade
     farthest from the expert's, so it counts fully against the model); score_mae over the valid
     answers; and `neutral`: the same four figures by the earlier convention, an invalid answer
     read as the middle grade (kept so that older results compare).
 
-    >>> rows = [{"expert_grade": g, "expert_score": 50.0} for g in (1, 3, 5)]
+    >>> rows = [PromptRecord.example(expert_grade=g, expert_score=50.0) for g in (1, 3, 5)]
     >>> said = [Prediction(grade=g, written_grade=g, score=s, valid=g is not None)
     ...         for g, s in ((1, 10.0), (None, None), (5, 90.0))]
     >>> m = metrics(rows, said, [1, 2, 3, 4, 5])
     >>> m["valid_json"], m["exact"], m["neutral"]["exact"]
     (0.6667, 0.6667, 1.0)
     """
-    expert = [r["expert_grade"] for r in rows]
+    expert = expert_grades(rows)
     predicted = [p.grade for p in predictions]
     out: dict[str, Any] = {"valid_json": float(np.mean([p.valid for p in predictions]))}
     out.update(grade_metrics(expert, filled(expert, predicted, grades).tolist(), grades))
-    scored = [(p.score, r["expert_score"]) for p, r in zip(predictions, rows) if p.score is not None]
+    scored = [
+        (p.score, r.expert_score)
+        for p, r in zip(predictions, rows)
+        if p.score is not None and r.expert_score is not None
+    ]
     out["score_mae"] = float(np.mean([abs(a - b) for a, b in scored])) if scored else None
     out = {k: (round(v, 4) if v is not None else None) for k, v in out.items()}
     middle = grades[len(grades) // 2]
@@ -276,15 +281,15 @@ def metrics(rows: list[dict], predictions: Sequence[Prediction], grades: list[in
     return out
 
 
-def rule_predictions(rows: list[dict]) -> list[Prediction]:
+def rule_predictions(rows: list[PromptRecord]) -> list[Prediction]:
     """The methodology's grades as predictions: no decision rule applies to them, so the grade written
     is the grade."""
     return [
         Prediction(
-            grade=r["rule_grade"],
-            written_grade=r["rule_grade"],
-            score=r["rule_score"],
-            valid=r["rule_grade"] is not None,
+            grade=r.rule_grade,
+            written_grade=r.rule_grade,
+            score=r.rule_score,
+            valid=r.rule_grade is not None,
         )
         for r in rows
     ]

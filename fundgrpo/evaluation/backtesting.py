@@ -27,21 +27,22 @@ from fundgrpo.evaluation.agreement import (
 from fundgrpo.methodology import citations, claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.params import BacktestParams
 
 
-def gbm_predictions(rows: list[dict], methodology: Methodology) -> list[Prediction]:
+def gbm_predictions(rows: list[PromptRecord], methodology: Methodology) -> list[Prediction]:
     """The gradient-boosting baseline's grades, which `prepare` put in each record (the `evidence`
     stage's estimate from the training split's model); the score is the midpoint of the grade's
     band (the baseline predicts a grade only).
 
     >>> from fundgrpo.methodology.compiler import example_methodology
-    >>> rows = [{"share_class_id": "a", "gbm_grade": 2, "gbm_probs": [0.3, 0.7]}]
+    >>> rows = [PromptRecord.example(share_class_id="a", gbm_grade=2, gbm_probs=[0.3, 0.7])]
     >>> p = gbm_predictions(rows, example_methodology())[0]
     >>> p.grade, p.written_grade, p.score, p.valid, p.probs
     (2, 2, 30.0, True, [0.3, 0.7])
     """
-    missing = [r["share_class_id"] for r in rows if "gbm_grade" not in r]
+    missing = [r.share_class_id for r in rows if r.gbm_grade is None]
     if missing:
         raise ValueError(
             f"backtest: {len(missing)} test share class(es) carry no gradient-boosting grade "
@@ -49,23 +50,20 @@ def gbm_predictions(rows: list[dict], methodology: Methodology) -> list[Predicti
         )
     midpoint = {b.grade: b.midpoint for b in methodology.bands}
     return [
-        Prediction(
-            grade=(g := int(r["gbm_grade"])), written_grade=g, score=midpoint[g], valid=True, probs=r["gbm_probs"]
-        )
+        Prediction(grade=(g := r.gbm_grade), written_grade=g, score=midpoint[g], valid=True, probs=r.gbm_probs)
         for r in rows
+        if r.gbm_grade is not None  # checked above: every record has one
     ]
 
 
-def claims_figures(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, Any]:
+def claims_figures(rows: list[PromptRecord], preds: list[Prediction], methodology: Methodology) -> dict[str, Any]:
     """`evidence`: the mean evidence reward (an invalid answer scores 0); `unsupported`: the share of
     valid answers whose reasoning misstates anything checkable (each prediction's `unsupported`,
     from `methodology.answers.annotated`); block `claims` (`claims.summary`: claims made, the share misstated, complete
     answers)."""
-    if not all("evidence" in r for r in rows):
-        return {}
     valid = [p for p in preds if p.valid]
     cites = [
-        claims.score(p.reasoning or "", r["evidence"], methodology, p.grade, r.get("rule_grade")) if p.valid else 0.0
+        claims.score(p.reasoning or "", r.evidence, methodology, p.grade, r.rule_grade) if p.valid else 0.0
         for p, r in zip(preds, rows)
     ]
     return {
@@ -73,21 +71,21 @@ def claims_figures(rows: list[dict], preds: list[Prediction], methodology: Metho
         "unsupported": round(float(np.mean([bool(p.unsupported) for p in valid])), 4) if valid else None,
         "claims": claims.summary(
             [p.reasoning if p.valid else None for p in preds],
-            [r["evidence"] for r in rows],
+            [r.evidence for r in rows],
             methodology,
             [p.grade for p in preds],
-            [r.get("rule_grade") for r in rows],
+            [r.rule_grade for r in rows],
         ),
     }
 
 
-def fingerprint(rows: list[dict]) -> str:
+def fingerprint(rows: list[PromptRecord]) -> str:
     """Identifies the test set (funds and labels), so registry comparisons are like for like."""
-    key = json.dumps(sorted((r["share_class_id"], r["expert_grade"], r["expert_score"]) for r in rows))
+    key = json.dumps(sorted((r.share_class_id, r.expert_grade, r.expert_score) for r in rows))
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def scored_funds(params: BacktestParams, rows: list[dict]) -> list[dict]:
+def scored_funds(params: BacktestParams, rows: list[PromptRecord]) -> list[PromptRecord]:
     """The funds the backtest scores: the test split, or its first `backtest.max_funds`."""
     if params.max_funds:
         rows = rows[: params.max_funds]
@@ -98,12 +96,12 @@ def scored_funds(params: BacktestParams, rows: list[dict]) -> list[dict]:
 
 def backtest(
     params: BacktestParams,
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     answered: dict[str, tuple[dict, list[Prediction]]],
     fits: dict[str, dict] | None = None,
     reused: dict[str, str] | None = None,
-    not_rated: list[dict] | None = None,
+    not_rated: list[PromptRecord] | None = None,
 ) -> dict:
     """Every evaluator scored on the test `rows`: each model's figures and predictions as its
     inference gave them (`answered`: name -> (figures, predictions), `fundgrpo.model.inference`),
@@ -117,12 +115,12 @@ def backtest(
     grades = methodology.grades
     predictions["rule"] = rule_predictions(rows)
     results["rule"] = metrics(rows, predictions["rule"], grades)
-    if any("gbm_grade" in r for r in rows):
+    if any(r.gbm_grade is not None for r in rows):
         predictions["gbm"] = gbm_predictions(rows, methodology)
         results["gbm"] = metrics(rows, predictions["gbm"], grades)
         gbm = predictions["gbm"]
         results["gbm"]["trust"] = calibration.summary(
-            [r["expert_grade"] for r in rows], [p.grade for p in gbm],
+            expert_grades(rows), [p.grade for p in gbm],
             [p.probs for p in gbm], [max(p.probs or [0.0]) for p in gbm], grades,
         )  # fmt: skip
     fit = fits.get("grpo")
@@ -139,11 +137,11 @@ def backtest(
             predictions["sft_served"] = contest.applied(rows, predictions["sft"], sft, grades)
             results["sft_served"] = scored(rows, predictions["sft_served"], grades)
             results["sft_served"]["serves"] = fit["sft"].get("chosen")
-    if methodology.qualitative and all("documents" in r for r in rows):  # the judgements from documents
+    if methodology.qualitative and all(r.documents is not None for r in rows):  # the judgements from documents
         for name in ("grpo", "sft"):
             if name in predictions:
                 results[name]["pillars"] = citations.summary(rows, predictions[name], methodology)
-    if any(r.get("shown_grade") is not None for r in rows):
+    if any(r.shown_grade is not None for r in rows):
         for name, preds in predictions.items():
             results[name]["departures"] = departures(rows, preds)
     return {
@@ -170,23 +168,23 @@ def text_against_grade(preds: list[Prediction], rule: calibration.DecisionRule, 
     return story.counted(served, written, notes, [list(p.unsupported or ()) for p in preds])
 
 
-def apart(records: list[dict], grades: list[int]) -> dict[str, Any]:
+def apart(records: list[PromptRecord], grades: list[int]) -> dict[str, Any]:
     """The labelled test funds the methodology does not rate (too little data): how many, and the
     grades the experts gave them. No evaluator is scored on them: none rates them.
 
-    >>> apart([{"expert_grade": 3}, {"expert_grade": 5}, {"expert_grade": 3}], [1, 2, 3, 4, 5])
+    >>> apart([PromptRecord.example(expert_grade=g) for g in (3, 5, 3)], [1, 2, 3, 4, 5])
     {'n': 3, 'expert_grades': {'1': 0, '2': 0, '3': 2, '4': 0, '5': 1}}
     """
-    counts = {str(g): sum(int(r["expert_grade"]) == g for r in records) for g in grades}
+    counts = {str(g): sum(e == g for e in expert_grades(records)) for g in grades}
     return {"n": len(records), "expert_grades": counts}
 
 
-def scored(rows: list[dict], preds: list[Prediction], grades: list[int]) -> dict[str, Any]:
+def scored(rows: list[PromptRecord], preds: list[Prediction], grades: list[int]) -> dict[str, Any]:
     """`metrics`, and (where the predictions carry probabilities) block `trust`: their calibration."""
     out = metrics(rows, preds, grades)
     if any(p.probs is not None for p in preds):
         out["trust"] = calibration.summary(
-            [r["expert_grade"] for r in rows], [p.grade for p in preds], [p.probs for p in preds],
+            expert_grades(rows), [p.grade for p in preds], [p.probs for p in preds],
             [p.confidence or 0.0 for p in preds], grades,
         )  # fmt: skip
     return out
@@ -235,15 +233,15 @@ PAIRS = (
 
 
 def comparisons(
-    rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], n: int
+    rows: list[PromptRecord], predictions: dict[str, list[Prediction]], grades: list[int], n: int
 ) -> dict[str, dict]:
     """Paired bootstrap intervals (funds resampled by fund) of A - B for each pair in PAIRS present:
     exact and QWK; where both have confidence, exact on the most confident 50/70/90 % (exact_top50 ...) (each
     evaluator choosing its own funds), ECE and Brier. `n` 0: none."""
     if n <= 0:
         return {}
-    y = np.asarray([r["expert_grade"] for r in rows], dtype=int)
-    groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
+    y = np.asarray(expert_grades(rows), dtype=int)
+    groups = [str(r.fund_id) for r in rows]
     index = np.asarray([grades.index(int(v)) for v in y])
     stats: dict[tuple[str, bool], dict] = {}
     for name, preds in predictions.items():
@@ -286,19 +284,21 @@ def comparisons(
     return out
 
 
-def by_label_source(rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int]) -> dict[str, dict]:
+def by_label_source(
+    rows: list[PromptRecord], predictions: dict[str, list[Prediction]], grades: list[int]
+) -> dict[str, dict]:
     """Agreement with the analysts' decisions apart from the export's grades: each evaluator on the test
     funds whose label came from each source (`label_source`, set by prepare); QWK from 10 funds up.
 
-    >>> rows = [{"expert_grade": 3, "expert_score": 50.0, "label_source": s} for s in ("export", "analyst")]
+    >>> rows = [PromptRecord.example(expert_grade=3, expert_score=50.0, label_source=s) for s in ("export", "analyst")]
     >>> rule = [Prediction(grade=g, written_grade=g, score=s, valid=True) for g, s in ((3, 50.0), (2, 30.0))]
     >>> out = by_label_source(rows, {"rule": rule}, [1, 2, 3])
     >>> out["analyst"]["n"], out["analyst"]["rule"]["exact"], out["export"]["rule"]["exact"]
     (1, 0.0, 1.0)
     """
     out: dict[str, dict] = {}
-    for source in sorted({r.get("label_source", "export") for r in rows}):
-        idx = [i for i, r in enumerate(rows) if r.get("label_source", "export") == source]
+    for source in sorted({r.label_source for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r.label_source == source]
         keep = ("exact", "within_one", "qwk") if len(idx) >= 10 else ("exact", "within_one")
         out[source] = {"n": len(idx)}
         for name, preds in predictions.items():

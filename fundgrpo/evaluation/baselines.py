@@ -38,6 +38,7 @@ from fundgrpo.data import canonical
 from fundgrpo.data.peers import percentiles_within
 from fundgrpo.evaluation.agreement import grade_metrics
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.params import BaselineParams
 from fundgrpo.threads import small_data
 
@@ -296,24 +297,24 @@ def fit_predict_gbm(
     return grades
 
 
-def gbm_metrics(rows: list[dict], summary: dict, params: BaselineParams, grades: list[int], split: str) -> dict:
+def gbm_metrics(rows: list[PromptRecord], summary: dict, params: BaselineParams, grades: list[int], split: str) -> dict:
     """The gradient-boosting baseline's figures on the records of one split (the `baseline` stage:
     validation, whose estimates are out of fold; the test split is the backtest's): its grades are
     the `evidence` stage's estimates, which `prepare` puts in each record (`gbm_grade`); `summary`
     is the evidence stage's (features, tuning, sizes).
 
-    >>> rows = [{"expert_grade": g, "gbm_grade": p} for g, p in [(1, 1), (2, 2), (3, 2)]]
+    >>> rows = [PromptRecord.example(expert_grade=g, gbm_grade=p) for g, p in [(1, 1), (2, 2), (3, 2)]]
     >>> summary = {"train_rows": 9, "train_funds": 5, "features": [], "chosen": {}}
     >>> m = gbm_metrics(rows, summary, BaselineParams(), [1, 2, 3], "validation")
     >>> m["exact"], m["n"], m["split"]
     (0.6667, 3, 'validation')
     """
-    stale = sum("gbm_grade" not in r for r in rows)
+    stale = sum(r.gbm_grade is None for r in rows)
     if stale:
         raise BaselineError(f"baseline: {stale} {split} record(s) carry no gradient-boosting grade; rerun prepare")
     if not rows:
         raise BaselineError(f"baseline: the {split} split is empty")
-    scores = grade_metrics([r["expert_grade"] for r in rows], [r["gbm_grade"] for r in rows], grades)
+    scores = grade_metrics(expert_grades(rows), [r.gbm_grade for r in rows if r.gbm_grade is not None], grades)
     return {
         "model": f"HistGradientBoosting{params.objective.capitalize()}",
         "n_train": summary["train_rows"],

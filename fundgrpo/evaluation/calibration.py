@@ -304,17 +304,17 @@ class DecisionRule:
     chosen: str | None = None  # the option's name on validation ("stack/score/expected"); None: not chosen
 
     @classmethod
-    def of(cls, record: Mapping[str, Any]) -> DecisionRule:
-        """The rule a record holds at its top: the calibrate stage's, a registered model's, `as_dict`'s. Other
-        keys are the record's own; a record written before `serves` was named says it by its transform."""
-        kind = record.get("confidence", "token")
-        serves = record.get("serves") or {"pooled": "stack", "gbm": "gbm"}.get(kind, "lm")
-        pool, cut = record.get("pool"), record.get("cutpoints")
+    def of(cls, data: Mapping[str, Any]) -> DecisionRule:
+        """The rule a JSON object holds at its top: the calibrate stage's, a registered model's, `as_dict`'s. Other
+        keys are the object's own; one written before `serves` was named says it by its transform."""
+        kind = data.get("confidence", "token")
+        serves = data.get("serves") or {"pooled": "stack", "gbm": "gbm"}.get(kind, "lm")
+        pool, cut = data.get("pool"), data.get("cutpoints")
         return cls(
-            serves=serves, method=record.get("method", "score"), confidence=kind,
-            temperature=float(record.get("temperature", 1.0)), pool=(float(pool[0]), float(pool[1])) if pool else None,
-            grade_from=record.get("grade_from", "greedy"), cutpoints=tuple(map(float, cut)) if cut else None,
-            chosen=record.get("chosen"),
+            serves=serves, method=data.get("method", "score"), confidence=kind,
+            temperature=float(data.get("temperature", 1.0)), pool=(float(pool[0]), float(pool[1])) if pool else None,
+            grade_from=data.get("grade_from", "greedy"), cutpoints=tuple(map(float, cut)) if cut else None,
+            chosen=data.get("chosen"),
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:

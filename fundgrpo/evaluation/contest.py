@@ -20,6 +20,7 @@ import numpy as np
 from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.agreement import filled, one_metric
 from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.params import GRADE_FROM
 
 # The calibrate record of a model with no valid answer on validation: nothing fitted, nothing chosen.
@@ -28,7 +29,9 @@ NO_FIT = {**calibration.DecisionRule().as_dict(), "chosen": "none: no valid answ
 PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
 
 
-def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int]) -> dict[str, list[Prediction]]:
+def parts(
+    rows: list[PromptRecord], preds: list[Prediction], fit: dict, grades: list[int]
+) -> dict[str, list[Prediction]]:
     """Each source's best validation-chosen option (`fit["by_source"]`) applied to a model's test
     predictions (which carry `beliefs`, as `inference.evaluate_model` reads them): "alone" (the language model's
     own belief), "stack" (pooled with gradient boosting) and "gbm_rule" (gradient boosting's
@@ -36,7 +39,8 @@ def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int
 
     >>> gbm = calibration.DecisionRule("gbm", confidence="gbm", grade_from="likeliest")
     >>> fit = {"by_source": {"gbm": gbm.as_dict()}}
-    >>> out = parts([{"gbm_probs": [0.2, 0.8]}], [Prediction(grade=None, written_grade=None)], fit, [1, 2])
+    >>> unanswered = [Prediction(grade=None, written_grade=None)]
+    >>> out = parts([PromptRecord.example(gbm_probs=[0.2, 0.8])], unanswered, fit, [1, 2])
     >>> out["gbm_rule"][0].grade, out["gbm_rule"][0].valid
     (2, True)
     """
@@ -45,7 +49,7 @@ def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int
         rule = calibration.DecisionRule.of(part)
         if source == "gbm":  # gradient boosting alone: its probabilities, whatever the model answered
             alone = replace(rule, confidence="temperature")
-            decided = [calibration.decide(r["gbm_probs"], None, alone, grades) for r in rows]
+            decided = [calibration.decide(r.gbm_probs, None, alone, grades) for r in rows]
             # no answer to write: the grade under its rule is the grade it gives
             out[PART_NAMES[source]] = [
                 Prediction(grade=d["grade"], written_grade=d["grade"], valid=True).decided(d) for d in decided
@@ -56,18 +60,19 @@ def parts(rows: list[dict], preds: list[Prediction], fit: dict, grades: list[int
 
 
 def applied(
-    rows: list[dict], preds: list[Prediction], rule: calibration.DecisionRule, grades: list[int]
+    rows: list[PromptRecord], preds: list[Prediction], rule: calibration.DecisionRule, grades: list[int]
 ) -> list[Prediction]:
     """A model's predictions decided under `rule` from the beliefs read with them (the grade it wrote
     stays its `written_grade`).
 
     >>> rule = calibration.DecisionRule(grade_from="likeliest")
-    >>> p = applied([{}], [Prediction(grade=1, written_grade=1, beliefs={"score": [0.3, 0.7]})], rule, [1, 2])[0]
+    >>> wrote = Prediction(grade=1, written_grade=1, beliefs={"score": [0.3, 0.7]})
+    >>> p = applied([PromptRecord.example()], [wrote], rule, [1, 2])[0]
     >>> p.grade, p.written_grade
     (2, 1)
     """
     return [
-        p.decided(calibration.decide(p.beliefs.get(rule.method), p.written_grade, rule, grades, r.get("gbm_probs")))
+        p.decided(calibration.decide(p.beliefs.get(rule.method), p.written_grade, rule, grades, r.gbm_probs))
         for r, p in zip(rows, preds)
     ]
 
@@ -86,7 +91,7 @@ def methods_needed(fits: dict[str, dict]) -> tuple[str, ...]:
 
 
 def served(
-    rows: list[dict], preds: list[Prediction], gbm_rule: list[Prediction], rule: calibration.DecisionRule,
+    rows: list[PromptRecord], preds: list[Prediction], gbm_rule: list[Prediction], rule: calibration.DecisionRule,
     grades: list[int],
 ) -> dict:  # fmt: skip
     """What the served grades are: the fit's choice and weights, the share equal to gradient
@@ -94,7 +99,7 @@ def served(
     many the served grade got right and how many gradient boosting did (`precision`: the share of
     departures that were right); and the share the served probabilities contradict.
 
-    >>> rows = [{"expert_grade": g} for g in (1, 2, 2, 1)]
+    >>> rows = [PromptRecord.example(expert_grade=g) for g in (1, 2, 2, 1)]
     >>> mine = [Prediction(grade=g, written_grade=g) for g in (1, 2, 1, 1)]
     >>> theirs = [Prediction(grade=g, written_grade=g) for g in (1, 1, 2, 1)]
     >>> rule = calibration.DecisionRule("stack", confidence="pooled", pool=(1.0, 1.0), chosen="stack/score/expected")
@@ -102,9 +107,10 @@ def served(
     >>> s["equal_to_gbm_rule"], s["departures"]
     (0.5, {'n': 2, 'right': 1, 'gbm_right': 1, 'precision': 0.5})
     """
+    experts = expert_grades(rows)
     same = [p.grade is not None and p.grade == q.grade for p, q in zip(preds, gbm_rule)]
     apart = [i for i, s in enumerate(same) if not s and preds[i].grade is not None]
-    right = sum(preds[i].grade == rows[i]["expert_grade"] for i in apart)
+    right = sum(preds[i].grade == experts[i] for i in apart)
     return {
         "serves": rule.serves,
         "chosen": rule.chosen,
@@ -113,14 +119,16 @@ def served(
         "departures": {
             "n": len(apart),
             "right": int(right),
-            "gbm_right": int(sum(gbm_rule[i].grade == rows[i]["expert_grade"] for i in apart)),
+            "gbm_right": int(sum(gbm_rule[i].grade == experts[i] for i in apart)),
             "precision": round(right / len(apart), 4) if apart else None,
         },
         "contradicted": calibration.contradicted([p.grade for p in preds], [p.probs for p in preds], grades),
     }
 
 
-def fit_option(source, method, grade_from, expert, written, lm, gbm, grades, rows) -> calibration.DecisionRule:
+def fit_option(
+    source, method, grade_from, expert, written, lm, gbm, grades, rows: list[int]
+) -> calibration.DecisionRule:
     """One option's rule fitted on the funds `rows` (indices): the belief's transform by log-likelihood
     (a temperature; for a stack the pooling exponents) and, for the expected grade, its cut-points."""
     index = [grades.index(int(expert[i])) for i in rows]

@@ -15,6 +15,7 @@ from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.agreement import confusion
 from fundgrpo.evaluation.backtesting import confidence_of
 from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 
 # The evaluators with a confusion matrix among DVC's plots (dvc.yaml); the served evaluator's parts
 # (grpo_alone, grpo_stack, gbm_rule, sft_served) are in the metrics and the per-fund file.
@@ -22,14 +23,14 @@ PLOTTED = ("grpo", "sft", "base", "rule", "gbm")
 
 
 def write_files(
-    rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], plots: Path, reports: Path
+    rows: list[PromptRecord], predictions: dict[str, list[Prediction]], grades: list[int], plots: Path, reports: Path
 ) -> None:
     """The backtest's files beside its metrics: each plotted evaluator's confusion (`plots/confusion_<name>.json`),
     the reliability diagrams of the policy's confidence and gradient boosting's, the per-fund file
     (`predictions.jsonl`) and the PNG of the confusion matrices (`confusion.png`), under the stage's folders."""
     for name, preds in predictions.items():
         if name in PLOTTED:
-            pairs = [{"expert": r["expert_grade"], "predicted": q.grade or "invalid"} for r, q in zip(rows, preds)]
+            pairs = [{"expert": e, "predicted": q.grade or "invalid"} for e, q in zip(expert_grades(rows), preds)]
             io.write_json(pairs, plots / f"confusion_{name}.json")
     for name in ("grpo", "gbm"):
         io.write_json(reliability(rows, predictions[name], grades), plots / f"reliability_{name}.json")
@@ -37,7 +38,9 @@ def write_files(
     plot_confusions(rows, {k: v for k, v in predictions.items() if k in PLOTTED}, grades, reports / "confusion.png")
 
 
-def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], grades: list[int], path: Path) -> None:
+def plot_confusions(
+    rows: list[PromptRecord], predictions: dict[str, list[Prediction]], grades: list[int], path: Path
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,7 +48,7 @@ def plot_confusions(rows: list[dict], predictions: dict[str, list[Prediction]], 
 
     names = list(predictions)
     fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4))
-    expert = [r["expert_grade"] for r in rows]
+    expert = expert_grades(rows)
     for ax, name in zip(axes, names):
         table = confusion(expert, [p.grade for p in predictions[name]], grades)
         ax.imshow(table.values, cmap="Blues")
@@ -182,24 +185,24 @@ class FundRow:
         )
 
 
-def per_fund(rows: list[dict], predictions: dict[str, list[Prediction]]) -> list[FundRow]:
+def per_fund(rows: list[PromptRecord], predictions: dict[str, list[Prediction]]) -> list[FundRow]:
     """One row per test fund (`FundRow`): each evaluator's grade, validity and (where it has probabilities)
     confidence, the served evaluation, what each language model's evaluation claims, and the SFT start's
     text (its pillars are compared with the policy's)."""
     return [
         FundRow(
-            share_class_id=r["share_class_id"],
-            fund_id=r["fund_id"],
-            category=r["category"],
-            expert_grade=r["expert_grade"],
-            label_source=r.get("label_source", "export"),
-            shown_grade=r.get("shown_grade"),
+            share_class_id=r.share_class_id,
+            fund_id=r.fund_id,
+            category=r.category,
+            expert_grade=expert,
+            label_source=r.label_source,
+            shown_grade=r.shown_grade,
             graded={name: graded(preds[i]) for name, preds in predictions.items()},
             served=kept(predictions["grpo"][i]),
             said={name: Said.of(predictions[name][i]) for name in LANGUAGE_MODELS if name in predictions},
             sft_text=predictions["sft"][i].text if "sft" in predictions else None,
         )
-        for i, r in enumerate(rows)
+        for i, (r, expert) in enumerate(zip(rows, expert_grades(rows)))
     ]
 
 
@@ -219,10 +222,10 @@ def graded(p: Prediction) -> Graded:
     return Graded(p.grade, p.valid, p.surest)
 
 
-def reliability(rows: list[dict], preds: list[Prediction], grades: list[int], bins: int = 10) -> list[dict]:
+def reliability(rows: list[PromptRecord], preds: list[Prediction], grades: list[int], bins: int = 10) -> list[dict]:
     """An evaluator's reliability diagram (`dvc plots`): per confidence bin, mean confidence and accuracy."""
     found = confidence_of(preds, grades)
     if found is None:
         return []
-    correct = [p.grade is not None and int(p.grade) == int(r["expert_grade"]) for r, p in zip(rows, preds)]
+    correct = [p.grade is not None and int(p.grade) == e for e, p in zip(expert_grades(rows), preds)]
     return calibration.reliability(found[0], correct, bins)

@@ -15,6 +15,7 @@ import jsonschema
 
 from fundgrpo.methodology import claims
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,10 @@ class Prediction:
         return out
 
     @classmethod
-    def of(cls, record: Mapping[str, Any]) -> Prediction:
+    def of(cls, data: Mapping[str, Any]) -> Prediction:
         """The prediction `as_dict` wrote (a missing optional field reads as its default)."""
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in record.items() if k in known}
+        values = {k: v for k, v in data.items() if k in known}
         if values.get("unsupported") is not None:
             values["unsupported"] = tuple(values["unsupported"])
         return cls(**values)
@@ -226,20 +227,17 @@ def not_rated(reason: str) -> Prediction:
     return Prediction(grade=None, written_grade=None, valid=False, reason=reason)
 
 
-def annotated(preds: list[Prediction], rows: list[dict], methodology: Methodology) -> list[Prediction]:
-    """Each prediction with its claims checked, where its record carries the evidence the prompt showed:
-    what it misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""
+def annotated(preds: list[Prediction], rows: list[PromptRecord], methodology: Methodology) -> list[Prediction]:
+    """Each prediction with its claims checked against the evidence its record's prompt showed: what it
+    misstates (`unsupported`), how many claims it makes, and whether it is `complete`."""
     out = []
     for p, r in zip(preds, rows):
-        if "evidence" in r:
-            found = claims.check(
-                p.reasoning, claims.percentiles(r["evidence"]), methodology, p.grade, r.get("rule_grade")
-            )
-            p = replace(
-                p,
-                unsupported=tuple(c["about"] for c in found if c["status"] in claims.MISSTATED),
-                claims=len(found),
-                complete=bool(p.reasoning) and claims.complete(p.reasoning, r["evidence"], methodology),
-            )
+        found = claims.check(p.reasoning, claims.percentiles(r.evidence), methodology, p.grade, r.rule_grade)
+        p = replace(
+            p,
+            unsupported=tuple(c["about"] for c in found if c["status"] in claims.MISSTATED),
+            claims=len(found),
+            complete=bool(p.reasoning) and claims.complete(p.reasoning, r.evidence, methodology),
+        )
         out.append(p)
     return out

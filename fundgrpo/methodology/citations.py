@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -33,6 +33,7 @@ from fundgrpo.data.documents import Document, by_share_class, sentences, sentenc
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.qualitative import NOT_ASSESSED
+from fundgrpo.methodology.records import PromptRecord
 
 
 @dataclass(frozen=True)
@@ -98,14 +99,15 @@ def verified(item: Any, documents: dict[str, str]) -> bool:
     return cited(item, documents) is not None
 
 
-def sentence_counts(row: Mapping[str, Any]) -> tuple[int, ...]:
+def sentence_counts(row: PromptRecord) -> tuple[int, ...]:
     """How many sentences each document the row's prompt showed has, in the prompt's order: what its
     citations may name (`citable`). The row's `documents` column is that JSON object, id -> text.
 
-    >>> sentence_counts({"documents": '{"D9": "Calm. The manager left.", "D4": "Fined."}'}), sentence_counts({})
+    >>> shown = PromptRecord.example(documents='{"D9": "Calm. The manager left.", "D4": "Fined."}')
+    >>> sentence_counts(shown), sentence_counts(PromptRecord.example())
     ((2, 1), ())
     """
-    return tuple(len(sentences(text)) for text in json.loads(row.get("documents") or "{}").values())
+    return tuple(len(sentences(text)) for text in json.loads(row.documents or "{}").values())
 
 
 # A citation's number as an answer writes it: the key, then the digits so far, then what follows them
@@ -418,11 +420,11 @@ class Tally:
     pertinent: int  # ... that are a sentence the analysts cite for that criterion
 
 
-def tally(said: Any, row: Mapping[str, Any], ids: tuple[str, ...]) -> Tally:
+def tally(said: Any, row: PromptRecord, ids: tuple[str, ...]) -> Tally:
     """`said` (an answer's pillars) against `row` (a record with `documents` and reference `pillars`);
     `summary` adds these up over an evaluator's answers."""
-    documents = json.loads(row["documents"])
-    reference_pillars = json.loads(row["pillars"])
+    documents = json.loads(row.documents or "{}")
+    reference_pillars = json.loads(row.pillars or "{}")
     agree: dict[str, bool] = {}
     cited = pertinent = 0
     for cid in ids:
@@ -438,7 +440,7 @@ def tally(said: Any, row: Mapping[str, Any], ids: tuple[str, ...]) -> Tally:
     return Tally(check(said, documents, ids), agree, cited, pertinent)
 
 
-def summary(rows: list[dict], preds: Sequence[Prediction], m: Methodology) -> dict[str, Any]:
+def summary(rows: list[PromptRecord], preds: Sequence[Prediction], m: Methodology) -> dict[str, Any]:
     """One evaluator's qualitative judgements over `rows` (records with `documents` and reference
     `pillars`): the citations made and verified, the verified ones *pertinent* (a sentence the analysts
     cite for that criterion, where they judge it), the criteria covered (judged with a verified
@@ -446,8 +448,8 @@ def summary(rows: list[dict], preds: Sequence[Prediction], m: Methodology) -> di
     criterion.
 
     >>> m = __import__("fundgrpo.methodology.compiler", fromlist=["load"]).load("methodology/documents.yaml")
-    >>> row = {"documents": '{"D1": "Calm. The lead manager resigned."}',
-    ...        "pillars": '{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}'}
+    >>> row = PromptRecord.example(documents='{"D1": "Calm. The lead manager resigned."}',
+    ...        pillars='{"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}')
     >>> said = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2},
     ...                                                   {"document": 1, "sentence": 1}]}}
     >>> s = summary([row], [Prediction(grade=2, written_grade=2, pillars=said)], m)

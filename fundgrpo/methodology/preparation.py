@@ -26,6 +26,7 @@ from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology.compiler import Criterion, Methodology
 from fundgrpo.methodology.estimates import Estimate, for_records, shown_estimate
 from fundgrpo.methodology.prompts import CriterionEvidence
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.methodology.splits import SPLITS, split_funds, split_of
 from fundgrpo.params import PrepareParams
 
@@ -41,8 +42,10 @@ def build_records(
     only: Collection[str] | None = None,
     estimates: pd.DataFrame | None = None,
     reading: citations.Reading | None = None,
-) -> list[dict]:
-    """One record per labelled share class: prompt, reference answer and the columns rewards read.
+    labelled_only: bool = True,
+) -> list[PromptRecord]:
+    """One record per labelled share class: prompt, reference answer and the columns rewards read;
+    with `labelled_only` False, one per share class (an unlabelled one has no reference, serving evaluates it).
 
     `reading` (with a methodology's qualitative criteria): the prompt shows the fund's documents
     within a budget, the reference answer judges each criterion citing them, and the record keeps the
@@ -66,7 +69,7 @@ def build_records(
     rows = funds if only is None else funds[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
     for i, row in rows.iterrows():
         evidence = peers.evidence(i, row)
-        if pd.isna(row.get("expert_grade")):
+        if labelled_only and pd.isna(row.get("expert_grade")):
             continue
         records.append(_record(m, params, row, evidence, at=peers.at(i), estimates=estimates, reading=reading))
     return records
@@ -172,10 +175,8 @@ def _record(
     at: Standing,
     estimates: pd.DataFrame | None,
     reading: citations.Reading | None,
-) -> dict:
-    """One labelled share class's record: its prompt, reference answer and the columns rewards read."""
-    grade = int(row["expert_grade"])
-    score = _reference_score(m, grade, row)
+) -> PromptRecord:
+    """One share class's record: its prompt, reference answer (labelled) and the columns rewards read."""
     estimate = _estimate(row, estimates, m)
     rule_grade, rule_score = at.rule_grade, at.rule_score
     shown_model = estimate if params.show_model == "gbm" else None
@@ -195,6 +196,49 @@ def _record(
     pillars, shown_docs = None, None
     if reading is not None and m.qualitative:
         pillars, shown_docs = _with_documents(m, messages, row, reading)
+    grade = None if pd.isna(row.get("expert_grade")) else int(row["expert_grade"])
+    score = None if grade is None else _reference_score(m, grade, row)
+    analyst = row.get("label_source") == "analyst"
+    return PromptRecord(
+        share_class_id=str(row["share_class_id"]),
+        fund_id=str(row["fund_id"]),
+        category=str(row["category"]),
+        split=split_of(str(row["fund_id"]), params),
+        peers=at.peers,
+        prompt=messages,
+        reference=None
+        if grade is None or score is None
+        else _reference(m, params, evidence, graded=(grade, score), at=at, estimate=estimate, pillars=pillars),
+        expert_grade=grade,
+        expert_score=None if score is None else round(score, 2),
+        label_source="analyst" if analyst else "export",
+        label_decision_id=int(row["label_decision_id"]) if analyst else None,
+        evidence=json.dumps({cid: _clean(e.pct) for cid, e in evidence.items()}),
+        rule_grade=rule_grade,
+        rule_score=rule_score,
+        shown_grade=shown_model.grade if shown_model else (rule_grade if params.show_rule else None),
+        not_rated=at.not_rated,
+        gbm_grade=estimate.grade if estimate else None,
+        gbm_probs=list(estimate.probs) if estimate else None,
+        documents=citations.documents_column(shown_docs) if shown_docs is not None else None,
+        pillars=json.dumps(pillars, ensure_ascii=False) if pillars is not None else None,
+    )
+
+
+def _reference(
+    m: Methodology,
+    params: PrepareParams,
+    evidence: dict[str, CriterionEvidence],
+    graded: tuple[int, float],
+    at: Standing,
+    estimate: Estimate | None,
+    pillars: dict | None,
+) -> str:
+    """The reference answer to a labelled fund's prompt: the experts' grade (or, `reference_grade: explained`,
+    the one the prompt explains), its score, the reasoning in `answer_style` and the pillars judged."""
+    grade, score = graded
+    rule_grade = at.rule_grade
+    shown_model = estimate if params.show_model == "gbm" else None
     answered, answered_score = grade, score
     if params.reference_grade == "explained" and shown_model:
         answered = explained_grade(grade, shown_model.grade, rule_grade)
@@ -214,34 +258,7 @@ def _record(
         reasoning = prompts.evaluation_text(m, evidence, answered, rule_grade if params.show_rule else None, moved)
     else:
         reasoning = prompts.reasoning_text(m, evidence, params.answer_style)
-    return {
-        "share_class_id": str(row["share_class_id"]),
-        "fund_id": str(row["fund_id"]),
-        "category": str(row["category"]),
-        "peers": at.peers,  # share classes in the category, this one included
-        "prompt": messages,
-        "reference": prompts.answer_json(answered, answered_score, reasoning, stated, pillars),
-        "expert_grade": grade,
-        "expert_score": round(score, 2),
-        # where the grade comes from: the export's experts, or an analyst's decision (its id)
-        "label_source": row.get("label_source") or "export",
-        **({"label_decision_id": int(row["label_decision_id"])} if row.get("label_source") == "analyst" else {}),
-        # the percentiles the prompt showed, criteria and context: what the claims check reads
-        "evidence": json.dumps({cid: _clean(e.pct) for cid, e in evidence.items()}),
-        "rule_grade": rule_grade,
-        # the grade the prompt suggested (the estimate, else the methodology's): a departure differs from it
-        **({"shown_grade": shown_model.grade} if shown_model else {}),
-        **({"shown_grade": rule_grade} if params.show_rule and not shown_model and rule_grade is not None else {}),
-        "rule_score": rule_score,
-        # why the methodology does not rate the fund (None: it does); no model rates it either
-        "not_rated": at.not_rated,
-        **({"gbm_grade": estimate.grade, "gbm_probs": list(estimate.probs)} if estimate else {}),
-        **(
-            {"documents": citations.documents_column(shown_docs), "pillars": json.dumps(pillars, ensure_ascii=False)}
-            if pillars is not None and shown_docs is not None
-            else {}
-        ),
-    }
+    return prompts.answer_json(answered, answered_score, reasoning, stated, pillars)
 
 
 def explained_grade(expert: int, shown: int, rule: int | None) -> int:
@@ -260,7 +277,7 @@ def run(
     params: PrepareParams,
     estimates: pd.DataFrame | None = None,
     reading: citations.Reading | None = None,
-) -> tuple[dict[str, list[dict]], dict]:
+) -> tuple[dict[str, list[PromptRecord]], dict]:
     """Datasets by split, and a summary of what went where. `estimates`: the evidence stage's
     (checked: every labelled share class has one, computed with this split)."""
     funds = funds.reset_index(drop=True)
@@ -274,30 +291,34 @@ def run(
         splits = [split_of(str(f), params) for f in funds.loc[labelled, "fund_id"]]
         estimates = for_records(estimates, ids, splits, "prepare")
     records = build_records(funds, methodology, params, estimates=estimates, reading=reading)
-    split = split_funds(pd.Series([r["fund_id"] for r in records]), params)
-    rated = [r["not_rated"] is None for r in records]
-    datasets = {s: [r for r, w, ok in zip(records, split, rated) if w == s and ok] for s in SPLITS}
+    split_funds(pd.Series([r.fund_id for r in records]), params)  # every split gets a fund, or an error says so
     if params.reference_share < 1:  # scarce references: the rest of the training funds have the grade only
-        for r in datasets["train"]:
-            r["referenced"] = referenced(r["fund_id"], params)
-            if not r["referenced"] and "pillars" in r:
-                r["pillars"] = None  # no analyst wrote this fund's evaluation: no judgements to learn from
+        records = [_referenced(r, params) if r.split == "train" else r for r in records]
+    datasets = {s: [r for r in records if r.split == s and r.not_rated is None] for s in SPLITS}
     # counted apart, each with its split: the backtest reports the test split's
-    datasets["not_rated"] = [{**r, "split": w} for r, w, ok in zip(records, split, rated) if not ok]
+    datasets["not_rated"] = [r for r in records if r.not_rated is not None]
     summary = {
         "rows": int(len(funds)),
         "unlabelled_rows_excluded": int((~labelled).sum()),
         "not_rated_rows_excluded": len(datasets["not_rated"]),
         **{f"{s}_rows": len(datasets[s]) for s in SPLITS},
-        **{f"{s}_funds": len({r["fund_id"] for r in datasets[s]}) for s in SPLITS},
-        "analyst_labels": sum(r["label_source"] == "analyst" for r in records),
+        **{f"{s}_funds": len({r.fund_id for r in datasets[s]}) for s in SPLITS},
+        "analyst_labels": sum(r.label_source == "analyst" for r in records),
         **(
-            {"referenced_train_rows": sum(r["referenced"] for r in datasets["train"])}
+            {"referenced_train_rows": sum(r.referenced for r in datasets["train"])}
             if params.reference_share < 1
             else {}
         ),
     }
     return datasets, summary
+
+
+def _referenced(record: PromptRecord, params: PrepareParams) -> PromptRecord:
+    """A training record under scarce references: whether an analyst wrote its evaluation, and without one no
+    judgements to learn from."""
+    if referenced(record.fund_id, params):
+        return record
+    return replace(record, referenced=False, pillars=None)
 
 
 def referenced(fund_id: str, params: PrepareParams) -> bool:
@@ -314,17 +335,16 @@ def referenced(fund_id: str, params: PrepareParams) -> bool:
     return u < params.reference_share
 
 
-def lengths(rows: list[dict], tokenizer=None) -> dict:
+def lengths(rows: list[PromptRecord], tokenizer=None) -> dict:
     """Prompt and answer sizes: characters, and tokens of `tokenizer` (the prompt with its chat
     template and generation prompt, as the model reads it). On CPU, prefill of the prompt
     dominates generation time, so this is what a prompt costs.
 
-    >>> rows = [{"prompt": [{"role": "user", "content": "abc"}], "reference": "{}"}]
-    >>> lengths(rows)
+    >>> lengths([PromptRecord.example(prompt=[{"role": "user", "content": "abc"}], reference="{}")])
     {'prompt_chars_mean': 3.0, 'prompt_chars_max': 3, 'answer_chars_mean': 2.0, 'answer_chars_max': 2}
     """
-    prompt_chars = [sum(len(m["content"]) for m in r["prompt"]) for r in rows]
-    answer_chars = [len(r["reference"]) for r in rows]
+    prompt_chars = [sum(len(m["content"]) for m in r.prompt) for r in rows]
+    answer_chars = [len(r.reference or "") for r in rows]
     out = {
         "prompt_chars_mean": round(float(np.mean(prompt_chars)), 1),
         "prompt_chars_max": int(max(prompt_chars)),
@@ -332,10 +352,10 @@ def lengths(rows: list[dict], tokenizer=None) -> dict:
         "answer_chars_max": int(max(answer_chars)),
     }
     if tokenizer is not None:
-        texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+        texts = [tokenizer.apply_chat_template(r.prompt, tokenize=False, add_generation_prompt=True) for r in rows]
         prompt_tokens = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
         answer_tokens = [
-            len(ids) for ids in tokenizer([r["reference"] for r in rows], add_special_tokens=False)["input_ids"]
+            len(ids) for ids in tokenizer([r.reference or "" for r in rows], add_special_tokens=False)["input_ids"]
         ]
         out.update(
             prompt_tokens_mean=round(float(np.mean(prompt_tokens)), 1),

@@ -19,6 +19,7 @@ from fundgrpo.evaluation.backtesting import claims_figures
 from fundgrpo.methodology import answers, citations
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.model import belief, modelling
 from fundgrpo.model.modelling import answer_fingerprint
 from fundgrpo.params import GRADE_FROM, CalibrateParams, GenerationParams
@@ -26,7 +27,7 @@ from fundgrpo.params import GRADE_FROM, CalibrateParams, GenerationParams
 
 def evaluate_model(
     path: str | Path,
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     max_new_tokens: int = 96,
@@ -56,7 +57,7 @@ def evaluate_model(
     )  # fmt: skip
     result = metrics(rows, preds, grades)
     result.update(claims_figures(rows, preds, methodology))
-    expert = [r["expert_grade"] for r in rows]
+    expert = expert_grades(rows)
     written = [p.grade for p in preds]
     read: dict[str, list] = {}
     for method in dict.fromkeys(wanted if any(written_ is not None for written_ in written) else []):
@@ -77,7 +78,7 @@ def evaluate_model(
         preds = [p.believed(method, b) for p, b in zip(preds, read[method])]
     if fit is not None:
         rule = calibration.DecisionRule.of(fit)
-        gbm = [r.get("gbm_probs") for r in rows]  # a pooled fit weighs the statistical estimate too
+        gbm = [r.gbm_probs for r in rows]  # a pooled fit weighs the statistical estimate too
         beliefs = read.get(rule.method, [None] * len(preds))  # none where no answer is valid
         decided = [calibration.decide(b, w, rule, grades, q) for b, w, q in zip(beliefs, written, gbm)]
         preds = [p.decided(d) for p, d in zip(preds, decided)]
@@ -102,7 +103,7 @@ def evaluate_model(
 
 def fit_model(
     path: Path,
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     c: CalibrateParams,
@@ -125,9 +126,9 @@ def fit_model(
     )
     readable = {m: [q.beliefs.get(m) for q in preds] for m in c.beliefs}
     valid = sum(q.valid for q in preds)
-    gbm = [r["gbm_probs"] for r in rows] if all("gbm_probs" in r for r in rows) else None
-    groups = [str(r.get("fund_id", r["share_class_id"])) for r in rows]
-    expert = [r["expert_grade"] for r in rows]
+    gbm = [r.gbm_probs for r in rows] if all(r.gbm_probs is not None for r in rows) else None
+    groups = [str(r.fund_id) for r in rows]
+    expert = expert_grades(rows)
     if valid == 0:
         print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
         fit = {**contest.NO_FIT, "options": {}, "by_source": {}}
@@ -172,7 +173,7 @@ def fit_model(
 def answer(
     model,
     tokenizer,
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     max_new_tokens: int,
@@ -191,21 +192,20 @@ def answer(
     A row the methodology does not rate (`not_rated`, from serving's records) is not generated for: its
     answer says why (`answers.not_rated`), and its beliefs are None."""
     cached = {} if cached is None else cached
-    if any(r.get("not_rated") for r in rows):
-        keep = [i for i, r in enumerate(rows) if not r.get("not_rated")]
+    if any(r.not_rated for r in rows):
+        keep = [i for i, r in enumerate(rows) if not r.not_rated]
         inner: dict[str, list] = {method: [] for method in cached}
         got = answer(
             model, tokenizer, [rows[i] for i in keep], methodology, schema=schema, max_new_tokens=max_new_tokens,
             batch_size=batch_size, desc=desc, rule=rule, deadline=deadline, cached=inner,
         ) if keep else []  # fmt: skip
-        out = [answers.not_rated(r["not_rated"]) for r in rows]
+        got_by = dict(zip(keep, got))
+        out = [got_by[i] if i in got_by else answers.not_rated(str(r.not_rated)) for i, r in enumerate(rows)]
         for method, column in inner.items():
             filled: list = [None] * len(rows)
             for i, value in zip(keep, column):
                 filled[i] = value
             cached.setdefault(method, [])[:] = filled  # in place: the caller holds the list
-        for i, p in zip(keep, got):
-            out[i] = p
         return out
     if rule is not None and rule.method in belief.METHODS:
         cached.setdefault(rule.method, [])
@@ -220,7 +220,7 @@ def answer(
         for method, values in found.items():
             cached[method][start : start + len(values)] = values
 
-    prompts = [r["prompt"] for r in rows]
+    prompts = [r.prompt for r in rows]
     texts = modelling.generate(
         model, tokenizer, prompts, max_new_tokens, batch_size, desc=desc, deadline=deadline,
         on_batch=read_here if cached else None, shown=shown_documents(rows),
@@ -235,21 +235,21 @@ def answer(
                 batch_size=batch_size, cached=cached.get(rule.method),
             )  # fmt: skip
         preds = [
-            p.decided(calibration.decide(b, p.grade, rule, methodology.grades, r.get("gbm_probs")))
+            p.decided(calibration.decide(b, p.grade, rule, methodology.grades, r.gbm_probs))
             for p, b, r in zip(preds, read, rows)
         ]
     return preds
 
 
-def shown_documents(rows: list[dict]) -> list[tuple[int, ...]] | None:
+def shown_documents(rows: list[PromptRecord]) -> list[tuple[int, ...]] | None:
     """What each row's answer may cite (`citations.sentence_counts`), or None where no row carries documents."""
-    return [citations.sentence_counts(r) for r in rows] if any(r.get("documents") for r in rows) else None
+    return [citations.sentence_counts(r) for r in rows] if any(r.documents for r in rows) else None
 
 
 def read_beliefs(
     model,
     tokenizer,
-    rows: list[dict],
+    rows: list[PromptRecord],
     preds: list[Prediction],
     methodology: Methodology,
     method: str,
@@ -278,7 +278,7 @@ def read_beliefs(
                 belief.beliefs(
                     model,
                     tokenizer,
-                    [rows[i]["prompt"] for i in todo],
+                    [rows[i].prompt for i in todo],
                     [preds[i].text for i in todo],
                     methodology=methodology,
                     method=method,
@@ -300,7 +300,7 @@ def read_beliefs(
 
 def fit_models(
     models: dict[str, Path],
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     c: CalibrateParams,
@@ -328,7 +328,7 @@ def fit_models(
 
 def evaluate_models(
     models: dict[str, Path],
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     beliefs: tuple[str, ...] | list[str],

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 from tqdm.auto import tqdm
 
 from fundgrpo.methodology import citations
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import pretrained
 from fundgrpo.params import ModelArchParams, ModelParams
 
@@ -213,7 +214,8 @@ def generate(
 
     class Until(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
-            return torch.full((input_ids.shape[0],), time.monotonic() > deadline, dtype=torch.bool)
+            late = deadline is not None and time.monotonic() > deadline
+            return torch.full((input_ids.shape[0],), late, dtype=torch.bool)
 
     stopping = StoppingCriteriaList([Until()]) if deadline is not None else None
     texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
@@ -313,16 +315,16 @@ def prompt_batch(model, tokenizer, texts: list[str]) -> dict:
     return {"input_ids": input_ids, "attention_mask": torch.tensor(mask, device=model.device), "past_key_values": cache}
 
 
-def corpus(rows: list[dict]) -> list[str]:
+def corpus(rows: list[PromptRecord]) -> list[str]:
     """Texts the tokenizer learns from: prompts and reference answers (training split only)."""
     texts: list[str] = []
     for r in rows:
-        texts.extend(m["content"] for m in r["prompt"])
-        texts.append(r["reference"])
+        texts.extend(m["content"] for m in r.prompt)
+        texts.append(r.reference or "")
     return texts
 
 
-def build_base(params: ModelParams, train_rows: list[dict], out_dir: Path) -> dict:
+def build_base(params: ModelParams, train_rows: list[PromptRecord], out_dir: Path) -> dict:
     """Write the base model (or its pointer) into `out_dir`; return a description."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if params.pretrained and pretrained.parse(params.pretrained) is not None:

@@ -404,16 +404,16 @@ def gate_record(client, name: str, version: str, cache: dict | None = None) -> d
     return record
 
 
-def promoted_by_gate(record: dict | None) -> bool:
+def promoted_by_gate(gate: dict | None) -> bool:
     """True when a gate record says the gate promoted the version.
 
     >>> promoted_by_gate({"promoted": True}), promoted_by_gate({"promoted": False}), promoted_by_gate(None)
     (True, False, False)
     """
-    return bool(record and record.get("promoted") is True)
+    return bool(gate and gate.get("promoted") is True)
 
 
-def trained_on(record: dict | None) -> str:
+def trained_on(gate: dict | None) -> str:
     """The methodology a gate record says its version was trained on, in words.
 
     >>> trained_on({"methodology": {"name": "House", "version": "2", "language": "ko", "fingerprint": "ab12"}})
@@ -421,13 +421,13 @@ def trained_on(record: dict | None) -> str:
     >>> trained_on(None)
     'an unrecorded methodology'
     """
-    m = (record or {}).get("methodology")
+    m = (gate or {}).get("methodology")
     if not m:
         return "an unrecorded methodology"
     return f"{m['name']!r} v{m['version']} ({m['language']}, fingerprint {m['fingerprint']})"
 
 
-def matches(record: dict | None, methodology: str | None) -> bool:
+def matches(gate: dict | None, methodology: str | None) -> bool:
     """Whether a version may answer under the compiled methodology (its fingerprint, `methodology`):
     its gate record names the same one; a record without one (older versions) is not refused.
 
@@ -436,7 +436,7 @@ def matches(record: dict | None, methodology: str | None) -> bool:
     >>> matches({"promoted": True}, "b"), matches({"methodology": {"fingerprint": "a"}}, None)
     (True, True)
     """
-    recorded = ((record or {}).get("methodology") or {}).get("fingerprint")
+    recorded = ((gate or {}).get("methodology") or {}).get("fingerprint")
     return methodology is None or recorded is None or recorded == methodology
 
 

@@ -22,6 +22,7 @@ from fundgrpo.evaluation import contest
 from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.story import served_words
 from fundgrpo.methodology.compiler import Methodology, fingerprint
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
 from fundgrpo.model.inference import evaluate_model
 from fundgrpo.params import Params, to_dict
@@ -77,7 +78,9 @@ def dvc_experiment() -> dict[str, str]:
     return {k: v for k, v in tags.items() if v}
 
 
-def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict):
+def champion_baseline(
+    client, params: Params, backtest: dict, rows: list[PromptRecord], methodology: Methodology, schema: dict
+):
     """(metrics, name) of the current champion on this backtest, or None when there is none.
 
     If the champion was measured on another test set, it is re-evaluated on this one.
@@ -119,7 +122,7 @@ def champion_baseline(client, params: Params, backtest: dict, rows: list[dict], 
 
 
 def baselines(
-    client, params: Params, backtest: dict, rows: list[dict], methodology: Methodology, schema: dict
+    client, params: Params, backtest: dict, rows: list[PromptRecord], methodology: Methodology, schema: dict
 ) -> list[tuple]:
     """(metrics, name, non-inferiority) of each baseline `register.gate.against` names, in order: the
     champion (the rule scorer where there is none) and the rule scorer, to beat; gradient boosting
@@ -150,7 +153,7 @@ def register(
     backtest: dict,
     train: dict,
     curves: list[dict],
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     artifacts: list[Path],
@@ -228,7 +231,7 @@ def gate_and_register(
     client,
     params: Params,
     backtest: dict,
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     info,

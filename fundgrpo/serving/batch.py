@@ -286,7 +286,7 @@ def evaluate(
     estimator = load_estimator(Path(params.evidence.out_dir))
     reading = stored_reading(params, methodology, universe, posted=posted)
     records = prompt_records(universe, methodology, params.prepare, new_ids, estimator, reading)
-    by_id = {r["share_class_id"]: r for r in records}
+    by_id = {r.share_class_id: r for r in records}
     mine = [by_id[i] for i in new_ids]
     rule = calibration_of(folder, params)
     predictions = grade(folder, mine, methodology, schema, generation=params.generation, desc="evaluate", rule=rule)
@@ -308,7 +308,7 @@ def evaluate(
                 e,
                 grades,
                 expert_grade=None if pd.isna(expert) else int(expert),
-                seen_in_training=record["share_class_id"] in seen,
+                seen_in_training=record.share_class_id in seen,
                 model=model_name,
                 as_of=None if pd.isna(fund.get("as_of")) else str(fund.get("as_of")),  # the data's date
                 evaluated_at=evaluated_at,

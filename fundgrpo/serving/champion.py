@@ -24,7 +24,7 @@ from fundgrpo.methodology import citations
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.preparation import build_records
-from fundgrpo.methodology.splits import split_of
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
 from fundgrpo.model.inference import answer
 from fundgrpo.params import GenerationParams, Params, PrepareParams
@@ -39,9 +39,9 @@ def prompt_records(
     only: Collection[str] | None = None,
     estimator: Estimator | None = None,
     reading: citations.Reading | None = None,
-) -> list[dict]:
-    """One record per row (labelled or not; with `only`, per listed share class), with `labelled`
-    and the fund's `split` added. Peer percentiles come from every row either way. `estimator`
+) -> list[PromptRecord]:
+    """One record per row (labelled or not: an unlabelled one has no expert grade nor reference; with `only`,
+    per listed share class). Peer percentiles come from every row either way. `estimator`
     (the evidence stage's training-split model) gives each record its statistical estimate, which
     the prompt states under `prepare.show_model: gbm`. `reading` (`stored_reading`): the documents
     the prompts show and the text baseline reads, as in training; a fund without any gets none."""
@@ -58,19 +58,9 @@ def prompt_records(
         if reading is not None:  # what the text baseline reads: each share class's documents, as in `evidence`
             texts = documents.texts(reading.documents, funds["share_class_id"])
         estimates = estimator.estimate(funds, None if only is None else [str(x) for x in only], texts)
-    grades = funds["expert_grade"] if "expert_grade" in funds else pd.Series(pd.NA, index=funds.index, dtype="Int64")
-    labelled = grades.notna()
-    # build_records skips unrated rows; the prompt does not depend on the grade, so a placeholder will do.
-    placeholder = methodology.grades[len(methodology.grades) // 2]
-    records = build_records(
-        funds.assign(expert_grade=grades.fillna(placeholder)), methodology, prepare, only, estimates, reading
-    )
-    if only is not None:
-        labelled = labelled[funds["share_class_id"].astype(str).isin({str(x) for x in only})]
-    for record, is_labelled in zip(records, labelled):
-        record["labelled"] = bool(is_labelled)
-        record["split"] = split_of(record["fund_id"], prepare)
-    return records
+    if "expert_grade" not in funds:
+        funds = funds.assign(expert_grade=pd.Series(pd.NA, index=funds.index, dtype="Int64"))
+    return build_records(funds, methodology, prepare, only, estimates, reading, labelled_only=False)
 
 
 def stored_reading(
@@ -111,11 +101,11 @@ def check_posted_dates(posted: pd.DataFrame, as_of: str | None) -> None:
                           f"reads: {named}; send the funds' metrics as of a later date")  # fmt: skip
 
 
-def sample(records: list[dict], n: int, seed: int) -> list[dict]:
+def sample(records: list[PromptRecord], n: int, seed: int) -> list[PromptRecord]:
     """At most `n` records, a seeded sample in the original order.
 
-    >>> [r["i"] for r in sample([{"i": i} for i in range(5)], 3, 0)]
-    [0, 3, 4]
+    >>> [r.share_class_id for r in sample([PromptRecord.example(share_class_id=str(i)) for i in range(5)], 3, 0)]
+    ['0', '3', '4']
     """
     if n <= 0 or len(records) <= n:
         return list(records)
@@ -147,7 +137,7 @@ def load_champion(
 
 def grade(
     folder: str | Path,
-    records: list[dict],
+    records: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     generation: GenerationParams,
@@ -196,15 +186,13 @@ def estimator_for(params: Params, root: Path = Path(".")) -> Estimator | None:
     return load_estimator(folder)
 
 
-def scored(records: list[dict], predictions: list[Prediction], methodology: Methodology) -> dict[str, float] | None:
+def scored(
+    records: list[PromptRecord], predictions: list[Prediction], methodology: Methodology
+) -> dict[str, float] | None:
     """Backtest metrics over the labelled test-split records (funds never trained on) the methodology rates,
     or None if there are none."""
 
-    pairs = [
-        (r, p)
-        for r, p in zip(records, predictions)
-        if r["labelled"] and r["split"] == "test" and not r.get("not_rated")
-    ]
+    pairs = [(r, p) for r, p in zip(records, predictions) if r.labelled and r.split == "test" and not r.not_rated]
     if not pairs:
         return None
     rows, preds = zip(*pairs)

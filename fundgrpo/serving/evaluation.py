@@ -17,6 +17,7 @@ from fundgrpo.methodology import claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.citations import NOT_FOUND, PillarJudgement, judged
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import EvaluateParams
 from fundgrpo.serving import review
 from fundgrpo.serving.explain import grade_note, refusal, served_from
@@ -78,7 +79,7 @@ def percentiles(evidence: str | dict, m: Methodology) -> dict[str, float | None]
 
 
 def flags(
-    record: dict,
+    record: PromptRecord,
     lacking: str,
     prediction: Prediction,
     methodology: Methodology,
@@ -88,22 +89,23 @@ def flags(
     category with no peers (percentiles mean nothing), criteria with no data, a pillar judged on words
     no document holds (`pillars`, served as not assessed), misstated criteria.
 
-    >>> r = {"category": "X", "peers": 1}
+    >>> r = PromptRecord.example(category="X", peers=1)
     >>> from fundgrpo.methodology.compiler import example_methodology
     >>> flags(r, "sharpe_3y", Prediction(grade=None, written_grade=None, reason="not one JSON object"),
     ...       example_methodology())
     ['invalid answer: not one JSON object', 'no peers: X has no other share class', 'no data: Sharpe ratio (sharpe_3y)']
-    >>> flags({**r, "not_rated": "not rated: missing: Sharpe ratio"}, "", Prediction(grade=None, written_grade=None),
+    >>> from dataclasses import replace
+    >>> flags(replace(r, not_rated="not rated: missing: Sharpe ratio"), "", Prediction(grade=None, written_grade=None),
     ...       example_methodology())[0]
     'not rated: missing: Sharpe ratio'
     """
     out = []
-    if record.get("not_rated"):
-        out.append(record["not_rated"])
+    if record.not_rated:
+        out.append(record.not_rated)
     elif not prediction.valid:
         out.append(f"invalid answer: {prediction.reason}")
-    if record.get("peers", 2) <= 1:
-        out.append(f"no peers: {record['category']} has no other share class")
+    if record.peers <= 1:
+        out.append(f"no peers: {record.category} has no other share class")
     labels = {c.metric: methodology.label(c) for c in methodology.criteria}
     ids = {c.id: methodology.label(c) for c in methodology.named}
     for metric in [m for m in lacking.split(", ") if m]:
@@ -121,7 +123,7 @@ def flags(
 
 
 def build(
-    record: dict,
+    record: PromptRecord,
     prediction: Prediction,
     decision: DecisionRule,
     methodology: Methodology,
@@ -135,7 +137,7 @@ def build(
     p = prediction
     language = methodology.language
     said = served_from(decision, p, language)
-    pillars = judged(p.pillars, json.loads(record.get("documents") or "{}"), methodology)
+    pillars = judged(p.pillars, json.loads(record.documents or "{}"), methodology)
     # one story: whose grade is served when the text was written for another, then why a grade its
     # own probabilities do not put first
     notes = [
@@ -143,32 +145,32 @@ def build(
         grade_note(p.grade, p.probs, methodology.grades, p.expected_grade, decision, language),
     ]
     e = Evaluation(
-        share_class_id=record["share_class_id"],
-        fund_id=record["fund_id"],
+        share_class_id=record.share_class_id,
+        fund_id=record.fund_id,
         name=name,
-        category=record["category"],
+        category=record.category,
         grade=p.grade,
         written_grade=said["written_grade"],
         grade_note=" ".join(n for n in notes if n) or None,
         score=p.score,
         reasoning=p.reasoning,
         valid=p.valid,
-        rated=not record.get("not_rated"),
+        rated=not record.not_rated,
         reason=p.reason
-        if p.valid or record.get("not_rated")
+        if p.valid or record.not_rated
         else GBM_ALONE[language].format(reason=p.reason)
         if p.grade is not None  # served gradient boosting alone: the answer's failure costs no grade
-        else refusal(p.reason, lacking, methodology, record["rule_grade"], record.get("gbm_grade")),
+        else refusal(p.reason, lacking, methodology, record.rule_grade, record.gbm_grade),
         probabilities=p.probs,
         expected_grade=p.expected_grade,
         confidence=p.confidence,
         served_from=said,
-        rule_grade=record["rule_grade"],
-        rule_score=None if record["rule_score"] is None else round(record["rule_score"], 2),
-        gbm_grade=record.get("gbm_grade"),
-        gbm_probabilities=record.get("gbm_probs"),
-        peers=record["peers"],
-        percentiles=percentiles(record["evidence"], methodology),
+        rule_grade=record.rule_grade,
+        rule_score=None if record.rule_score is None else round(record.rule_score, 2),
+        gbm_grade=record.gbm_grade,
+        gbm_probabilities=record.gbm_probs,
+        peers=record.peers,
+        percentiles=percentiles(record.evidence, methodology),
         missing_criteria=lacking,
         unsupported=list(p.unsupported or ()),
         flags=flags(record, lacking, p, methodology, pillars),

@@ -20,6 +20,7 @@ import numpy as np
 
 from fundgrpo import io
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
 from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams, to_dict
 from fundgrpo.training import confidence_credit, prompt_sharing
@@ -102,11 +103,11 @@ def run(
     params: GrpoParams,
     model_params: ModelParams,
     start_dir: Path,
-    train_rows: list[dict],
+    train_rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     out_dir: Path,
-    eval_rows: list[dict] | None = None,
+    eval_rows: list[PromptRecord] | None = None,
     checkpoint_dir: Path | None = None,
     callbacks: list | None = None,
 ) -> dict:
@@ -127,11 +128,6 @@ def run(
         rewards["judge"] = make_judge_reward(params.judge)
     dataset, eval_dataset = datasets_of(params, train_rows, eval_rows)
     key = best_metric_key(params)
-    if params.best_metric == "evaluation" and eval_rows and not all("evidence" in r for r in eval_rows):
-        raise ValueError(
-            "grpo.best_metric: evaluation reads the evidence each validation prompt showed, and these "
-            "prepared rows have none: rerun `dvc repro prepare` with this code, or choose another best_metric"
-        )
     callbacks = list(callbacks or [])
     if eval_dataset is not None and eval_rows:
         callbacks += validation_callbacks(params, eval_rows, methodology, schema, key)
@@ -176,24 +172,24 @@ def run(
     )
 
 
-def datasets_of(params: GrpoParams, train_rows: list[dict], eval_rows: list[dict] | None):
+def datasets_of(params: GrpoParams, train_rows: list[PromptRecord], eval_rows: list[PromptRecord] | None):
     """(the training dataset, the sampled validation dataset or None), with the columns the rewards read."""
     from datasets import Dataset
 
-    # what the rewards read; shown_grade may be absent (nothing suggested in the prompt)
+    # what the rewards read; shown_grade None where the prompt suggests no grade
     columns: tuple[str, ...] = ("prompt", "expert_grade", "expert_score", "evidence", "shown_grade", "rule_grade")
     # with documents: what the citation and pillar rewards check against (`fundgrpo.methodology.citations`)
-    columns += tuple(c for c in ("documents", "pillars") if any(c in r for r in train_rows))
-    dataset = Dataset.from_list([{k: r.get(k) for k in columns} for r in train_rows])
+    columns += tuple(c for c in ("documents", "pillars") if any(getattr(r, c) is not None for r in train_rows))
+    dataset = Dataset.from_list([{k: getattr(r, k) for k in columns} for r in train_rows])
     if not (params.eval_steps and eval_rows):
         return dataset, None
     # with eval_prompts 0 the Trainer still wants an evaluation set to schedule evaluations; it is never read
     shown = eval_rows[: params.eval_prompts or 1]
-    return dataset, Dataset.from_list([{k: r.get(k) for k in columns} for r in shown])
+    return dataset, Dataset.from_list([{k: getattr(r, k) for k in columns} for r in shown])
 
 
 def validation_callbacks(
-    params: GrpoParams, eval_rows: list[dict], methodology: Methodology, schema: dict, key: str
+    params: GrpoParams, eval_rows: list[PromptRecord], methodology: Methodology, schema: dict, key: str
 ) -> list:
     """The greedy answers to every validation prompt at each evaluation (their time: `greedy_eval_seconds`
     in the summary; a checkpoint whose answers collapse onto one grade scores COLLAPSED on the selection
@@ -302,7 +298,7 @@ def validating_apart(trainer_class, sampled: bool = True):
                     if sampled:
                         return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
                     metrics: dict[str, float] = {}
-                    self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+                    self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)  # type: ignore[has-type]
                     return metrics
             finally:
                 random.setstate(python_state)
@@ -321,14 +317,14 @@ def keeps_start(start_value: float | None, best_value: float | None) -> bool:
     return start_value is not None and (best_value is None or best_value <= start_value)
 
 
-def merged_by_step(rows: list[dict]) -> list[dict]:
+def merged_by_step(log: list[dict]) -> list[dict]:
     """One row per step: evaluations log their sampled reward and greedy metrics separately.
 
     >>> merged_by_step([{"step": 0, "a": 1}, {"step": 0, "b": 2}, {"step": 5, "a": 3}])
     [{'step': 0, 'a': 1, 'b': 2}, {'step': 5, 'a': 3}]
     """
     by_step: dict[int, dict] = {}
-    for row in rows:
+    for row in log:
         by_step.setdefault(row["step"], {}).update(row)
     return [by_step[k] for k in sorted(by_step)]
 
@@ -337,14 +333,15 @@ def _step_of(checkpoint: str | None, last_step: int) -> str:
     return f"step {checkpoint.rsplit('-', 1)[1]}" if checkpoint else f"step {last_step}"
 
 
-def inputs_digest(rows: list[dict], package: Path = Path(__file__).resolve().parents[1]) -> str:
+def inputs_digest(rows: list[PromptRecord], package: Path = Path(__file__).resolve().parents[1]) -> str:
     """What a GRPO run learns from beside its params and start: the prompts and columns (`rows`) and the
     library's code (the rewards, the prompts, the checks), as one digest.
 
-    >>> inputs_digest([{"prompt": "a"}]) == inputs_digest([{"prompt": "a"}]) != inputs_digest([{"prompt": "b"}])
+    >>> a, b = PromptRecord.example(reference="a"), PromptRecord.example(reference="b")
+    >>> inputs_digest([a]) == inputs_digest([a]) != inputs_digest([b])
     True
     """
-    h = hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode())
+    h = hashlib.sha256(json.dumps([r.as_dict() for r in rows], sort_keys=True).encode())
     for f in sorted(package.rglob("*.py")):
         h.update(f.relative_to(package).as_posix().encode() + f.read_bytes())
     return h.hexdigest()
@@ -379,18 +376,18 @@ def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Pat
     return str(done[-1]) if params.resume and done else None
 
 
-def plot_curves(rows: list[dict], path: Path) -> None:
-    """Reward curves as a PNG (total and each reward's mean)."""
+def plot_curves(curve: list[dict], path: Path) -> None:
+    """Reward curves as a PNG (total and each reward's mean; `curve`: one dict per logged step)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    steps = [r["step"] for r in rows]
-    reward_keys = sorted({k for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
+    steps = [r["step"] for r in curve]
+    reward_keys = sorted({k for r in curve for k in r if k.startswith("rewards/") and k.endswith("/mean")})
     for key in ["reward"] + reward_keys:
-        ys = [r.get(key) for r in rows]
+        ys = [r.get(key) for r in curve]
         if any(y is not None for y in ys):
             ax.plot(steps, ys, label=key.replace("rewards/", "").replace("/mean", ""), lw=2 if key == "reward" else 1)
     ax.set_xlabel("GRPO step")

@@ -204,12 +204,12 @@ class JudgeReward:
             self._append(rows)
         return [self.cache[k] for k in keys]
 
-    def _append(self, rows: list[dict]) -> None:
+    def _append(self, scored: list[dict]) -> None:
         with self._lock:
             for path in filter(None, [self.log_path, self.cache_path]):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with path.open("a", encoding="utf-8") as f:
-                    for row in rows:
+                    for row in scored:
                         keep = row if path == self.log_path else {"key": row["key"], "score": row["score"]}
                         f.write(json.dumps(keep, ensure_ascii=False) + "\n")
 

@@ -102,7 +102,7 @@ def sharing_prompts(trainer_class):
     Text-only rows; anything else (images, a mixture-of-experts loss, vLLM) takes TRL's own path."""
     import torch
 
-    class SharingPrompts(trainer_class):
+    class SharingPrompts(trainer_class):  # type: ignore[valid-type,misc]  # TRL's class, given at run time
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, *args, **kwargs):
             if self.use_vllm or images is not None or multimodal_fields:
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields, *args, **kwargs)

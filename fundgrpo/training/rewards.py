@@ -21,6 +21,7 @@ from typing import Any, Callable
 from fundgrpo.methodology import citations, claims, compiler
 from fundgrpo.methodology.answers import completion_text, parse_answer, valid_answer
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.params import RULE_REWARDS, GrpoParams
 
 RewardFn = Callable[..., list]
@@ -335,7 +336,7 @@ REWARDS: dict[str, RewardFn] = {name: globals()[f"{name}_reward"] for name in RU
 
 
 def settings(
-    methodology: Methodology, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None
+    methodology: Methodology, schema: dict, params: GrpoParams, train_rows: list[PromptRecord] | None = None
 ) -> dict[str, Any]:
     """Every keyword a rule reward may take; `bind` hands each reward the ones it declares."""
     balance = params.balance_grades and train_rows
@@ -344,14 +345,14 @@ def settings(
         "methodology": methodology,
         "score_tolerance": params.score_tolerance,
         "grade_step_penalty": params.grade_step_penalty,
-        "grade_weights": balanced_weights([r["expert_grade"] for r in train_rows or []]) if balance else None,
+        "grade_weights": balanced_weights(expert_grades(train_rows or [])) if balance else None,
         "reasoning_chars": tuple(params.reasoning_chars),
         "departure_cost": params.departure_cost,
     }
 
 
 def bind(
-    methodology: Methodology, schema: dict, params: GrpoParams, train_rows: list[dict] | None = None
+    methodology: Methodology, schema: dict, params: GrpoParams, train_rows: list[PromptRecord] | None = None
 ) -> dict[str, RewardFn]:
     """The rule rewards with their settings filled in, ready for TRL (`__name__` kept; never raising).
     `train_rows` give the grade reward its weights when `grpo.balance_grades` is on.

@@ -13,14 +13,15 @@ import time
 from pathlib import Path
 
 from fundgrpo import io
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
 from fundgrpo.params import ModelParams, SftParams
 from fundgrpo.training.shared import lora_config, model_init_kwargs, save_model, use_cpu
 
 
-def to_sft_rows(rows: list[dict]) -> list[dict]:
+def to_sft_rows(rows: list[PromptRecord]) -> list[dict]:
     """Prompt-completion conversations: the loss falls on the answer only."""
-    return [{"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["reference"]}]} for r in rows]
+    return [{"prompt": r.prompt, "completion": [{"role": "assistant", "content": r.reference}]} for r in rows]
 
 
 def sft_config(params: SftParams, model_params: ModelParams, output_dir: Path):
@@ -51,7 +52,7 @@ def run(
     params: SftParams,
     model_params: ModelParams,
     base_dir: Path,
-    train_rows: list[dict],
+    train_rows: list[PromptRecord],
     out_dir: Path,
     callbacks: list | None = None,
 ) -> dict:

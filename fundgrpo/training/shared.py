@@ -13,6 +13,7 @@ from fundgrpo.evaluation import agreement
 from fundgrpo.methodology import answers, claims
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.model import inference, modelling
 from fundgrpo.params import LoraParams, ModelParams
 
@@ -132,7 +133,7 @@ def collapsed(predicted: list, expert: list, share: float) -> tuple[bool, int | 
 QUALITY = ("complete", "misstated", "stated_brier", "departure_gain", "evaluation")  # evaluation_quality's keys
 
 
-def evaluation_quality(rows: list[dict], preds: list[Prediction], methodology: Methodology) -> dict[str, float]:
+def evaluation_quality(rows: list[PromptRecord], preds: list[Prediction], methodology: Methodology) -> dict[str, float]:
     """What the `evaluation` selection metric reads from greedy answers to validation prompts: the
     share of answers complete, minus twice the share of claims misstated (a wrong claim costs more
     than a right one earns), minus the stated confidence's top-label Brier score (where answers
@@ -142,8 +143,8 @@ def evaluation_quality(rows: list[dict], preds: list[Prediction], methodology: M
 
     >>> from fundgrpo.methodology.compiler import example_methodology
     >>> r = example_methodology()
-    >>> rows = [{"expert_grade": e, "shown_grade": 4, "rule_grade": 4, "evidence": {"sharpe_3y": 85, "cost": 15}}
-    ...         for e in (4, 5)]
+    >>> shown = '{"sharpe_3y": 85, "cost": 15}'
+    >>> rows = [PromptRecord.example(expert_grade=e, shown_grade=4, rule_grade=4, evidence=shown) for e in (4, 5)]
     >>> said = [("Sharpe ratio top 20%; ongoing cost bottom 20%", 4, 0.8), ("Sharpe ratio top 10%", 5, 0.6)]
     >>> preds = [Prediction(grade=g, written_grade=g, reasoning=t, stated=c) for t, g, c in said]
     >>> evaluation_quality(rows, preds, r)
@@ -151,14 +152,14 @@ def evaluation_quality(rows: list[dict], preds: list[Prediction], methodology: M
     """
     found = claims.summary(
         [p.reasoning for p in preds],
-        [r.get("evidence") or {} for r in rows],
+        [r.evidence for r in rows],
         methodology,
         [p.grade for p in preds],
-        [r.get("rule_grade") for r in rows],
+        [r.rule_grade for r in rows],
     )
     stated = [
-        (p.stated if p.grade is not None and p.stated is not None else 1.0, p.grade == r["expert_grade"])
-        for p, r in zip(preds, rows)
+        (p.stated if p.grade is not None and p.stated is not None else 1.0, p.grade == expert)
+        for p, expert in zip(preds, expert_grades(rows))
         if p.stated is not None or p.grade is None
     ]
     brier = (
@@ -179,7 +180,7 @@ COLLAPSED = -2.0  # what a collapsed checkpoint scores on the selection metric: 
 
 
 def greedy_validation_callback(
-    rows: list[dict],
+    rows: list[PromptRecord],
     methodology: Methodology,
     schema: dict,
     max_new_tokens: int,
@@ -219,7 +220,7 @@ def greedy_validation_callback(
             texts = modelling.generate(
                 model,
                 processing_class,
-                [r["prompt"] for r in rows],
+                [r.prompt for r in rows],
                 max_new_tokens,
                 batch_size,
                 desc="greedy validation",
@@ -229,15 +230,12 @@ def greedy_validation_callback(
             preds = answers.predictions_from_texts(texts, schema)
             found = agreement.metrics(rows, preds, methodology.grades)
             greedy = {f"eval_greedy_{k}": round(float(found[k]), 4) for k in ("valid_json", *GREEDY_METRICS)}
-            gone, top, top_share = collapsed(
-                [p.grade for p in preds], [r["expert_grade"] for r in rows], collapse_share
-            )
+            gone, top, top_share = collapsed([p.grade for p in preds], expert_grades(rows), collapse_share)
             greedy["eval_greedy_top_grade"] = float(top) if top is not None else 0.0
             greedy["eval_greedy_top_share"] = top_share
             greedy["eval_greedy_collapsed"] = float(gone)
-            if all("evidence" in r for r in rows):
-                quality = evaluation_quality(rows, preds, methodology)
-                greedy.update({f"eval_greedy_{k}": v for k, v in quality.items()})
+            quality = evaluation_quality(rows, preds, methodology)
+            greedy.update({f"eval_greedy_{k}": v for k, v in quality.items()})
             if state.global_step == 0:
                 self.start_qwk = greedy["eval_greedy_qwk"]
             refused = (

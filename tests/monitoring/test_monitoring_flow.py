@@ -13,6 +13,7 @@ import yaml
 
 from fundgrpo import profiles
 from fundgrpo.data import synthetic, synthetic_documents
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import SyntheticParams
 from monitoring import simulate
 from tests import support
@@ -170,11 +171,11 @@ def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):
     data["monitor"]["relearn_after_decisions"] = 2
     params_path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     try:
-        test = [json.loads(line) for line in (root / "data/prepared/test.jsonl").read_text().splitlines()][:2]
+        test = PromptRecord.read(root / "data/prepared/test.jsonl")[:2]
         versions = support.versions(root)
         store = Store(f"sqlite:///{root}/evaluations.db")
-        store.add([{"share_class_id": r["share_class_id"], "grade": 3} for r in test], f"models:/x/{versions[-1]}")
-        regraded = {r["share_class_id"]: 5 if r["expert_grade"] < 4 else 1 for r in test}
+        store.add([{"share_class_id": r.share_class_id, "grade": 3} for r in test], f"models:/x/{versions[-1]}")
+        regraded = {r.share_class_id: 5 if r.expert_grade < 4 else 1 for r in test}
         first, second = regraded
         store.decide(store.latest(first), regraded[first], "the record says otherwise", "ana", None)
         assert monitoring(root=str(root), retries=0) == []  # one decision: below the setting, nothing runs
@@ -184,11 +185,11 @@ def test_analysts_decisions_past_the_setting_relearn_through_the_gate(trained):
         decision = summary["retrain"]["decision"]
         assert summary["retrain"]["status"] == "done" and support.versions(root) == versions + [decision["version"]]
         labelled = {
-            r["share_class_id"]: r
-            for line in (root / "data/prepared/test.jsonl").read_text().splitlines()
-            if (r := json.loads(line))["share_class_id"] in regraded
+            r.share_class_id: r
+            for r in PromptRecord.read(root / "data/prepared/test.jsonl")
+            if r.share_class_id in regraded
         }
-        assert {k: (r["expert_grade"], r["label_source"]) for k, r in labelled.items()} == {
+        assert {k: (r.expert_grade, r.label_source) for k, r in labelled.items()} == {
             k: (g, "analyst") for k, g in regraded.items()
         }
         # the backtest reports agreement with the analysts' decisions apart from the export's grades

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,8 @@ from fundgrpo.evaluation import statistical
 from fundgrpo.evaluation.backtesting import backtest
 from fundgrpo.evaluation.baselines import BaselineError, gbm_metrics
 from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import records
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import BacktestParams, BaselineParams, EvidenceParams, PrepareParams
 from tests.support import REPO
 
@@ -58,7 +61,7 @@ def test_the_gbm_block_is_the_evidence_stages_test_estimates():
     table, _, summary = statistical.estimate(df, FAST, EvidenceParams(), PrepareParams(), [1, 2, 3, 4, 5])
     test = table[table["split"] == "test"]
     rows = [
-        {"expert_grade": int(df.set_index("share_class_id").loc[i, "expert_grade"]), "gbm_grade": int(g)}
+        PromptRecord.example(expert_grade=int(df.set_index("share_class_id").loc[i, "expert_grade"]), gbm_grade=int(g))
         for i, g in zip(test["share_class_id"], test["gbm_grade"])
     ]
     metrics = gbm_metrics(rows, summary, FAST, [1, 2, 3, 4, 5], "test")
@@ -78,28 +81,24 @@ def test_the_gbm_block_is_the_evidence_stages_test_estimates():
 def test_records_without_an_estimate_are_named():
     with pytest.raises(BaselineError, match="1 validation record.*rerun prepare"):
         gbm_metrics(
-            [{"expert_grade": 3}], {"train_rows": 1, "features": [], "chosen": {}}, FAST, [1, 2, 3], "validation"
+            [PromptRecord.example(expert_grade=3)],
+            {"train_rows": 1, "features": [], "chosen": {}},
+            FAST,
+            [1, 2, 3],
+            "validation",
         )
 
 
 def test_backtest_reports_a_gbm_block_and_refuses_stale_records():
     rows = [
-        {
-            "share_class_id": f"S{i}",
-            "expert_grade": g,
-            "expert_score": 50.0,
-            "rule_grade": 3,
-            "rule_score": 50.0,
-            "gbm_grade": p,
-            "gbm_probs": [0.2] * 5,
-        }
+        PromptRecord.example(share_class_id=f"S{i}", expert_grade=g, gbm_grade=p, gbm_probs=[0.2] * 5)
         for i, (g, p) in enumerate([(1, 1), (3, 3), (5, 4), (3, 3)])
     ]
     result = backtest(BacktestParams(bootstrap=0), rows, METHODOLOGY, {}, {})
     assert set(result["models"]) == {"rule", "gbm"}
     assert result["models"]["gbm"]["exact"] == 0.75 and result["models"]["gbm"]["within_one"] == 1.0
     assert result["models"]["gbm"]["trust"]["confidence_mean"] == 0.2
-    plain = [{k: v for k, v in r.items() if not k.startswith("gbm")} for r in rows]
+    plain = [replace(r, gbm_grade=None, gbm_probs=None) for r in rows]
     assert set(backtest(BacktestParams(bootstrap=0), plain, METHODOLOGY, {}, {})["models"]) == {"rule"}  # no estimates
     with pytest.raises(ValueError, match="1 test share class.*carry no gradient-boosting grade"):
         backtest(BacktestParams(bootstrap=0), rows[:3] + plain[3:], METHODOLOGY, {}, {})
@@ -114,17 +113,17 @@ def test_main_writes_the_rule_and_gbm_figures(tmp_path):
     held = table[table["split"] == "validation"]  # the stage reads validation; the test split is the backtest's
     # the rule scorer is right on every validation fund but the first, which it puts a grade off
     rows = [
-        {
-            "share_class_id": i,
-            "expert_grade": int(by_id.loc[i, "expert_grade"]),
-            "expert_score": float(by_id.loc[i, "expert_score"]),
-            "rule_grade": int(by_id.loc[i, "expert_grade"]) % 5 + 1 if n == 0 else int(by_id.loc[i, "expert_grade"]),
-            "rule_score": float(by_id.loc[i, "expert_score"]),
-            "gbm_grade": int(g),
-        }
+        PromptRecord.example(
+            share_class_id=i,
+            expert_grade=int(by_id.loc[i, "expert_grade"]),
+            expert_score=float(by_id.loc[i, "expert_score"]),
+            rule_grade=int(by_id.loc[i, "expert_grade"]) % 5 + 1 if n == 0 else int(by_id.loc[i, "expert_grade"]),
+            rule_score=float(by_id.loc[i, "expert_score"]),
+            gbm_grade=int(g),
+        )
         for n, (i, g) in enumerate(zip(held["share_class_id"], held["gbm_grade"]))
     ]
-    io.write_jsonl(rows, tmp_path / "prepared/validation.jsonl")
+    records.write(rows, tmp_path / "prepared/validation.jsonl")
     io.write_json(meth.rubric(METHODOLOGY), tmp_path / "schema/rubric.json")
     (tmp_path / "params.yaml").write_text(
         "prepare: {out_dir: prepared}\nmethodology: {out_dir: schema}\nevidence: {out_dir: ev}\n"
@@ -140,4 +139,4 @@ def test_main_writes_the_rule_and_gbm_figures(tmp_path):
     written = json.loads((tmp_path / "out/baseline.json").read_text())
     assert written["n"] == len(rows) and written["split"] == "validation"
     assert written["rule"]["exact"] == round(1 - 1 / len(rows), 4)  # the rule-only evaluation
-    assert written["exact"] == round(float(np.mean([r["gbm_grade"] == r["expert_grade"] for r in rows])), 4)
+    assert written["exact"] == round(float(np.mean([r.gbm_grade == r.expert_grade for r in rows])), 4)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from fundgrpo.data import analyst_labels
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.serving.api.store import Store
 from tests.support import REPO, run, workspace_copy
 
@@ -21,18 +22,14 @@ def ran(stdout: str) -> set[str]:
     return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage")}
 
 
-def records(root: Path, apart: bool = False) -> dict[str, tuple[str, dict]]:
+def records(root: Path, apart: bool = False) -> dict[str, tuple[str, PromptRecord]]:
     """The prepared records by share class, with their split; `apart`: the labelled funds the methodology
     does not rate (too little data: `not_rated.jsonl`), each with the split it would have."""
     out = {}
-    for split in ("train", "validation", "test"):
-        for line in (root / f"data/prepared/{split}.jsonl").read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            out[r["share_class_id"]] = (split, r)
-    if apart:
-        for line in (root / "data/prepared/not_rated.jsonl").read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            out[r["share_class_id"]] = (r["split"], r)
+    for name in ("train", "validation", "test", *(["not_rated"] if apart else [])):
+        for r in PromptRecord.read(root / f"data/prepared/{name}.jsonl"):
+            assert name in (r.split, "not_rated")  # each split's file holds its funds
+            out[r.share_class_id] = (r.split, r)
     return out
 
 
@@ -45,13 +42,13 @@ def test_decisions_become_labels_and_rerun_only_when_they_change(trained, tmp_pa
     assert not (root / "evaluations.db").exists()  # reading no store made none
     before = records(root)
     evidence = {f.name: f.read_bytes() for f in sorted((root / "data/evidence").iterdir())}
-    assert {r["label_source"] for _, r in before.values()} == {"export"}
+    assert {r.label_source for _, r in before.values()} == {"export"}
 
     # an analyst regrades one test fund and one unlabelled fund through the API's store
     funds = pd.read_parquet(root / "data/validated/funds.parquet")
     test_id = next(i for i, (split, _) in before.items() if split == "test")
     unlabelled = funds.loc[funds["expert_grade"].isna(), "share_class_id"].astype(str)
-    new_grade = 1 if before[test_id][1]["expert_grade"] != 1 else 5
+    new_grade = 1 if before[test_id][1].expert_grade != 1 else 5
     store = Store(f"sqlite:///{root}/evaluations.db")
     for sid in [test_id, *unlabelled[:1]]:
         store.add([{"share_class_id": sid, "grade": 3}], "models:/fund-evaluator/1")
@@ -66,11 +63,11 @@ def test_decisions_become_labels_and_rerun_only_when_they_change(trained, tmp_pa
     assert table.loc[table["share_class_id"] == test_id, "grade"].tolist() == [new_grade]  # the latest wins
     after = records(root)
     split, rec = after[test_id]
-    assert split == "test" and rec["expert_grade"] == new_grade  # the fund keeps its split, its label changes
-    assert rec["label_source"] == "analyst" and rec["label_decision_id"] == first_decision["id"] + 1
+    assert split == "test" and rec.expert_grade == new_grade  # the fund keeps its split, its label changes
+    assert rec.label_source == "analyst" and rec.label_decision_id == first_decision["id"] + 1
     assert {k: s for k, (s, _) in after.items() if k in before} == {k: s for k, (s, _) in before.items()}
     if len(unlabelled):  # a decision labels an unrated fund; with too little data it is counted apart
-        assert records(root, apart=True)[unlabelled.iloc[0]][1]["expert_grade"] == 4
+        assert records(root, apart=True)[unlabelled.iloc[0]][1].expert_grade == 4
     summary = json.loads((root / "metrics/prepare.json").read_text())
     assert summary["analyst_labels"] == 1 + int(len(unlabelled) > 0)
 

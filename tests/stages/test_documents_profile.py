@@ -13,6 +13,7 @@ import pandas as pd
 
 from fundgrpo.io import copy_project
 from fundgrpo.methodology import citations, compiler
+from fundgrpo.methodology.records import PromptRecord
 from tests.support import REPO, run
 
 
@@ -36,15 +37,15 @@ def test_documents_profile_runs_to_the_baseline(tmp_path: Path) -> None:
 
     m = compiler.load_methodology(root / "data/schema")
     ids = tuple(q.id for q in m.qualitative)
-    rows = [json.loads(line) for line in (root / "data/prepared/train.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert all("documents" in r and "pillars" in r for r in rows)
-    shown = [r for r in rows if r["documents"] != "{}"]
+    rows = PromptRecord.read(root / "data/prepared/train.jsonl")
+    assert all(r.documents is not None and r.pillars is not None for r in rows)
+    shown = [r for r in rows if r.documents != "{}"]
     assert len(shown) == len(rows)  # every synthetic fund has at least a commentary
-    assert all("Documents, newest first" in r["prompt"][-1]["content"] for r in shown)
+    assert all("Documents, newest first" in r.prompt[-1]["content"] for r in shown)
     for r in rows:  # every reference citation is verified against what its prompt showed
-        answer = json.loads(r["reference"])
-        assert citations.reward(answer["pillars"], json.loads(r["documents"]), ids) == 1.0
-    judged_rows = [r for r in rows if any(p["judgement"] != "not assessed" for p in json.loads(r["pillars"]).values())]
+        answer = json.loads(r.reference)
+        assert citations.reward(answer["pillars"], json.loads(r.documents), ids) == 1.0
+    judged_rows = [r for r in rows if any(p["judgement"] != "not assessed" for p in json.loads(r.pillars).values())]
     assert len(judged_rows) > len(rows) / 3
 
     again = run([sys.executable, "-m", "dvc", "repro", "baseline"], root, timeout=600).stdout

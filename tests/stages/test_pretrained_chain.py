@@ -105,7 +105,7 @@ def test_backtest_and_the_registered_model_load_the_policy(trained, setup, tmp_p
     folder = mlflow_registry.load_components(info.model_uri, tmp_path / "download")
     model, tokenizer = modelling.load(folder)
     local_model, local_tokenizer = modelling.load(root / "policy")
-    prompts = [r["prompt"] for r in rows]
+    prompts = [r.prompt for r in rows]
     assert modelling.generate(model, tokenizer, prompts, 40) == modelling.generate(
         local_model, local_tokenizer, prompts, 40
     )

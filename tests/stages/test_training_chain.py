@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology import records
 from fundgrpo.params import (
     BacktestParams,
     GateParams,
@@ -106,13 +107,13 @@ def test_prepare_never_splits_a_fund(datasets):
     owners: dict[str, set] = {}
     for split, rows in datasets.items():
         for r in rows:
-            owners.setdefault(r["fund_id"], set()).add(split)
+            owners.setdefault(r.fund_id, set()).add(split)
     assert all(len(s) == 1 for s in owners.values())
     assert all(len(datasets[s]) > 0 for s in ("train", "validation", "test"))
     row = datasets["train"][0]
-    assert row["prompt"][-1]["role"] == "user" and "percentile" in row["prompt"][-1]["content"].lower()
-    answer = json.loads(row["reference"])
-    assert answer["grade"] == row["expert_grade"]
+    assert row.prompt[-1]["role"] == "user" and "percentile" in row.prompt[-1]["content"].lower()
+    answer = json.loads(row.reference)
+    assert answer["grade"] == row.expert_grade
 
 
 def test_base_model_loads_by_path(chain):
@@ -145,7 +146,7 @@ def test_generation_stops_at_its_deadline(chain, datasets):
 
     root, _ = chain
     model, tokenizer = modelling.load(root / "base")
-    prompts = [r["prompt"] for r in datasets["test"][:6]]
+    prompts = [r.prompt for r in datasets["test"][:6]]
     assert modelling.generate(model, tokenizer, prompts, 32, 3, deadline=time.monotonic() - 1) == [""] * 6
     full = modelling.generate(model, tokenizer, prompts[:3], 32, 3)
     cut = modelling.generate(model, tokenizer, prompts[:3], 32, 3, deadline=time.monotonic())
@@ -285,12 +286,12 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
     rows = datasets["validation"]
     model, tokenizer = modelling.load(root / "sft")
     read = {
-        m: belief.beliefs(model, tokenizer, [r["prompt"] for r in rows], [r["reference"] for r in rows], methodology, m)
+        m: belief.beliefs(model, tokenizer, [r.prompt for r in rows], [r.reference for r in rows], methodology, m)
         for m in ("score", "grade")
     }
     for found in read.values():
         assert all(abs(sum(b.probs) - 1) < 1e-4 and 0 < b.mass <= 1 for b in found)
-    written = [r["expert_grade"] for r in rows]  # the references state the experts' grades
+    written = [r.expert_grade for r in rows]  # the references state the experts' grades
     fit = contest.fit_choice(
         written, written, {m: [b.probs for b in found] for m, found in read.items()}, methodology.grades
     )
@@ -310,7 +311,7 @@ def test_calibrate_on_a_model_with_no_valid_answer_writes_no_confidence(chain, d
     from fundgrpo import io
 
     root, _ = chain
-    io.write_jsonl(datasets["validation"][:4], tmp_path / "prepared/validation.jsonl")
+    records.write(datasets["validation"][:4], tmp_path / "prepared/validation.jsonl")
     io.write_json(meth.rubric(meth.load(REPO / "methodology/default.yaml")), tmp_path / "schema/rubric.json")
     io.write_json(
         meth.output_schema(meth.load(REPO / "methodology/default.yaml")), tmp_path / "schema/output_schema.json"
@@ -715,7 +716,7 @@ def test_a_collapsed_checkpoint_is_never_kept(chain, datasets, methodology, sche
         datasets["validation"], tmp_path / "ckpt",
     )  # fmt: skip
     curve = {r["step"]: r for r in out["eval_curve"]}
-    experts = [r["expert_grade"] for r in datasets["validation"]]
+    experts = [r.expert_grade for r in datasets["validation"]]
     for step, r in curve.items():  # the flag follows its definition
         expert_share = experts.count(int(r["eval_greedy_top_grade"])) / len(experts)
         assert r["eval_greedy_collapsed"] == float(step in out["collapsed_steps"])

@@ -22,6 +22,7 @@ from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.statistical import load_estimator
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
 from fundgrpo.model.inference import answer
 from fundgrpo.params import load_params
@@ -233,7 +234,7 @@ class Evaluator:
         check_posted_dates(frame, documents.as_of(self.params.ingest.documents, with_reference(plain, self.reference)))
         return frame
 
-    def records(self, funds: list[dict]) -> list[dict]:
+    def records(self, funds: list[dict]) -> list[tuple[PromptRecord, str]]:
         given, funds = documents_apart(funds)
         frame = pd.DataFrame(funds)
         posted = self.checked_documents(given, frame)
@@ -250,7 +251,7 @@ class Evaluator:
             # every figure a prompt shows is taken within the fund's category: its peers are all it needs
             universe = universe[universe["category"].isin(set(frame["category"]))]
         by_id = {
-            r["share_class_id"]: r
+            r.share_class_id: r
             for r in prompt_records(
                 universe,
                 self.methodology,
@@ -261,9 +262,9 @@ class Evaluator:
             )
         }
         lacking = missing_criteria(frame, self.methodology)
-        return [{**by_id[str(f["share_class_id"])], "lacking": lacks} for f, lacks in zip(funds, lacking)]
+        return [(by_id[str(f["share_class_id"])], lacks) for f, lacks in zip(funds, lacking)]
 
-    def generate(self, loaded: Loaded, records: list[dict], deadline: float | None = None) -> list[Prediction]:
+    def generate(self, loaded: Loaded, records: list[PromptRecord], deadline: float | None = None) -> list[Prediction]:
 
         b = self.params.generation
         return answer(
@@ -317,7 +318,7 @@ class Evaluator:
                     built[i] = self.records(requests[i])
                 except Exception as err:  # noqa: BLE001 - that request alone gets its error
                     built[i] = err
-        records = [r for b in built if not isinstance(b, Exception) for r in b]
+        records = [r for b in built if not isinstance(b, Exception) for r, _ in b]
         answers = self.generate(loaded, records, deadline) if records else []
         out: list = []
         start = 0
@@ -381,14 +382,14 @@ class Evaluator:
         grades = self.methodology.grades
         in_prompt = {"rule": self.params.prepare.show_rule, "gbm": self.params.prepare.show_model == "gbm"}
         out = []
-        for fund, record, p in zip(funds, records, answers):
+        for fund, (record, lacks), p in zip(funds, records, answers):
             e = evaluation.build(
                 record,
                 p,
                 loaded.rule,
                 self.methodology,
                 name=fund.get("name"),
-                lacking=record["lacking"],
+                lacking=lacks,
                 rule=self.params.evaluate,
                 known=self.known,
             )
@@ -397,7 +398,7 @@ class Evaluator:
                     e,
                     grades,
                     in_prompt,
-                    expert=self.label(record["share_class_id"]),  # the label in training, if any
+                    expert=self.label(record.share_class_id),  # the label in training, if any
                     model_version=loaded.version,
                 )
             )

@@ -101,19 +101,19 @@ class Store:
 
     # -- evaluations
 
-    def add(self, rows: list[dict], version: str) -> list[int]:
-        """Store each evaluation; its id is set on the row (`evaluation_id`) and returned."""
+    def add(self, evaluations: list[dict], version: str) -> list[int]:
+        """Store each evaluation (`evaluation.as_json`); its id is set on it (`evaluation_id`) and returned."""
         now = datetime.now(timezone.utc)
         ids = []
         with self.engine.begin() as conn:
-            for r in rows:  # one insert each: portable ids on SQLite and PostgreSQL
+            for r in evaluations:  # one insert each: portable ids on SQLite and PostgreSQL
                 done = conn.execute(
                     self.table.insert().values(
                         share_class_id=r["share_class_id"], model_version=version, created_at=now, evaluation=r
                     )
                 )
                 ids.append(done.inserted_primary_key[0])  # type: ignore[index]  # set by every insert
-        for r, i in zip(rows, ids):
+        for r, i in zip(evaluations, ids):
             r["evaluation_id"] = i
         return ids
 

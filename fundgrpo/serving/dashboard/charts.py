@@ -45,9 +45,10 @@ def grade_distribution(frame: pd.DataFrame, labels: dict[str, str]) -> alt.Chart
     )
 
 
-def curves(rows: list[dict], step_title: str = "step") -> alt.Chart:
-    """GRPO's rewards by step: the total and each named reward."""
-    frame = pd.DataFrame(rows)
+def curves(curve: list[dict], step_title: str = "step") -> alt.Chart:
+    """GRPO's rewards by step (`curve`: one dict per logged step, as the trainer logs it): the total and each
+    named reward."""
+    frame = pd.DataFrame(curve)
     keep = [c for c in frame.columns if c == "reward" or c.endswith("_reward")]
     long = frame.melt(id_vars=["step"], value_vars=keep, var_name="reward", value_name="value").dropna()
     return (

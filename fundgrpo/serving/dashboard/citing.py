@@ -23,6 +23,7 @@ from fundgrpo.methodology.citations import (
     judged,
 )
 from fundgrpo.methodology.compiler import Methodology
+from fundgrpo.methodology.records import PromptRecord
 
 WORDS: dict[str, dict[str, str]] = {
     "en": {
@@ -99,7 +100,9 @@ def rows(pillars: tuple[PillarJudgement, ...], m: Methodology, language: str) ->
     return pd.DataFrame(out)
 
 
-def pillars_of(row: FundRow | None, entry: dict, record: dict, m: Methodology) -> tuple[PillarJudgement, ...]:
+def pillars_of(
+    row: FundRow | None, entry: dict, record: PromptRecord | None, m: Methodology
+) -> tuple[PillarJudgement, ...]:
     """The pillars the page shows: the tested answer's (`row`, checked against the documents its prompt
     showed), else the latest stored evaluation's (`entry`: the API's list or the batch file's JSON)."""
     if row is not None:
@@ -108,7 +111,7 @@ def pillars_of(row: FundRow | None, entry: dict, record: dict, m: Methodology) -
         except json.JSONDecodeError:
             answer = {}
         said = answer.get("pillars") if isinstance(answer, dict) else None
-        return judged(said, json.loads(record.get("documents") or "{}"), m)
+        return judged(said, json.loads((record.documents if record else None) or "{}"), m)
     stored: Any = entry.get("pillars")
     if isinstance(stored, str) and stored:
         stored = json.loads(stored)
@@ -117,12 +120,14 @@ def pillars_of(row: FundRow | None, entry: dict, record: dict, m: Methodology) -
     return tuple(PillarJudgement.from_dict(p) for p in stored if isinstance(p, dict) and "criterion" in p)
 
 
-def section(pillars: tuple[PillarJudgement, ...], record: dict, documents: pd.DataFrame, m: Methodology) -> None:
+def section(
+    pillars: tuple[PillarJudgement, ...], record: PromptRecord | None, documents: pd.DataFrame, m: Methodology
+) -> None:
     """The pillars' table, then each document the evaluation read, newest first, cited sentences marked."""
     language = m.language if m.language in WORDS else "en"
     w = WORDS[language]
     st.subheader(w["title"])
-    texts: dict[str, str] = json.loads(record.get("documents") or "{}")
+    texts: dict[str, str] = json.loads((record.documents if record else None) or "{}")
     if not texts:
         st.info(w["no_documents"])
     if pillars:

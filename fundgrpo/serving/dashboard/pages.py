@@ -23,6 +23,7 @@ import streamlit.components.v1 as components
 from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.report import FundRow
 from fundgrpo.evaluation.story import served_words, written_note
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.serving.dashboard import book, charts, citing, tables
 from fundgrpo.serving.dashboard import workspace as wsm
 from fundgrpo.serving.dashboard.client import API_URL, api
@@ -62,7 +63,7 @@ def funds() -> pd.DataFrame:
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def records() -> dict[str, dict]:
+def records() -> dict[str, PromptRecord]:
     return workspace().records()
 
 
@@ -259,11 +260,11 @@ def fund_page() -> None:
     row = next((r for r in FIG.predictions if str(r.share_class_id) == sid), None)
     found = table[table["share_class_id"] == sid]
     entry = found.iloc[0].to_dict() if len(found) else {}
-    record = records().get(sid, {})
+    record = records().get(sid)
     st.header(names.get(sid) or sid)
-    category = category_words((row.category if row else entry.get("category")) or record.get("category"), WS.language())
-    label = row.label_source if row else record.get("label_source")
-    split = T.get(f"split_{record.get('split')}")
+    category = category_words((row or record).category if row or record else entry.get("category"), WS.language())
+    label = (row or record).label_source if row or record else None
+    split = T.get(f"split_{record.split}") if record else None
     said = [sid, category, split, f"{T['label_now']}: {T.get(label, label)}" if label else None]
     st.caption(" · ".join(str(x) for x in said if x and not (isinstance(x, float) and pd.isna(x))))
     if entry.get("state") == "decided":  # the analyst's word first, on every page that shows the fund
@@ -366,13 +367,12 @@ def latest_evaluation(entry: dict) -> None:
         st.write(entry["reasoning"] if isinstance(entry.get("reasoning"), str) and entry["reasoning"] else "—")
 
 
-def verdict_and_peers(sid: str, record: dict, category) -> pd.DataFrame:
+def verdict_and_peers(sid: str, record: PromptRecord | None, category) -> pd.DataFrame:
     st.subheader(T["verdict"])
     methodology = WS.methodology()
-    rule_grade = record.get("rule_grade")
+    rule_grade, score = (record.rule_grade, record.rule_score) if record else (None, None)
     band = next((b for b in methodology.bands if b.grade == rule_grade), None) if methodology else None
     label = band.label.get(WS.language(), "") if band else ""
-    score = record.get("rule_score")
     st.write(f"{T['grade']} **{rule_grade if rule_grade is not None else '—'}** {label} · {T['score']} "
              f"{'—' if score is None else round(score, 1)}")  # fmt: skip
     if record and methodology:
@@ -384,7 +384,7 @@ def verdict_and_peers(sid: str, record: dict, category) -> pd.DataFrame:
         )
     peers = wsm.peer_table(funds(), sid)
     peers["metric"] = peers["metric"].map(lambda m: METRICS[WS.language()].get(m, m))  # words, not column names
-    st.subheader(T["vs_peers"].format(peers=record.get("peers", "?"), category=category))
+    st.subheader(T["vs_peers"].format(peers=record.peers if record else "?", category=category))
     if not peers.empty:
         st.altair_chart(charts.percentiles(peers, T), width="stretch")
     return peers

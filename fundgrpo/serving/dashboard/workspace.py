@@ -21,6 +21,8 @@ from fundgrpo.data import analyst_labels, peers
 from fundgrpo.evaluation import agreement, calibration
 from fundgrpo.evaluation.report import FundRow
 from fundgrpo.methodology.compiler import Methodology, load_methodology
+from fundgrpo.methodology.records import PromptRecord
+from fundgrpo.methodology.splits import SPLITS
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
 from fundgrpo.serving.dashboard.book import needs_review
@@ -175,15 +177,13 @@ class Workspace:
         path = self.root / self.params.ingest.documents_out
         return pd.read_parquet(path) if path.exists() else pd.DataFrame(columns=["document_id", "date", "kind"])
 
-    def records(self) -> dict[str, dict]:
+    def records(self) -> dict[str, PromptRecord]:
         """Prepared records by share class (every split): the methodology's evidence, rule score, peers."""
         out = {}
-        for split in ("train", "validation", "test"):
+        for split in SPLITS:
             path = self.root / self.params.prepare.out_dir / f"{split}.jsonl"
             if path.exists():
-                for line in path.read_text(encoding="utf-8").splitlines():
-                    r = json.loads(line)
-                    out[str(r["share_class_id"])] = {**r, "split": split}
+                out.update({r.share_class_id: r for r in PromptRecord.read(path)})
         return out
 
     # -- monitoring
@@ -358,15 +358,14 @@ def peer_table(funds: pd.DataFrame, share_class_id: str) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["metric", "value", "peer_median", "percentile"])
 
 
-def verdict_table(record: dict, methodology: Methodology) -> pd.DataFrame:
+def verdict_table(record: PromptRecord, methodology: Methodology) -> pd.DataFrame:
     """The methodology's criteria for one fund: label, weight, the fund's percentile among peers.
 
     >>> from fundgrpo.methodology.compiler import example_methodology
-    >>> verdict_table({"evidence": {"cost": 80.0}}, example_methodology()).to_dict("records")[1]
+    >>> verdict_table(PromptRecord.example(evidence='{"cost": 80.0}'), example_methodology()).to_dict("records")[1]
     {'criterion': 'ongoing cost', 'weight': 0.4, 'percentile': 80.0}
     """
-    evidence = record.get("evidence") or {}
-    evidence = json.loads(evidence) if isinstance(evidence, str) else evidence  # prepared records keep it as text
+    evidence = json.loads(record.evidence)
     rows = [
         {"criterion": methodology.label(c), "weight": c.weight, "percentile": evidence.get(c.id)}
         for c in methodology.criteria

@@ -8,6 +8,7 @@ import pytest
 
 from fundgrpo.evaluation import calibration, contest
 from fundgrpo.methodology.answers import Prediction
+from fundgrpo.methodology.records import PromptRecord
 
 GRADES = [1, 2, 3, 4, 5]
 
@@ -68,7 +69,7 @@ def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
     expert, rng, groups = funds
     lm, gbm = beliefs(expert, 0.6, rng), beliefs(expert, 0.6, rng)
     fit = choose(expert, lm, gbm, groups, serve="stack")
-    rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
+    rows = [PromptRecord.example(expert_grade=int(y), gbm_probs=list(g)) for y, g in zip(expert, gbm)]
     preds = [
         Prediction(grade=(g := int(np.argmax(p)) + 1), written_grade=g, valid=True, beliefs={"score": p}) for p in lm
     ]
@@ -90,7 +91,7 @@ def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):
     gbm = beliefs(expert, 0.5, rng)
     fit = contest.fit_choice(expert.tolist(), [None] * len(expert), {}, GRADES, "gbm", gbm=gbm, groups=groups)
     assert set(fit["by_source"]) == {"gbm"}
-    rows = [{"expert_grade": int(y), "gbm_probs": g} for y, g in zip(expert, gbm)]
+    rows = [PromptRecord.example(expert_grade=int(y), gbm_probs=list(g)) for y, g in zip(expert, gbm)]
     graded = contest.parts(rows, [Prediction(grade=None, written_grade=None)] * len(rows), fit, GRADES)["gbm_rule"]
     assert all(p.grade in GRADES for p in graded)
 

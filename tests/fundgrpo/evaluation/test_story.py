@@ -4,6 +4,8 @@ and the API's answer alike. On the session's trained tiny repo, with its policy.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -61,7 +63,7 @@ def test_a_grade_that_is_not_the_texts_says_whose_it_is(trained, tmp_path, monke
 
     record = prompt_records(reference, methodology, params.prepare, only=[reference["share_class_id"].iloc[0]])[0]
     low = [0.6, 0.3, 0.05, 0.03, 0.02]  # gradient boosting: grade 1
-    record = {**record, "gbm_probs": low}
+    record = replace(record, gbm_probs=low)
     wrote = Prediction(grade=5, written_grade=5, score=95.0, reasoning="Excellent. Sharpe ratio top 10%",
                        valid=True, unsupported=())  # fmt: skip
     rule = calibration.DecisionRule.of(fit)

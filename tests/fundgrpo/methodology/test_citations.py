@@ -55,39 +55,39 @@ JUDGED = {
 @pytest.fixture(scope="module")
 def records():
     reading = citations.Reading({"S0": DOCS}, JUDGED, budget_chars=150)
-    return {r["share_class_id"]: r for r in build_records(funds(), M, PrepareParams(), reading=reading)}
+    return {r.share_class_id: r for r in build_records(funds(), M, PrepareParams(), reading=reading)}
 
 
 def test_the_prompt_shows_the_newest_documents_within_the_budget_and_says_what_was_cut(records):
-    prompt = records["S0"]["prompt"][-1]["content"]
+    prompt = records["S0"].prompt[-1]["content"]
     assert "Documents, newest first, 1 older not shown:" in prompt
     assert prompt.index("[1] 2024-06-01 news") < prompt.index("[2] 2024-03-01 news") and "[3]" not in prompt
     assert "2022-01-01" not in prompt  # D1, cut
     assert prompt.rstrip().splitlines()[-1].startswith("JSON:")  # the answer's format stays last
-    assert "Documents: none" in records["S1"]["prompt"][-1]["content"]
+    assert "Documents: none" in records["S1"].prompt[-1]["content"]
 
 
 def test_the_reference_cites_what_the_prompt_showed_and_passes_its_own_checks(records):
     schema = compiler.output_schema(M)
     for r in records.values():
-        answer = json.loads(r["reference"])
+        answer = json.loads(r.reference)
         jsonschema.validate(answer, schema)
         assert list(answer)[0] == "pillars"  # judged before the grade is written
-        assert citations.reward(answer["pillars"], json.loads(r["documents"]), IDS) == 1.0
-    pillars = json.loads(records["S0"]["reference"])["pillars"]
+        assert citations.reward(answer["pillars"], json.loads(r.documents), IDS) == 1.0
+    pillars = json.loads(records["S0"].reference)["pillars"]
     assert pillars["people"]["judgement"] == -1 and pillars["parent"]["evidence"][0]["document"] == 2  # D2
     # the analysts' quote, as the numbers the prompt shows its document and sentence by
     assert pillars["people"]["evidence"] == [{"document": 1, "sentence": 2}]
     assert (
         "[1] 2024-06-01 news: (1) Markets were calm. (2) The lead manager resigned in May."
-        in (records["S0"]["prompt"][-1]["content"])
+        in (records["S0"].prompt[-1]["content"])
     )
     assert pillars["process"] == {"judgement": "not assessed", "evidence": []}  # its document was cut
-    assert all(p["judgement"] == "not assessed" for p in json.loads(records["S1"]["reference"])["pillars"].values())
+    assert all(p["judgement"] == "not assessed" for p in json.loads(records["S1"].reference)["pillars"].values())
 
 
 def test_a_citation_of_no_sentence_or_an_unshown_document_is_not_verified(records):
-    documents = json.loads(records["S0"]["documents"])
+    documents = json.loads(records["S0"].documents)
     lies = {
         "people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 3}]},  # D3, shown first, has two
         "process": {"judgement": 1, "evidence": [{"document": 3, "sentence": 1}]},  # D1: not shown
@@ -109,7 +109,7 @@ def test_a_citation_of_no_sentence_or_an_unshown_document_is_not_verified(record
 
 
 def test_a_verified_citation_serves_its_sentence_word_for_word(records):
-    documents = json.loads(records["S0"]["documents"])
+    documents = json.loads(records["S0"].documents)
     said = {"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}}
     [people] = [p for p in citations.judged(said, documents, M) if p.criterion == "people"]
     assert people.judgement == -1 and people.evidence[0].quote == "The lead manager resigned in May."
@@ -119,7 +119,7 @@ def test_a_verified_citation_serves_its_sentence_word_for_word(records):
 
 def test_the_backtest_summary_counts_what_the_model_wrote(records):
     rows = [records["S0"], records["S1"]]
-    texts = [rows[0]["reference"], json.dumps({"reasoning": "average fund", "score": 20, "grade": 2})]
+    texts = [rows[0].reference, json.dumps({"reasoning": "average fund", "score": 20, "grade": 2})]
     summary = citations.summary(rows, predictions_from_texts(texts, compiler.output_schema(M)), M)
     assert summary["with_pillars"] == 1 and summary["verified"] == 1.0 and summary["agree"] == 1.0
     assert summary["pertinent"] == 1.0  # the reference cites the analysts' sentences
@@ -145,11 +145,11 @@ def test_the_korean_methodology_writes_korean_references_that_cite_what_the_prom
     assert [(q.id, q.weight) for q in ko.qualitative] == [(q.id, q.weight) for q in M.qualitative]
     reading = citations.Reading({"S0": DOCS}, JUDGED, budget_chars=150)
     records = build_records(funds(), ko, PrepareParams(), reading=reading)
-    record = next(r for r in records if r["share_class_id"] == "S0")
-    prompt = "\n".join(m["content"] for m in record["prompt"])
+    record = next(r for r in records if r.share_class_id == "S0")
+    prompt = "\n".join(m["content"] for m in record.prompt)
     assert "문서 (최신순, 이전 문서 1건 생략):" in prompt and "[1] 2024-06-01 news: (1) Markets were calm." in prompt
-    answer = json.loads(record["reference"])
+    answer = json.loads(record.reference)
     assert any("가" <= ch <= "힣" for ch in answer["reasoning"]), answer["reasoning"]
     assert answer["pillars"]["people"] == {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}
-    checked = citations.check(answer["pillars"], json.loads(record["documents"]), IDS)
+    checked = citations.check(answer["pillars"], json.loads(record.documents), IDS)
     assert checked.verified == checked.citations > 0

@@ -60,28 +60,24 @@ def test_reference_evaluations_are_right_complete_and_within_budget(methodology)
     budget = methodology.reasoning_max_chars
     moved = 0
     for r in records:
-        answer = json.loads(r["reference"])
-        assert claims.misstated(answer["reasoning"], r["evidence"], methodology, answer["grade"], r["rule_grade"]) == []
-        assert claims.complete(answer["reasoning"], r["evidence"], methodology), answer
+        answer = json.loads(r.reference)
+        assert claims.misstated(answer["reasoning"], r.evidence, methodology, answer["grade"], r.rule_grade) == []
+        assert claims.complete(answer["reasoning"], r.evidence, methodology), answer
         assert len(answer["reasoning"]) <= budget
-        assert r["shown_grade"] == r["rule_grade"]  # the methodology's grade is what the prompt suggests
-        said = claims.check(
-            answer["reasoning"], json.loads(r["evidence"]), methodology, r["expert_grade"], r["rule_grade"]
-        )
+        assert r.shown_grade == r.rule_grade  # the methodology's grade is what the prompt suggests
+        said = claims.check(answer["reasoning"], json.loads(r.evidence), methodology, r.expert_grade, r.rule_grade)
         assert [c["about"] for c in said[:2]] == ["verdict", "methodology"]
         assert said[1]["status"] == "right"  # the methodology's grade, and which way the grade moved from it
-        moved += r["expert_grade"] != r["rule_grade"]
+        moved += r.expert_grade != r.rule_grade
     assert moved > 0  # some grades depart from the methodology, and their evaluations say why
     # the same evaluation said of a grade that moved the other way, or of another methodology grade: misstated
-    r = next(r for r in records if r["expert_grade"] > r["rule_grade"])
-    text = json.loads(r["reference"])["reasoning"]
-    assert "methodology" in claims.misstated(text, r["evidence"], methodology, r["expert_grade"], r["rule_grade"] + 1)
-    assert "methodology" in claims.misstated(
-        text, r["evidence"], methodology, r["rule_grade"] - 1 or 1, r["rule_grade"]
-    )
+    r = next(r for r in records if r.expert_grade > r.rule_grade)
+    text = json.loads(r.reference)["reasoning"]
+    assert "methodology" in claims.misstated(text, r.evidence, methodology, r.expert_grade, r.rule_grade + 1)
+    assert "methodology" in claims.misstated(text, r.evidence, methodology, r.rule_grade - 1 or 1, r.rule_grade)
     summary = claims.summary(
-        [json.loads(r["reference"])["reasoning"] for r in records], [r["evidence"] for r in records], methodology,
-        [r["expert_grade"] for r in records], [r["rule_grade"] for r in records],
+        [json.loads(r.reference)["reasoning"] for r in records], [r.evidence for r in records], methodology,
+        [r.expert_grade for r in records], [r.rule_grade for r in records],
     )  # fmt: skip
     assert summary["misstated_claims"] == 0.0 and summary["complete"] == 1.0
 
@@ -91,11 +87,11 @@ def test_references_and_the_check_read_the_percentile_the_prompt_shows(methodolo
     the claims check reads 90 too, so a model that reads its prompt right is never called wrong."""
     funds = synthetic.later_batch(SyntheticParams(n_funds=60, n_months=48), 3)
     records = prepare.build_records(funds, methodology, replace(PrepareParams(), answer_style="evaluation"))
-    shown = [v for r in records for v in json.loads(r["evidence"]).values() if v is not None]
+    shown = [v for r in records for v in json.loads(r.evidence).values() if v is not None]
     assert shown and all(float(v).is_integer() for v in shown)
     r = records[0]
-    content = r["prompt"][-1]["content"]
-    for cid, v in json.loads(r["evidence"]).items():
+    content = r.prompt[-1]["content"]
+    for cid, v in json.loads(r.evidence).items():
         if v is not None and cid in {c.id for c in methodology.criteria}:
             label = methodology.label(next(c for c in methodology.criteria if c.id == cid))
             line = next(line for line in content.splitlines() if label in line)
@@ -112,12 +108,12 @@ def test_with_bands_shown_every_claim_of_a_reference_is_on_its_prompt_line(metho
     params = replace(PrepareParams(), answer_style="evaluation", show_bands=True)
     records = prepare.build_records(funds, methodology, params)
     plain = prepare.build_records(funds, methodology, replace(params, show_bands=False))
-    assert [r["reference"] for r in records] == [r["reference"] for r in plain]  # the answers do not change
+    assert [r.reference for r in records] == [r.reference for r in plain]  # the answers do not change
     top, bottom = words(methodology)
     checked = 0
     for r in records:
-        lines = r["prompt"][-1]["content"].splitlines()
-        reasoning = json.loads(r["reference"])["reasoning"]
+        lines = r.prompt[-1]["content"].splitlines()
+        reasoning = json.loads(r.reference)["reasoning"]
         for c in methodology.criteria:
             claim = next(
                 (part for part in reasoning.split(". ")[1].split("; ") if part.startswith(methodology.label(c))), None
@@ -139,19 +135,19 @@ def test_with_criteria_by_pull_the_cited_criteria_are_the_first_lines(methodolog
     params = replace(PrepareParams(), answer_style="evaluation", criteria_order="pull")
     records = prepare.build_records(funds, methodology, params)
     by_weight = prepare.build_records(funds, methodology, replace(params, criteria_order="weight"))
-    assert [r["reference"] for r in records] == [r["reference"] for r in by_weight]
+    assert [r.reference for r in records] == [r.reference for r in by_weight]
     labels = [methodology.label(c) for c in methodology.criteria]
     reordered = 0
     for r, w in zip(records, by_weight):
         shown = [
             next(label for label in labels if line.lstrip("- ").startswith(label))
-            for line in r["prompt"][-1]["content"].splitlines()
+            for line in r.prompt[-1]["content"].splitlines()
             if any(line.lstrip("- ").startswith(label) for label in labels)
         ]
-        claimed = json.loads(r["reference"])["reasoning"].split(". ")[1].split("; ")
+        claimed = json.loads(r.reference)["reasoning"].split(". ")[1].split("; ")
         cited = [next(label for label in labels if part.startswith(label)) for part in claimed]
         assert shown[: len(cited)] == cited, (shown, cited)
-        reordered += r["prompt"] != w["prompt"]
+        reordered += r.prompt != w.prompt
     assert reordered > len(records) / 4  # the weight order would have failed the check above
 
 

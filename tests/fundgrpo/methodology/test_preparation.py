@@ -34,17 +34,17 @@ def test_a_fund_without_criterion_data_has_no_methodology_grade(methodology):
 
     params = replace(PrepareParams(), answer_style="evaluation")
     records = prepare.build_records(funds, methodology, params)
-    first = next(r for r in records if r["share_class_id"] == str(funds.at[blank, "share_class_id"]))
-    assert first["not_rated"].startswith({"en": "not rated: data for 0%", "ko": "평가 제외"}[m.language])
-    others = [r for r in records if r["not_rated"] is None]
-    assert first["rule_grade"] is None and first["rule_score"] is None and "shown_grade" not in first
-    assert all(isinstance(r["rule_grade"], int) for r in others)
+    first = next(r for r in records if r.share_class_id == str(funds.at[blank, "share_class_id"]))
+    assert first.not_rated.startswith({"en": "not rated: data for 0%", "ko": "평가 제외"}[m.language])
+    others = [r for r in records if r.not_rated is None]
+    assert first.rule_grade is None and first.rule_score is None and first.shown_grade is None
+    assert all(isinstance(r.rule_grade, int) for r in others)
     rule_line = {"en": "Methodology score", "ko": "방법론 점수"}[methodology.language]
-    prompt = "\n".join(msg["content"] for msg in first["prompt"])
+    prompt = "\n".join(msg["content"] for msg in first.prompt)
     assert rule_line not in prompt  # the prompt states no methodology verdict it does not have
-    assert all(rule_line in "\n".join(msg["content"] for msg in r["prompt"]) for r in others)
-    answer = json.loads(first["reference"])
-    assert claims.misstated(answer["reasoning"], first["evidence"], methodology, answer["grade"], None) == []
+    assert all(rule_line in "\n".join(msg["content"] for msg in r.prompt) for r in others)
+    answer = json.loads(first.reference)
+    assert claims.misstated(answer["reasoning"], first.evidence, methodology, answer["grade"], None) == []
     # the rule scorer gives no grade for it: a miss in the backtest, not a made-up middle grade
     assert rule_predictions([first])[0] == Prediction(grade=None, written_grade=None, score=None, valid=False)
 
@@ -72,16 +72,16 @@ def test_an_explained_reference_departs_from_the_shown_estimate_only_to_the_meth
 
     changed = 0
     for e, x in zip(experts, explained, strict=True):
-        assert e["expert_grade"] == x["expert_grade"] and e["prompt"] == x["prompt"]
-        want = x["expert_grade"] if x["expert_grade"] in (x["shown_grade"], x["rule_grade"]) else x["shown_grade"]
-        answer, as_expert = json.loads(x["reference"]), json.loads(e["reference"])
-        assert as_expert["grade"] == e["expert_grade"] and answer["grade"] == want
+        assert e.expert_grade == x.expert_grade and e.prompt == x.prompt
+        want = x.expert_grade if x.expert_grade in (x.shown_grade, x.rule_grade) else x.shown_grade
+        answer, as_expert = json.loads(x.reference), json.loads(e.reference)
+        assert as_expert["grade"] == e.expert_grade and answer["grade"] == want
         band = m.band(want)
         assert band.low <= answer["score"] <= band.high
-        assert answer["confidence"] == round(100 * x["gbm_probs"][m.grades.index(want)])
-        assert claims.misstated(answer["reasoning"], x["evidence"], m, want, x["rule_grade"]) == []
+        assert answer["confidence"] == round(100 * x.gbm_probs[m.grades.index(want)])
+        assert claims.misstated(answer["reasoning"], x.evidence, m, want, x.rule_grade) == []
         changed += answer != as_expert
-    assert changed == sum(json.loads(x["reference"])["grade"] != x["expert_grade"] for x in explained) > 10
+    assert changed == sum(json.loads(x.reference)["grade"] != x.expert_grade for x in explained) > 10
 
     with pytest.raises(ParamsError, match="show_model"):
         replace(PrepareParams(), reference_grade="explained")
@@ -94,11 +94,11 @@ def test_funds_the_methodology_does_not_rate_are_neither_trained_nor_tested_on_b
     rated = meth.not_rated(m, meth.criterion_percentiles(m, funds)).isna()
     datasets, summary = prepare.run(funds, m, PrepareParams())
     kept = [r for s in ("train", "validation", "test") for r in datasets[s]]
-    assert len(kept) == int(rated.sum()) and all(r["not_rated"] is None for r in kept)
+    assert len(kept) == int(rated.sum()) and all(r.not_rated is None for r in kept)
     apart = datasets["not_rated"]
     assert len(apart) == summary["not_rated_rows_excluded"] == int((~rated).sum()) > 0
-    assert {r["split"] for r in apart} <= {"train", "validation", "test"}
-    assert all(r["not_rated"].startswith("not rated: ") and r["rule_grade"] is None for r in apart)
+    assert {r.split for r in apart} <= {"train", "validation", "test"}
+    assert all(r.not_rated.startswith("not rated: ") and r.rule_grade is None for r in apart)
 
 
 def test_scarce_references_keep_every_graded_fund_but_few_written_evaluations():
@@ -115,12 +115,12 @@ def test_scarce_references_keep_every_graded_fund_but_few_written_evaluations():
     assert len(train) == len(everyone["train"])  # every graded training fund stays
     share = summary["referenced_train_rows"] / len(train)
     assert 0.1 < share < 0.3
-    assert all(r["pillars"] is None for r in train if not r["referenced"])
-    assert all(r["pillars"] is not None for r in train if r["referenced"])
-    assert all("referenced" not in r for r in datasets["test"] + everyone["train"])  # the default's records unchanged
+    assert all(r.pillars is None for r in train if not r.referenced)
+    assert all(r.pillars is not None for r in train if r.referenced)
+    assert all(r.referenced for r in datasets["test"] + everyone["train"])  # every fund referenced by default
     by_fund = {}
     for r in train:
-        by_fund.setdefault(r["fund_id"], set()).add(r["referenced"])
+        by_fund.setdefault(r.fund_id, set()).add(r.referenced)
     assert all(len(v) == 1 for v in by_fund.values())  # share classes of a fund agree
     with pytest.raises(ParamsError, match="reference_share"):
         replace(PrepareParams(), reference_share=0.0)

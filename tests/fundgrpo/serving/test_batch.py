@@ -134,7 +134,7 @@ def test_a_single_fund_is_placed_among_the_reference_peers(trained, tmp_path):
     methodology, _ = load_compiled(root / "data/schema")
     records = prompt_records(with_reference(one, reference), methodology, load_params(root / "params.yaml").prepare)
     assert row["share_class_id"] == "NEW-1" and row["rule_grade"] == next(
-        r["rule_grade"] for r in records if r["share_class_id"] == "NEW-1"
+        r.rule_grade for r in records if r.share_class_id == "NEW-1"
     )
 
 

@@ -24,26 +24,26 @@ def test_prompt_records_cover_unrated_rows_with_the_training_prompts():
     batch.loc[:2, "expert_grade"] = pd.NA  # not rated (yet)
     records = champion.prompt_records(batch, methodology, PrepareParams())
     assert len(records) == len(batch)
-    assert [r["labelled"] for r in records[:4]] == [False, False, False, True]
+    assert [r.labelled for r in records[:4]] == [False, False, False, True]
+    assert records[0].expert_grade is None and records[0].reference is None  # nothing made up for it
     rated = prepare.build_records(batch[batch["expert_grade"].notna()].reset_index(drop=True), methodology)
     # same prompts as training, except that peer context here also counts the unrated rows
-    assert [r["share_class_id"] for r in records[3:]] == [r["share_class_id"] for r in rated]
-    assert all(r["split"] == split_of(r["fund_id"], PrepareParams()) for r in records)
-    assert records[5]["prompt"][0] == rated[2]["prompt"][0]  # the system prompt (methodology)
+    assert [r.share_class_id for r in records[3:]] == [r.share_class_id for r in rated]
+    assert all(r.split == split_of(r.fund_id, PrepareParams()) for r in records)
+    assert records[5].prompt[0] == rated[2].prompt[0]  # the system prompt (methodology)
 
     # a few share classes only: the same records as the whole batch gives them (peers are still the whole batch)
-    wanted = [records[1]["share_class_id"], records[7]["share_class_id"]]
+    wanted = [records[1].share_class_id, records[7].share_class_id]
     few = champion.prompt_records(batch, methodology, PrepareParams(), only=wanted)
-    assert few == [r for r in records if r["share_class_id"] in wanted]
+    assert few == [r for r in records if r.share_class_id in wanted]
 
     predictions = [
-        Prediction(grade=r["rule_grade"], written_grade=r["rule_grade"], score=r["rule_score"], valid=True)
-        for r in records
+        Prediction(grade=r.rule_grade, written_grade=r.rule_grade, score=r.rule_score, valid=True) for r in records
     ]
     scored = champion.scored(records, predictions, methodology)
-    used = [r for r in records if r["labelled"] and r["split"] == "test"]
+    used = [r for r in records if r.labelled and r.split == "test"]
     assert scored["n"] == len(used) > 0
-    others = [(r, p) for r, p in zip(records, predictions) if r["split"] != "test"]
+    others = [(r, p) for r, p in zip(records, predictions) if r.split != "test"]
     assert (
         champion.scored([r for r, _ in others], [p for _, p in others], methodology) is None
     )  # trained-on funds never count
@@ -80,8 +80,8 @@ def test_served_prompts_read_the_stored_documents_as_training_did(tmp_path):
     known = str(funds["share_class_id"].iloc[0])
     records = champion.prompt_records(universe, m, PrepareParams(), [known, "NEW1"], estimator,
                                       champion.stored_reading(params_all, m, universe, tmp_path))  # fmt: skip
-    by_id = {r["share_class_id"]: r for r in records}
-    assert "Documents, newest first" in by_id[known]["prompt"][-1]["content"]
-    assert "Documents: none" in by_id["NEW1"]["prompt"][-1]["content"]
-    assert by_id["NEW1"]["documents"] == "{}"
-    assert all(v["judgement"] == "not assessed" for v in json.loads(by_id["NEW1"]["pillars"]).values())
+    by_id = {r.share_class_id: r for r in records}
+    assert "Documents, newest first" in by_id[known].prompt[-1]["content"]
+    assert "Documents: none" in by_id["NEW1"].prompt[-1]["content"]
+    assert by_id["NEW1"].documents == "{}"
+    assert all(v["judgement"] == "not assessed" for v in json.loads(by_id["NEW1"].pillars).values())

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from fundgrpo.methodology import compiler as meth
+from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import RULE_REWARDS, GrpoParams, RewardWeights
 from fundgrpo.training.rewards import REWARDS, bind, example_methodology, json_reward
 from tests.support import REPO
@@ -220,7 +221,7 @@ def test_a_collapsed_policy_earns_less_grade_reward_than_a_useful_start():
     # the start: right on 65 % of funds (its misses one grade off, spread over the grades)
     start = [g if i % 20 < 13 else (g + 1 if g < 5 else g - 1) for i, g in enumerate(experts)]
     collapsed = [3] * len(experts)
-    rows = [{"expert_grade": g} for g in experts]
+    rows = [PromptRecord.example(expert_grade=g) for g in experts]
 
     def mean_grade_reward(grades, params):
         fn = bind(methodology, schema, params, rows)["grade"]
