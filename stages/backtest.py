@@ -14,6 +14,7 @@ from pathlib import Path
 from fundgrpo import io
 from fundgrpo.cli import run_stage
 from fundgrpo.evaluation.backtesting import backtest, scored_funds
+from fundgrpo.evaluation.calibration import CalibrationFit
 from fundgrpo.evaluation.report import write_files
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.records import PromptRecord
@@ -27,7 +28,7 @@ def main() -> None:
         rows = scored_funds(p.backtest, PromptRecord.read(Path(p.prepare.out_dir) / "test.jsonl"))
         methodology, schema = load_compiled(Path(p.methodology.out_dir))
         models = {"grpo": Path(p.grpo.out_dir), "sft": Path(p.sft.out_dir), "base": Path(p.model.out_dir)}
-        fits = {"grpo": json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))}  # the policy's confidence
+        fits = {"grpo": CalibrationFit.of(json.loads(Path(p.calibrate.out).read_text(encoding="utf-8")))}
         answered, reused = evaluate_models(models, rows, methodology, schema, p.backtest.beliefs, fits, p.generation)
         apart = Path(p.prepare.out_dir) / "not_rated.jsonl"  # funds the methodology does not rate, counted apart
         not_rated = [r for r in PromptRecord.read(apart) if r.split == "test"] if apart.exists() else []

@@ -31,13 +31,13 @@ def main() -> None:
             fit, fits = fit_models(models, rows, methodology, schema, p.calibrate, p.generation)
         except ValueError as err:
             raise StageError(str(err)) from None
-        io.write_json(fit, p.calibrate.out)
+        io.write_json(fit.as_dict(), p.calibrate.out)
         for name, f in fits.items():
-            chosen = f["options"].get(f["chosen"], {})
+            chosen = f.options.get(f.rule.chosen or "", {})
             print(
-                f"calibrate {name}: serves {f['chosen']} (weights {f['weights']}) on {len(rows)} validation funds, "
+                f"calibrate {name}: serves {f.rule.chosen} (weights {f.rule.weights}) on {len(rows)} validation funds, "
                 f"cross-validated: QWK {chosen.get('qwk')}, exact {chosen.get('exact')}, "
-                f"contradicted {chosen.get('contradicted')}, Brier {chosen.get('brier')}; cut-points {f['cutpoints']}"
+                f"contradicted {chosen.get('contradicted')}, Brier {chosen.get('brier')}; cut-points {f.rule.cutpoints}"
             )
 
     run_stage("calibrate", body)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fundgrpo import io
 from fundgrpo.cli import run_stage
+from fundgrpo.evaluation.calibration import CalibrationFit
 from fundgrpo.methodology.compiler import load_compiled
 from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import load_params
@@ -27,7 +28,7 @@ def main() -> None:
         schema_dir = Path(p.methodology.out_dir)
         methodology, schema = load_compiled(schema_dir)
         artifacts = [*map(Path, p.register.artifacts), schema_dir, Path(p.calibrate.out)]
-        calibration = json.loads(Path(p.calibrate.out).read_text(encoding="utf-8"))
+        calibration = CalibrationFit.of(json.loads(Path(p.calibrate.out).read_text(encoding="utf-8")))
         try:
             decision = register(p, backtest, train, curves, rows, methodology, schema, artifacts, calibration)
         except Exception as err:

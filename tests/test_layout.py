@@ -244,12 +244,14 @@ def test_calls_name_their_arguments():
 
 # Records cross modules typed, never as dicts whose keys come and go: a parameter that holds an evaluator's
 # answers is a `Prediction` (or the backtest's per-fund row, `report.FundRow`), one that holds prompt records a
-# `records.PromptRecord`; a parameter named `rows` holds no free-form dict either (indices and arrays are fine).
+# `records.PromptRecord`, a calibration fit a `calibration.CalibrationFit`; a parameter named `rows` holds no
+# free-form dict either (indices and arrays are fine).
 TYPED = re.compile(r"\b(Prediction|FundRow)\b")
 PROMPT_RECORD = re.compile(r"\bPromptRecord\b")
 RECORD_TYPES = {
     **dict.fromkeys(("pred", "preds", "prediction", "predictions"), TYPED),
     **dict.fromkeys(("record", "records", "train_rows", "eval_rows"), PROMPT_RECORD),
+    **dict.fromkeys(("fit", "fits"), re.compile(r"\bCalibrationFit\b")),
 }
 FREE_FORM = re.compile(r"\b(dict|Mapping|Any)\b|^no annotation$")
 
@@ -268,7 +270,7 @@ def untyped_records(path: str, text: str) -> list[str]:
 
 def test_records_cross_modules_typed():
     found = [u for f in tracked("fundgrpo") for u in untyped_records(f, (REPO / f).read_text(encoding="utf-8"))]
-    assert found == [], "annotate predictions Prediction (or FundRow), prompt records PromptRecord"
+    assert found == [], "annotate predictions Prediction (or FundRow), prompt records PromptRecord, fits CalibrationFit"
 
 
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,

@@ -30,6 +30,9 @@ from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.params import BacktestParams
 
+# The evaluators that write evaluations (the policy and its SFT start): their claims and pillars are checked.
+LANGUAGE_MODELS = ("grpo", "sft")
+
 
 def gbm_predictions(rows: list[PromptRecord], methodology: Methodology) -> list[Prediction]:
     """The gradient-boosting baseline's grades, which `prepare` put in each record (the `evidence`
@@ -99,7 +102,7 @@ def backtest(
     rows: list[PromptRecord],
     methodology: Methodology,
     answered: dict[str, tuple[dict, list[Prediction]]],
-    fits: dict[str, dict] | None = None,
+    fits: dict[str, calibration.CalibrationFit] | None = None,
     reused: dict[str, str] | None = None,
     not_rated: list[PromptRecord] | None = None,
 ) -> dict:
@@ -125,20 +128,19 @@ def backtest(
         )  # fmt: skip
     fit = fits.get("grpo")
     if fit and "grpo" in predictions and "gbm" in predictions:  # the served evaluator's parts, apart
-        rule = calibration.DecisionRule.of(fit)
+        rule = fit.rule
         for part, preds in contest.parts(rows, predictions["grpo"], fit, grades).items():
             key = part if part == "gbm_rule" else f"grpo_{part}"
             predictions[key], results[key] = preds, scored(rows, preds, grades)
         if "gbm_rule" in predictions:
             results["grpo"]["served"] = contest.served(rows, predictions["grpo"], predictions["gbm_rule"], rule, grades)
         results["grpo"]["story"] = text_against_grade(predictions["grpo"], rule, methodology.language)
-        if fit.get("sft") and "sft" in predictions:  # SFT under its own validation-chosen rule
-            sft = calibration.DecisionRule.of(fit["sft"])
-            predictions["sft_served"] = contest.applied(rows, predictions["sft"], sft, grades)
+        if fit.sft and "sft" in predictions:  # SFT under its own validation-chosen rule
+            predictions["sft_served"] = contest.applied(rows, predictions["sft"], fit.sft.rule, grades)
             results["sft_served"] = scored(rows, predictions["sft_served"], grades)
-            results["sft_served"]["serves"] = fit["sft"].get("chosen")
+            results["sft_served"]["serves"] = fit.sft.rule.chosen
     if methodology.qualitative and all(r.documents is not None for r in rows):  # the judgements from documents
-        for name in ("grpo", "sft"):
+        for name in LANGUAGE_MODELS:
             if name in predictions:
                 results[name]["pillars"] = citations.summary(rows, predictions[name], methodology)
     if any(r.shown_grade is not None for r in rows):

@@ -11,7 +11,7 @@ bootstrap calls these functions thousands of times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, TypedDict
 
 import numpy as np
@@ -335,6 +335,53 @@ class DecisionRule:
             return {"language_model": round(a / (a + b), 4), "gradient_boosting": round(b / (a + b), 4)}
         share = 0.0 if self.confidence == "gbm" else 1.0
         return {"language_model": share, "gradient_boosting": round(1.0 - share, 4)}
+
+
+@dataclass(frozen=True)
+class CalibrationFit:
+    """What `calibrate` chose on validation for one model (`contest.fit_choice`): the decision rule it serves,
+    the rule each source would serve (`by_source`: what the backtest reports apart), every option weighed with
+    its cross-validated figures and why the served one won, and the model's validation figures; the policy's
+    carries its SFT start's (`sft`, without its options). `as_dict` is models/calibration.json, the served
+    rule's fields at its top (so `DecisionRule.of` reads the file as it is); `of` reads it back.
+
+    >>> fit = CalibrationFit(DecisionRule(chosen="lm/score/greedy"), by_source={"gbm": DecisionRule("gbm")})
+    >>> CalibrationFit.of(fit.as_dict()) == fit, CalibrationFit.of(DecisionRule().as_dict()).by_source
+    (True, {})
+    """
+
+    rule: DecisionRule  # the rule served
+    by_source: Mapping[str, DecisionRule] = field(default_factory=dict)  # SOURCES -> the rule it would serve
+    options: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # option -> its cross-validated figures
+    choice: Mapping[str, Any] = field(default_factory=dict)  # why the served option won (`simplest_within_noise`)
+    folds: int | None = None  # the folds by fund the options were scored over
+    contradiction_cost: float | None = None  # the objective's price of a contradicted grade
+    model: str | None = None  # the model folder it was fitted for
+    validation_funds: int | None = None
+    validation: Mapping[str, Any] = field(default_factory=dict)  # the model's validation figures
+    sft: CalibrationFit | None = None  # the SFT start's fit, beside the policy's
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fit as JSON: the served rule's fields, then every field of the fit, always."""
+        return {
+            **self.rule.as_dict(), "by_source": {k: r.as_dict() for k, r in self.by_source.items()},
+            "options": dict(self.options), "choice": dict(self.choice), "folds": self.folds,
+            "contradiction_cost": self.contradiction_cost, "model": self.model,
+            "validation_funds": self.validation_funds, "validation": dict(self.validation),
+            "sft": self.sft.as_dict() if self.sft is not None else None,
+        }  # fmt: skip
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> CalibrationFit:
+        """The fit `as_dict` wrote; a bare rule (a registered model's metadata) reads as a fit of that rule alone."""
+        return cls(
+            rule=DecisionRule.of(data),
+            by_source={k: DecisionRule.of(v) for k, v in (data.get("by_source") or {}).items()},
+            options=data.get("options") or {}, choice=data.get("choice") or {}, folds=data.get("folds"),
+            contradiction_cost=data.get("contradiction_cost"), model=data.get("model"),
+            validation_funds=data.get("validation_funds"), validation=data.get("validation") or {},
+            sft=cls.of(data["sft"]) if data.get("sft") else None,
+        )  # fmt: skip
 
 
 def decide(probs, written: int | None, rule: DecisionRule, grades: list[int], gbm=None) -> GradeDecided:

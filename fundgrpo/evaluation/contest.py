@@ -12,6 +12,7 @@ often gradient boosting's, and where they depart, who was right.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -24,29 +25,28 @@ from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.params import GRADE_FROM
 
 # The calibrate record of a model with no valid answer on validation: nothing fitted, nothing chosen.
-NO_FIT = {**calibration.DecisionRule().as_dict(), "chosen": "none: no valid answer on validation"}
+NO_FIT = calibration.CalibrationFit(calibration.DecisionRule(chosen="none: no valid answer on validation"))
 # The backtest's names for the parts of a served evaluator (each with its own best rule).
 PART_NAMES = {"lm": "alone", "gbm": "gbm_rule", "stack": "stack"}
 
 
 def parts(
-    rows: list[PromptRecord], preds: list[Prediction], fit: dict, grades: list[int]
+    rows: list[PromptRecord], preds: list[Prediction], fit: calibration.CalibrationFit, grades: list[int]
 ) -> dict[str, list[Prediction]]:
-    """Each source's best validation-chosen option (`fit["by_source"]`) applied to a model's test
+    """Each source's best validation-chosen option (`fit.by_source`) applied to a model's test
     predictions (which carry `beliefs`, as `inference.evaluate_model` reads them): "alone" (the language model's
     own belief), "stack" (pooled with gradient boosting) and "gbm_rule" (gradient boosting's
     probabilities under its rule, for every fund: it needs no answer).
 
     >>> gbm = calibration.DecisionRule("gbm", confidence="gbm", grade_from="likeliest")
-    >>> fit = {"by_source": {"gbm": gbm.as_dict()}}
+    >>> fit = calibration.CalibrationFit(calibration.DecisionRule(), by_source={"gbm": gbm})
     >>> unanswered = [Prediction(grade=None, written_grade=None)]
     >>> out = parts([PromptRecord.example(gbm_probs=[0.2, 0.8])], unanswered, fit, [1, 2])
     >>> out["gbm_rule"][0].grade, out["gbm_rule"][0].valid
     (2, True)
     """
     out: dict[str, list[Prediction]] = {}
-    for source, part in fit.get("by_source", {}).items():
-        rule = calibration.DecisionRule.of(part)
+    for source, rule in fit.by_source.items():
         if source == "gbm":  # gradient boosting alone: its probabilities, whatever the model answered
             alone = replace(rule, confidence="temperature")
             decided = [calibration.decide(r.gbm_probs, None, alone, grades) for r in rows]
@@ -77,16 +77,17 @@ def applied(
     ]
 
 
-def methods_needed(fits: dict[str, dict]) -> tuple[str, ...]:
-    """The belief methods the fits (and their parts) read.
+def methods_needed(fits: Iterable[calibration.CalibrationFit]) -> tuple[str, ...]:
+    """The belief methods the fits (their SFT start's, and each source's rule) read.
 
-    >>> methods_needed({"grpo": {"method": "score", "by_source": {"lm": {"method": "grade"}}}})
+    >>> lm = calibration.DecisionRule(method="grade")
+    >>> methods_needed([calibration.CalibrationFit(calibration.DecisionRule(), by_source={"lm": lm})])
     ('score', 'grade')
     """
     found = []
-    for fit in fits.values():
-        for f in (fit, fit.get("sft") or {}):  # the calibrate fit carries the SFT start's under `sft`
-            found += [f.get("method")] + [part.get("method") for part in f.get("by_source", {}).values()]
+    for fit in fits:
+        for f in (fit, *([fit.sft] if fit.sft else [])):
+            found += [f.rule.method] + [rule.method for rule in f.by_source.values()]
     return tuple(dict.fromkeys(m for m in found if m))
 
 
@@ -172,7 +173,7 @@ def fit_choice(
     groups: list[str] | None = None,
     folds: int = 5,
     contradiction_cost: float = 0.1,
-) -> dict[str, Any]:
+) -> calibration.CalibrationFit:
     """Choose on validation what the product serves and how it decides a grade. Options: each
     source (`calibration.SOURCES`: the language model's belief read by each method in `beliefs`, gradient
     boosting's probabilities `gbm`, or the two pooled) with each decision rule (`GRADE_FROM`: the
@@ -188,7 +189,7 @@ def fit_choice(
 
     >>> sure = {"score": [[0.99, 0.01], [0.01, 0.99], [0.99, 0.01], [0.99, 0.01]] * 3}
     >>> fit = fit_choice([1, 2, 2, 1] * 3, [1, 2, 1, 1] * 3, sure, [1, 2], grade_from="likeliest", folds=2)
-    >>> fit["serves"], fit["method"], fit["confidence"], fit["temperature"] > 1
+    >>> fit.rule.serves, fit.rule.method, fit.rule.confidence, fit.rule.temperature > 1
     ('lm', 'score', 'temperature', True)
     """
     if serve not in ("auto", *calibration.SOURCES) or grade_from not in ("auto", *GRADE_FROM):
@@ -217,14 +218,14 @@ def fit_choice(
 
     allowed = allowed_options(options, serve, grade_from)
 
-    def refit(key: str) -> dict[str, Any]:  # the option fitted on every validation fund it can read
+    def refit(key: str) -> calibration.DecisionRule:  # the option fitted on every validation fund it can read
         o = options[key]
         lm = beliefs.get(o["method"], [None] * n)
         seen = [i for i in range(n) if o["serves"] == "gbm" or (written[i] is not None and lm[i] is not None)]
         rule = fit_option(
             o["serves"], o["method"], o["grade_from"], expert, written=written, lm=lm, gbm=gbm, grades=grades, rows=seen
         )
-        return replace(rule, chosen=key).as_dict()
+        return replace(rule, chosen=key)
 
     key, why = simplest_within_noise(options, allowed, best)
     by_source = {
@@ -232,10 +233,9 @@ def fit_choice(
         for s in calibration.SOURCES
         if any(options[k]["serves"] == s for k in options)
     }
-    return {
-        **refit(key), "options": options, "by_source": by_source, "choice": why,
-        "folds": folds, "contradiction_cost": contradiction_cost,
-    }  # fmt: skip
+    return calibration.CalibrationFit(
+        refit(key), by_source=by_source, options=options, choice=why, folds=folds, contradiction_cost=contradiction_cost
+    )
 
 
 def allowed_options(options: dict[str, dict], serve: str, grade_from: str) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 from fundgrpo import io
 from fundgrpo.evaluation import calibration
 from fundgrpo.evaluation.agreement import confusion
-from fundgrpo.evaluation.backtesting import confidence_of
+from fundgrpo.evaluation.backtesting import LANGUAGE_MODELS, confidence_of
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.records import PromptRecord, expert_grades
 
@@ -100,7 +100,6 @@ class Said:
 # confidence (`graded["grpo"]`).
 SERVED_FIELDS = ("probs", "expected_grade", "written_grade", "reason", "unsupported", "text")
 SAID_FIELDS = tuple(f.name for f in fields(Said))
-LANGUAGE_MODELS = ("grpo", "sft")  # the evaluators whose evaluations the claims check reads
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ def evaluate_model(
     batch_size: int = 32,
     desc: str = "model",
     methods: tuple[str, ...] = (),
-    fit: dict | None = None,
+    fit: calibration.CalibrationFit | None = None,
     dtype: str = "float32",
 ) -> tuple[dict[str, Any], list[Prediction]]:
     """Generate greedy answers for `rows` with the model at `path` and score them (`metrics`),
@@ -49,7 +49,7 @@ def evaluate_model(
     """
     grades = methodology.grades
     model, tokenizer = modelling.load(path, dtype)
-    wanted = [*methods, *contest.methods_needed({"fit": fit} if fit else {})]
+    wanted = [*methods, *contest.methods_needed([fit] if fit else [])]
     cached: dict[str, list] = {m: [] for m in wanted if m in belief.METHODS}  # read as the answers are generated
     preds = answer(
         model, tokenizer, rows, methodology, schema=schema, max_new_tokens=max_new_tokens, batch_size=batch_size,
@@ -77,7 +77,7 @@ def evaluate_model(
             }
         preds = [p.believed(method, b) for p, b in zip(preds, read[method])]
     if fit is not None:
-        rule = calibration.DecisionRule.of(fit)
+        rule = fit.rule
         gbm = [r.gbm_probs for r in rows]  # a pooled fit weighs the statistical estimate too
         beliefs = read.get(rule.method, [None] * len(preds))  # none where no answer is valid
         decided = [calibration.decide(b, w, rule, grades, q) for b, w, q in zip(beliefs, written, gbm)]
@@ -108,7 +108,7 @@ def fit_model(
     schema: dict,
     c: CalibrateParams,
     generation: GenerationParams,
-) -> tuple[dict[str, Any], list[Prediction]]:
+) -> tuple[calibration.CalibrationFit, list[Prediction]]:
     """The calibration fit of the model at `path` on the validation `rows` (`contest.fit_choice`),
     with its validation figures; and its predictions there. A model with no valid answer gets
     `NO_FIT` (its evaluations carry no confidence); one whose answers carry no grade probability at
@@ -131,7 +131,7 @@ def fit_model(
     expert = expert_grades(rows)
     if valid == 0:
         print(f"calibrate: warning: {path} gave no valid answer on the {len(rows)} validation funds")
-        fit = {**contest.NO_FIT, "options": {}, "by_source": {}}
+        fit = contest.NO_FIT
         if gbm is not None:  # gradient boosting's rule is still fitted: the backtest measures it
             alone = contest.fit_choice(
                 expert,
@@ -146,7 +146,7 @@ def fit_model(
                 folds=c.folds,
                 contradiction_cost=c.contradiction_cost,
             )
-            fit["by_source"] = alone["by_source"]
+            fit = replace(fit, by_source=alone.by_source)
     elif not any(b is not None for column in readable.values() for b in column):
         raise ValueError(
             f"calibrate: {path} puts no probability on any grade at its answers' decision points "
@@ -167,7 +167,7 @@ def fit_model(
             folds=c.folds,
             contradiction_cost=c.contradiction_cost,
         )
-    return {**fit, "model": str(path), "validation_funds": len(rows), "validation": found}, preds
+    return replace(fit, model=str(path), validation_funds=len(rows), validation=found), preds
 
 
 def answer(
@@ -305,24 +305,21 @@ def fit_models(
     schema: dict,
     c: CalibrateParams,
     generation: GenerationParams,
-) -> tuple[dict[str, Any], dict[str, dict]]:
+) -> tuple[calibration.CalibrationFit, dict[str, calibration.CalibrationFit]]:
     """The calibrate stage's choice for the policy (`models["grpo"]`), with the SFT start's own choice
     under key `sft` (none when the SFT folder holds no weights; the policy's when GRPO kept its start),
     so the backtest compares like with like; and each model's fit with all its options."""
-    fits: dict[str, dict] = {}
+    fits: dict[str, calibration.CalibrationFit] = {}
     for name in ("grpo", "sft"):
         key = answer_fingerprint(models[name])
         if name == "sft" and key is None:
             print(f"calibrate: {models[name]} holds no weights: no SFT start to compare with")
             continue
         if name == "sft" and key == answer_fingerprint(models["grpo"]):
-            fits["sft"] = {**fits["grpo"], "model": str(models[name])}  # GRPO kept its SFT start
+            fits["sft"] = replace(fits["grpo"], model=str(models[name]))  # GRPO kept its SFT start
             continue
         fits[name], _ = fit_model(models[name], rows, methodology, schema, c, generation)
-    written = {
-        **fits["grpo"],
-        **({"sft": {k: v for k, v in fits["sft"].items() if k != "options"}} if "sft" in fits else {}),
-    }
+    written = replace(fits["grpo"], sft=replace(fits["sft"], options={}) if "sft" in fits else None)
     return written, fits
 
 
@@ -332,7 +329,7 @@ def evaluate_models(
     methodology: Methodology,
     schema: dict,
     beliefs: tuple[str, ...] | list[str],
-    fits: dict[str, dict] | None = None,
+    fits: dict[str, calibration.CalibrationFit] | None = None,
     generation: GenerationParams = GenerationParams(),
 ) -> tuple[dict[str, tuple[dict, list[Prediction]]], dict[str, str]]:
     """Each model's figures and predictions on `rows` (`evaluate_model`, its grade probabilities read
@@ -356,7 +353,7 @@ def evaluate_models(
             print(f"backtest {name}: the same weights as {same}, its answers reused")
             continue
         started = time.perf_counter()
-        methods = tuple(dict.fromkeys([*beliefs, *contest.methods_needed(fits)]))
+        methods = tuple(dict.fromkeys([*beliefs, *contest.methods_needed(fits.values())]))
         found, preds = evaluate_model(
             path,
             rows,

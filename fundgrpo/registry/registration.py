@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fundgrpo.cli import StageError
 from fundgrpo.evaluation import contest
-from fundgrpo.evaluation.calibration import DecisionRule
+from fundgrpo.evaluation.calibration import CalibrationFit
 from fundgrpo.evaluation.story import served_words
 from fundgrpo.methodology.compiler import Methodology, fingerprint
 from fundgrpo.methodology.records import PromptRecord
@@ -29,7 +29,7 @@ from fundgrpo.params import Params, to_dict
 from fundgrpo.registry import mlflow_registry
 
 
-def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = None):
+def log_model(policy_dir: Path, max_new_tokens: int, calibration: CalibrationFit | None = None):
     """Log the Hugging Face model with MLflow's transformers flavour; returns ModelInfo.
 
     Components are passed as objects (MLflow 3.17 cannot log a transformers 5 checkpoint
@@ -58,14 +58,15 @@ def log_model(policy_dir: Path, max_new_tokens: int, calibration: dict | None = 
         quiet.setLevel(level)
 
 
-def serving_fit(fit: dict) -> dict:
+def serving_fit(fit: CalibrationFit) -> dict:
     """What serving needs of the calibrate stage's record: its decision rule (the validation figures stay
     in the run's artifacts).
 
-    >>> serving_fit({"confidence": "token", "grade_from": "greedy", "cutpoints": [1.5], "options": {}})["cutpoints"]
+    >>> from fundgrpo.evaluation.calibration import DecisionRule
+    >>> serving_fit(CalibrationFit(DecisionRule(cutpoints=(1.5,)), options={"lm/score/expected": {}}))["cutpoints"]
     [1.5]
     """
-    return DecisionRule.of(fit).as_dict()
+    return fit.rule.as_dict()
 
 
 def dvc_experiment() -> dict[str, str]:
@@ -105,7 +106,7 @@ def champion_baseline(
         folder = mlflow_registry.load_components(f"models:/{params.register.model_name}/{version.version}", Path(tmp))
         # scored as serving answers with it: its own registered fit and decision rule, as the candidate's
         beside = folder / mlflow_registry.CALIBRATION_FILE
-        fit = json.loads(beside.read_text(encoding="utf-8")) if beside.exists() else None
+        fit = CalibrationFit.of(json.loads(beside.read_text(encoding="utf-8"))) if beside.exists() else None
         metrics, _ = evaluate_model(
             folder,
             rows,
@@ -114,7 +115,7 @@ def champion_baseline(
             max_new_tokens=params.generation.max_new_tokens,
             batch_size=params.generation.batch_size,
             desc=name,
-            methods=tuple(contest.methods_needed({"fit": fit})) if fit else (),
+            methods=contest.methods_needed([fit]) if fit else (),
             fit=fit,
             dtype=params.generation.dtype,
         )
@@ -157,7 +158,7 @@ def register(
     methodology: Methodology,
     schema: dict,
     artifacts: list[Path],
-    calibration: dict | None = None,
+    calibration: CalibrationFit | None = None,
 ) -> dict:
     """Log, register, gate. Returns the decision record. `calibration`: the calibrate stage's fit,
     logged with the model (its file is among `artifacts`)."""
@@ -236,7 +237,7 @@ def gate_and_register(
     schema: dict,
     info,
     run_id: str,
-    calibration: dict | None = None,
+    calibration: CalibrationFit | None = None,
 ):
     """Compare with the champion (or, without one, the rule scorer) and the other baselines the gate
     names, register the version last (everything before it succeeded, so it is complete), move its
@@ -255,9 +256,7 @@ def gate_and_register(
     if not failed and len(decisions) > 1:
         decision = replace(decision, reason="; ".join(d.reason for d in decisions))
     if calibration:
-        decision = replace(
-            decision, reason=f"{decision.reason}; it serves {served_words(DecisionRule.of(calibration))}"
-        )
+        decision = replace(decision, reason=f"{decision.reason}; it serves {served_words(calibration.rule)}")
     gate_passed = decision.promote
     if gate_passed and not params.register.promote:
         decision = replace(
@@ -300,7 +299,7 @@ def gate_record(
     version: str,
     params: Params,
     methodology: Methodology | None = None,
-    calibration: dict | None = None,
+    calibration: CalibrationFit | None = None,
 ) -> dict:
     """What the gate decided for one version, as logged with its run (mlflow_registry.GATE_RECORD): with
     the methodology it was trained on (serving refuses it under another: its fingerprint) and what it
@@ -318,7 +317,7 @@ def gate_record(
             if methodology is not None
             else {}
         ),  # fmt: skip
-        **({"serves": served_words(DecisionRule.of(calibration))} if calibration else {}),
+        **({"serves": served_words(calibration.rule)} if calibration else {}),
         "version": str(version),
         "promoted": bool(decision.promote),
         "passed": bool(gate_passed),

@@ -295,8 +295,8 @@ def test_beliefs_of_a_trained_model_on_valid_answers(chain, datasets, methodolog
     fit = contest.fit_choice(
         written, written, {m: [b.probs for b in found] for m, found in read.items()}, methodology.grades
     )
-    assert fit["chosen"] in fit["options"] and fit["confidence"] in ("token", "temperature")
-    rule = calibration.DecisionRule.of(fit)
+    assert fit.rule.chosen in fit.options and fit.rule.confidence in ("token", "temperature")
+    rule = fit.rule
     decided = [calibration.decide(b.probs, w, rule, methodology.grades) for b, w in zip(read[rule.method], written)]
     assert all(0 <= d["confidence"] <= 1 and 1 <= d["expected_grade"] <= 5 for d in decided)
 

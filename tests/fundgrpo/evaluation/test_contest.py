@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fundgrpo.evaluation import calibration, contest
+from fundgrpo.evaluation import contest
 from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.records import PromptRecord
 
@@ -36,15 +36,15 @@ def test_gradient_boosting_is_served_when_the_language_model_knows_nothing(funds
     expert, rng, groups = funds
     noise = [rng.dirichlet(np.ones(5)).tolist() for _ in expert]
     fit = choose(expert, noise, beliefs(expert, 0.5, rng), groups)
-    assert fit["serves"] == "gbm" and fit["weights"] == {"language_model": 0.0, "gradient_boosting": 1.0}
-    assert set(fit["by_source"]) == {"lm", "gbm", "stack"}
-    assert fit["options"][fit["chosen"]]["qwk"] > fit["options"]["lm/score/likeliest"]["qwk"] + 0.3
+    assert fit.rule.serves == "gbm" and fit.rule.weights == {"language_model": 0.0, "gradient_boosting": 1.0}
+    assert set(fit.by_source) == {"lm", "gbm", "stack"}
+    assert fit.options[fit.rule.chosen]["qwk"] > fit.options["lm/score/likeliest"]["qwk"] + 0.3
 
 
 def test_the_language_model_is_served_when_it_knows_better(funds):
     expert, rng, groups = funds
     fit = choose(expert, beliefs(expert, 0.2, rng), [rng.dirichlet(np.ones(5)).tolist() for _ in expert], groups)
-    assert fit["serves"] in ("lm", "stack") and fit["weights"]["language_model"] > 0.5
+    assert fit.rule.serves in ("lm", "stack") and fit.rule.weights["language_model"] > 0.5
 
 
 def test_the_choice_weighs_contradicted_grades_and_keeps_to_the_settings(funds):
@@ -52,15 +52,15 @@ def test_the_choice_weighs_contradicted_grades_and_keeps_to_the_settings(funds):
     lm, gbm = beliefs(expert, 0.8, rng), beliefs(expert, 0.7, rng)
     for cost in (0.0, 0.5):
         fit = choose(expert, lm, gbm, groups, contradiction_cost=cost)
-        for option in fit["options"].values():  # scored out of fold; the objective as documented
+        for option in fit.options.values():  # scored out of fold; the objective as documented
             assert option["objective"] == pytest.approx(option["qwk"] - cost * option["contradicted"], abs=1e-4)
         # the best plain option, or a fitted one that beats it by more than its noise (the next test)
-        plain = fit["options"][fit["choice"]["plain"]]["objective"]
-        assert fit["options"][fit["chosen"]]["objective"] >= plain
+        plain = fit.options[fit.choice["plain"]]["objective"]
+        assert fit.options[fit.rule.chosen]["objective"] >= plain
     # a high cost of contradicting the probabilities shown: a rule that never does is chosen
-    assert fit["options"][fit["chosen"]]["contradicted"] == 0.0
+    assert fit.options[fit.rule.chosen]["contradicted"] == 0.0
     only = choose(expert, lm, gbm, groups, serve="stack", grade_from="expected")
-    assert only["chosen"] == "stack/score/expected" and only["serves"] == "stack" and len(only["cutpoints"]) == 4
+    assert only.rule.chosen == "stack/score/expected" and only.rule.serves == "stack" and len(only.rule.cutpoints) == 4
     with pytest.raises(ValueError, match="serve 'best'"):
         choose(expert, lm, gbm, groups, serve="best")
 
@@ -77,20 +77,22 @@ def test_the_parts_of_a_served_evaluator_and_its_departures(funds):
     parts = contest.parts(rows, preds, fit, GRADES)
     assert set(parts) == {"alone", "stack", "gbm_rule"}
     assert parts["alone"][0].grade is None and parts["gbm_rule"][0].grade is not None  # GBM needs no answer
-    rule = calibration.DecisionRule.of(fit)
+    rule = fit.rule
     served = contest.applied(rows, preds, rule, GRADES)
     s = contest.served(rows, served, parts["gbm_rule"], rule, GRADES)
     apart = [i for i in range(len(rows)) if served[i].grade not in (None, parts["gbm_rule"][i].grade)]
     assert s["departures"]["n"] == len(apart) > 0
     assert s["departures"]["right"] == sum(served[i].grade == expert[i] for i in apart)
-    assert s["serves"] == "stack" and s["weights"] == rule.weights == fit["weights"] and s["chosen"] == fit["chosen"]
+    assert (
+        s["serves"] == "stack" and s["weights"] == rule.weights == fit.rule.weights and s["chosen"] == fit.rule.chosen
+    )
 
 
 def test_a_model_with_no_valid_answer_still_gets_gradient_boostings_rule(funds):
     expert, rng, groups = funds
     gbm = beliefs(expert, 0.5, rng)
     fit = contest.fit_choice(expert.tolist(), [None] * len(expert), {}, GRADES, "gbm", gbm=gbm, groups=groups)
-    assert set(fit["by_source"]) == {"gbm"}
+    assert set(fit.by_source) == {"gbm"}
     rows = [PromptRecord.example(expert_grade=int(y), gbm_probs=list(g)) for y, g in zip(expert, gbm)]
     graded = contest.parts(rows, [Prediction(grade=None, written_grade=None)] * len(rows), fit, GRADES)["gbm_rule"]
     assert all(p.grade in GRADES for p in graded)
@@ -105,12 +107,12 @@ def test_a_fitted_rule_is_served_only_when_it_beats_the_plain_grade_by_more_than
     # gradient boosting one grade too high everywhere: cut-points on its expected grade undo that
     high = beliefs(np.minimum(expert + 1, 6), 0.3, rng)
     fit = choose(expert, noise, high, groups, serve="gbm")
-    assert fit["chosen"] == "gbm/score/expected"
-    weighed = fit["choice"][fit["chosen"]]
-    assert fit["choice"]["plain"] == "gbm/score/likeliest" and weighed["edge"] > weighed["se"] > 0
+    assert fit.rule.chosen == "gbm/score/expected"
+    weighed = fit.choice[fit.rule.chosen]
+    assert fit.choice["plain"] == "gbm/score/likeliest" and weighed["edge"] > weighed["se"] > 0
     # an honest gradient boosting on a few funds: whatever cut-points gain is within their noise
     few = slice(0, 60)
     fit = choose(expert[few], noise[few], beliefs(expert, 0.6, rng)[few], groups[few], serve="gbm")
-    assert fit["chosen"] == "gbm/score/likeliest" and fit["grade_from"] == "likeliest" and not fit["cutpoints"]
-    weighed = fit["choice"]["gbm/score/expected"]
+    assert fit.rule.chosen == "gbm/score/likeliest" and fit.rule.grade_from == "likeliest" and not fit.rule.cutpoints
+    weighed = fit.choice["gbm/score/expected"]
     assert weighed["over"] == "gbm/score/likeliest" and not weighed["edge"] > weighed["se"]
