@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fundgrpo.evaluation.calibration import CalibrationFit, DecisionRule
 from fundgrpo.methodology import compiler as meth
 from fundgrpo.methodology import records
 from fundgrpo.params import (
@@ -216,12 +217,11 @@ def test_grpo_trains_and_logs_reward_curves(policy):
 @pytest.fixture(scope="module")
 def backtest_result(policy, chain, datasets, methodology, schema):
     from fundgrpo.evaluation.backtesting import backtest, scored_funds
-    from fundgrpo.evaluation.calibration import DecisionRule
     from fundgrpo.model.inference import evaluate_models
 
     root, _ = chain
     models = {"grpo": policy[0], "base": root / "base"}
-    params, fits = BacktestParams(max_funds=6), {"grpo": DecisionRule().as_dict()}
+    params, fits = BacktestParams(max_funds=6), {"grpo": CalibrationFit(DecisionRule())}
     rows = scored_funds(params, datasets["test"])  # as the stage: inference, then scoring
     answered, reused = evaluate_models(
         models, rows, methodology, schema, params.beliefs, fits, GenerationParams(max_new_tokens=24)
@@ -366,28 +366,29 @@ def test_register_gate_in_both_directions(
     assert "champion" not in client.get_registered_model(reg.model_name).aliases
 
     # 2. beats the rule scorer: champion; its calibration fit travels with the registered model
-    fit = {
-        "method": "score",
-        "confidence": "temperature",
-        "temperature": 1.7,
-        "grade_from": "greedy",
-        "cutpoints": [1.5, 2.5, 3.5, 4.5],
-        "options": {},
-    }
+    fit = CalibrationFit.of(
+        {
+            "method": "score",
+            "confidence": "temperature",
+            "temperature": 1.7,
+            "grade_from": "greedy",
+            "cutpoints": [1.5, 2.5, 3.5, 4.5],
+            "options": {},
+        }
+    )
     d2 = register(params, candidate(0.8), train, [{"step": 1, "reward": 0.5}], rows, methodology, schema, [], fit)
     assert (
         d2["promoted"] and int(client.get_model_version_by_alias(reg.model_name, "champion").version) == d2["version"]
     )
     import mlflow
 
-    from fundgrpo.evaluation.calibration import DecisionRule
     from fundgrpo.registry import mlflow_registry
     from fundgrpo.serving.champion import calibration_of
 
     mlflow.set_tracking_uri(reg.tracking_uri)
     folder = mlflow_registry.load_components(f"models:/{reg.model_name}/{d2['version']}", tmp_path / "served")
     served = calibration_of(folder, params)  # the rule registered with the model, every field of it
-    assert served == DecisionRule.of(fit) and (served.temperature, served.cutpoints) == (1.7, (1.5, 2.5, 3.5, 4.5))
+    assert served == fit.rule and (served.temperature, served.cutpoints) == (1.7, (1.5, 2.5, 3.5, 4.5))
 
     # 3. worse than the champion on the same test set: the champion stays
     d3 = register(params, candidate(0.7), train, [], rows, methodology, schema, [])
@@ -437,7 +438,8 @@ def test_register_gate_in_both_directions(
     assert not d6["promoted"] and d6["baseline_name"] == "gradient boosting with its validation-chosen rule"
     assert "qwk 0.99 is below gradient boosting with its validation-chosen rule 0.995 by more than 0" in d6["reason"]
     # 7. a candidate that serves gradient boosting's grade alone equals it: not inferior, and said plainly
-    alone = {**fit, "serves": "gbm", "confidence": "gbm", "grade_from": "likeliest", "chosen": "gbm/score/likeliest"}
+    gbm_alone = replace(fit.rule, serves="gbm", confidence="gbm", grade_from="likeliest", chosen="gbm/score/likeliest")
+    alone = replace(fit, rule=gbm_alone)
     strong["models"]["gbm_rule"]["qwk"] = 0.99
     d7 = register(params, strong, train, [], rows, methodology, schema, [], alone)
     assert d7["promoted"] and "champion" in d7["reason"]
