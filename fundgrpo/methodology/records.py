@@ -3,7 +3,8 @@
 `prepare` writes one per labelled share class (`data/prepared/*.jsonl`, through `as_dict`); serving builds
 them for any fund (`champion.prompt_records`); the trainers, the backtest, calibration and the registry read
 them (`PromptRecord.read`). Every field is always there, None where nothing is known, so no reader guesses
-whether a key was left out or never computed. The columns TRL passes to the rewards are `as_dict`'s keys.
+whether a key was left out or never computed. The columns TRL passes to the rewards are some of its fields
+(`grpo_trainer.datasets_of`).
 """
 
 from __future__ import annotations
