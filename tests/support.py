@@ -201,8 +201,8 @@ def promote_by_hand(root: Path, version: int, name: str = "fund-evaluator") -> N
 
     client = mlflow_client(root)
     run_id = client.get_model_version(name, str(version)).run_id
-    record = {"version": str(version), "promoted": True, "passed": True, "reason": "promoted by hand in a test"}
-    client.log_dict(run_id, record, mlflow_registry.GATE_RECORD)
+    record = mlflow_registry.GateRecord(str(version), promoted=True, reason="promoted by hand in a test", passed=True)
+    client.log_dict(run_id, record.as_dict(), mlflow_registry.GATE_RECORD)
     client.set_registered_model_alias(name, mlflow_registry.CHAMPION, str(version))
 
 

@@ -244,7 +244,8 @@ def test_calls_name_their_arguments():
 
 # Records cross modules typed, never as dicts whose keys come and go: a parameter that holds an evaluator's
 # answers is a `Prediction` (or the backtest's per-fund row, `report.FundRow`), one that holds prompt records a
-# `records.PromptRecord`, a calibration fit a `calibration.CalibrationFit`; a parameter named `rows` holds no
+# `records.PromptRecord`, a calibration fit a `calibration.CalibrationFit`, the gate's record of a version a
+# `mlflow_registry.GateRecord`, what the review rule reads a `review.Case`; a parameter named `rows` holds no
 # free-form dict either (indices and arrays are fine).
 TYPED = re.compile(r"\b(Prediction|FundRow)\b")
 PROMPT_RECORD = re.compile(r"\bPromptRecord\b")
@@ -252,6 +253,8 @@ RECORD_TYPES = {
     **dict.fromkeys(("pred", "preds", "prediction", "predictions"), TYPED),
     **dict.fromkeys(("record", "records", "train_rows", "eval_rows"), PROMPT_RECORD),
     **dict.fromkeys(("fit", "fits"), re.compile(r"\bCalibrationFit\b")),
+    "gate": re.compile(r"\b(GateRecord|GateParams)\b"),  # what the gate decided for a version, or its settings
+    "case": re.compile(r"\bCase\b"),  # what the review rule reads of an evaluation
 }
 FREE_FORM = re.compile(r"\b(dict|Mapping|Any)\b|^no annotation$")
 
@@ -270,7 +273,10 @@ def untyped_records(path: str, text: str) -> list[str]:
 
 def test_records_cross_modules_typed():
     found = [u for f in tracked("fundgrpo") for u in untyped_records(f, (REPO / f).read_text(encoding="utf-8"))]
-    assert found == [], "annotate predictions Prediction (or FundRow), prompt records PromptRecord, fits CalibrationFit"
+    assert found == [], (
+        "annotate predictions Prediction (or FundRow), prompt records PromptRecord, fits CalibrationFit, "
+        "gate records GateRecord"
+    )
 
 
 # A module does one job: past 600 lines it does several (params.py, the one home of every setting,

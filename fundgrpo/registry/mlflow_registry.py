@@ -12,12 +12,14 @@ import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -381,9 +383,71 @@ def version_by_alias(client, name: str, alias: str) -> str:
 GATE_RECORD = "gate.json"
 
 
-def gate_record(client, name: str, version: str, cache: dict | None = None) -> dict | None:
+@dataclass(frozen=True)
+class MethodologyStamp:
+    """The methodology a version was trained on, as its gate record names it."""
+
+    name: str
+    version: str
+    language: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, m: Methodology) -> MethodologyStamp:
+        return cls(m.name, m.version, m.language, fingerprint(m))
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    """What the gate decided for one version, logged with its run (GATE_RECORD): serving trusts it,
+    not the alias (the MLflow UI can move aliases and edit tags, not artifacts). One serializer
+    (`as_dict`, the artifact) and one reader (`of`)."""
+
+    version: str
+    promoted: bool  # the gate promoted it to `champion`
+    reason: str  # the gate's decision in words
+    passed: bool | None = None  # it passed the gate (True and not promoted: register.promote is off)
+    metric: str | None = None  # the gate's metric (register.gate.metric)
+    candidate: float | None = None  # the candidate's figure on that metric
+    baseline: float | None = None  # what it was compared with, and whose (baseline_name)
+    baseline_name: str | None = None
+    methodology: MethodologyStamp | None = None  # what it was trained on (None: registered before records named it)
+    serves: str | None = None  # what its grades are, in words (`story.served_words`)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["methodology"] = None if self.methodology is None else asdict(self.methodology)
+        return d
+
+    @classmethod
+    def of(cls, data: Mapping) -> GateRecord:
+        """The record from its JSON; `version`, `promoted` and `reason` are required (what serving
+        decides on), the rest are None where an older or hand-written record lacks them.
+
+        >>> GateRecord.of({"version": "3", "promoted": True, "reason": "beat"}).methodology is None
+        True
+        >>> GateRecord.of({"version": "3", "promoted": "yes", "reason": "beat"})
+        Traceback (most recent call last):
+        ValueError: gate record: promoted must be true or false, not 'yes'
+        """
+        missing = [k for k in ("version", "promoted", "reason") if k not in data]
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if missing or unknown:
+            raise ValueError(f"gate record: missing {missing}, unknown {unknown}")
+        if not isinstance(data["promoted"], bool):
+            raise ValueError(f"gate record: promoted must be true or false, not {data['promoted']!r}")
+        stamp = data.get("methodology")
+        return cls(**{**data, "version": str(data["version"]),
+                      "methodology": MethodologyStamp(**stamp) if stamp else None})  # fmt: skip
+
+    def fingerprint(self) -> str | None:
+        return None if self.methodology is None else self.methodology.fingerprint
+
+
+def gate_record(client, name: str, version: str, cache: dict | None = None) -> GateRecord | None:
     """The gate's decision for `name` v`version` (its run's GATE_RECORD), or None when it has none
-    (registered by hand, or before gate records). Records never change: `cache` keeps them."""
+    (registered by hand, or before gate records) or one that does not read as a record (said on
+    stderr). Records never change: `cache` keeps them."""
 
     key = (client.tracking_uri, name, str(version))
     if cache is not None and key in cache:
@@ -394,49 +458,54 @@ def gate_record(client, name: str, version: str, cache: dict | None = None) -> d
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 path = client.download_artifacts(run_id, GATE_RECORD, tmp)
-                record = json.loads(Path(path).read_text(encoding="utf-8"))
+                data = json.loads(Path(path).read_text(encoding="utf-8"))
             except Exception:  # noqa: BLE001 - no such artifact (MLflow raises several kinds): no record
-                record = None
-    if record is not None and str(record.get("version", version)) != str(version):
+                data = None
+        try:
+            record = None if data is None else GateRecord.of(data)
+        except (ValueError, TypeError, AttributeError) as err:
+            print(f"{name} v{version}: its {GATE_RECORD} is not a gate record ({err}); taken as none", file=sys.stderr)
+    if record is not None and record.version != str(version):
         record = None  # another registration of the run: the gate judged that version, not this one
     if cache is not None:
         cache[key] = record
     return record
 
 
-def promoted_by_gate(gate: dict | None) -> bool:
+def promoted_by_gate(gate: GateRecord | None) -> bool:
     """True when a gate record says the gate promoted the version.
 
-    >>> promoted_by_gate({"promoted": True}), promoted_by_gate({"promoted": False}), promoted_by_gate(None)
-    (True, False, False)
+    >>> promoted_by_gate(GateRecord("1", True, "beat")), promoted_by_gate(GateRecord("1", False, "lost"))
+    (True, False)
+    >>> promoted_by_gate(None)
+    False
     """
-    return bool(gate and gate.get("promoted") is True)
+    return gate is not None and gate.promoted
 
 
-def trained_on(gate: dict | None) -> str:
+def trained_on(gate: GateRecord | None) -> str:
     """The methodology a gate record says its version was trained on, in words.
 
-    >>> trained_on({"methodology": {"name": "House", "version": "2", "language": "ko", "fingerprint": "ab12"}})
+    >>> trained_on(GateRecord("1", True, "beat", methodology=MethodologyStamp("House", "2", "ko", "ab12")))
     "'House' v2 (ko, fingerprint ab12)"
     >>> trained_on(None)
     'an unrecorded methodology'
     """
-    m = (gate or {}).get("methodology")
-    if not m:
+    m = gate.methodology if gate is not None else None
+    if m is None:
         return "an unrecorded methodology"
-    return f"{m['name']!r} v{m['version']} ({m['language']}, fingerprint {m['fingerprint']})"
+    return f"{m.name!r} v{m.version} ({m.language}, fingerprint {m.fingerprint})"
 
 
-def matches(gate: dict | None, methodology: str | None) -> bool:
+def matches(gate: GateRecord | None, methodology: str | None) -> bool:
     """Whether a version may answer under the compiled methodology (its fingerprint, `methodology`):
     its gate record names the same one; a record without one (older versions) is not refused.
 
-    >>> matches({"methodology": {"fingerprint": "a"}}, "a"), matches({"methodology": {"fingerprint": "a"}}, "b")
-    (True, False)
-    >>> matches({"promoted": True}, "b"), matches({"methodology": {"fingerprint": "a"}}, None)
-    (True, True)
+    >>> a = GateRecord("1", True, "beat", methodology=MethodologyStamp("House", "2", "ko", "a"))
+    >>> matches(a, "a"), matches(a, "b"), matches(GateRecord("1", True, "beat"), "b"), matches(a, None)
+    (True, False, True, True)
     """
-    recorded = ((gate or {}).get("methodology") or {}).get("fingerprint")
+    recorded = gate.fingerprint() if gate is not None else None
     return methodology is None or recorded is None or recorded == methodology
 
 
@@ -475,7 +544,7 @@ def served_version(
             f"(fingerprint {methodology})"
         )
     else:
-        why = record.get("reason") if record else "no gate record: the alias was set by hand"
+        why = record.reason if record else "no gate record: the alias was set by hand"
         note = f"{alias} points at v{version}, which the gate did not promote ({why})"
 
     def servable(v: str) -> bool:

@@ -275,7 +275,7 @@ def gate_and_register(
     try:
         # the record serving trusts (an artifact: the UI can move aliases and edit tags, not this)
         record = gate_record(decision, gate_passed, version.version, params, methodology, calibration)
-        mlflow.log_dict(record, mlflow_registry.GATE_RECORD)
+        mlflow.log_dict(record.as_dict(), mlflow_registry.GATE_RECORD)
         client.set_registered_model_alias(
             name, mlflow_registry.CHAMPION if decision.promote else mlflow_registry.CHALLENGER, version.version
         )
@@ -300,33 +300,22 @@ def gate_record(
     params: Params,
     methodology: Methodology | None = None,
     calibration: CalibrationFit | None = None,
-) -> dict:
+) -> mlflow_registry.GateRecord:
     """What the gate decided for one version, as logged with its run (mlflow_registry.GATE_RECORD): with
     the methodology it was trained on (serving refuses it under another: its fingerprint) and what it
     serves, in words."""
-    return {
-        **(
-            {
-                "methodology": {
-                    "name": methodology.name,
-                    "version": methodology.version,
-                    "language": methodology.language,
-                    "fingerprint": fingerprint(methodology),
-                }
-            }
-            if methodology is not None
-            else {}
-        ),  # fmt: skip
-        **({"serves": served_words(calibration.rule)} if calibration else {}),
-        "version": str(version),
-        "promoted": bool(decision.promote),
-        "passed": bool(gate_passed),
-        "reason": decision.reason,
-        "metric": params.register.gate.metric,
-        "candidate": decision.candidate,
-        "baseline": decision.baseline,
-        "baseline_name": decision.baseline_name,
-    }
+    return mlflow_registry.GateRecord(
+        version=str(version),
+        promoted=bool(decision.promote),
+        reason=decision.reason,
+        passed=bool(gate_passed),
+        metric=params.register.gate.metric,
+        candidate=decision.candidate,
+        baseline=decision.baseline,
+        baseline_name=decision.baseline_name,
+        methodology=mlflow_registry.MethodologyStamp.of(methodology) if methodology is not None else None,
+        serves=served_words(calibration.rule) if calibration else None,
+    )
 
 
 def unreachable(uri: str) -> StageError | None:

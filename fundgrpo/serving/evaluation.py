@@ -176,7 +176,11 @@ def build(
         flags=flags(record, lacking, p, methodology, pillars),
         pillars=pillars,
     )
-    return dataclasses.replace(e, review=review.review_reasons(dataclasses.asdict(e), rule, known))
+    case = review.Case(
+        e.share_class_id, e.grade, valid=e.valid, rated=e.rated, reason=e.reason, confidence=e.confidence,
+        rule_grade=e.rule_grade, gbm_grade=e.gbm_grade, flags=tuple(e.flags),
+    )  # fmt: skip
+    return dataclasses.replace(e, review=review.review_reasons(case, rule, known))
 
 
 def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extra: Any) -> dict[str, Any]:

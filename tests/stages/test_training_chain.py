@@ -449,8 +449,8 @@ def test_register_gate_in_both_directions(
     from fundgrpo.registry import mlflow_registry
 
     record = mlflow_registry.gate_record(client, reg.model_name, str(d7["version"]))
-    assert record["serves"].startswith("gradient boosting's grade alone")
-    assert record["methodology"]["fingerprint"] == meth.fingerprint(methodology)
+    assert record is not None and record.serves and record.serves.startswith("gradient boosting's grade alone")
+    assert record.fingerprint() == meth.fingerprint(methodology)
     run = client.get_run(d5["run_id"])
     assert (
         run.info.run_name == "wooly-bear"

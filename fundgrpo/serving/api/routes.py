@@ -277,7 +277,8 @@ def model_card(root: FilePath, evaluator: Evaluator) -> dict:
         run_id = mv.run_id
         card["aliases"] = list(mv.aliases)
         card["backtest"] = {k[len("backtest.") :]: v for k, v in run.data.metrics.items() if k.startswith("backtest.")}
-        card["gate"] = mlflow_registry.gate_record(client, name, number, evaluator.gate_records)
+        gate = mlflow_registry.gate_record(client, name, number, evaluator.gate_records)
+        card["gate"] = gate.as_dict() if gate is not None else None
     decision = root / evaluator.params.register.decision
     if decision.exists() and run_id is not None:
         d = json.loads(decision.read_text())

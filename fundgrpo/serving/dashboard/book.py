@@ -225,14 +225,15 @@ def needs_review(row: FundRow, rule) -> bool:
     False
     """
     served, methodology, gbm = (row.graded.get(k) for k in ("grpo", "rule", "gbm"))
-    evaluation = {
-        "grade": served.grade if served and served.valid else None,
-        "valid": served.valid if served else True,
-        "confidence": served.confidence if served else None,
-        "rule_grade": methodology.grade if methodology else None,
-        "gbm_grade": gbm.grade if gbm else None,
-    }
-    return bool(review.review_reasons(evaluation, rule))
+    case = review.Case(
+        row.share_class_id,
+        grade=served.grade if served and served.valid else None,
+        valid=served.valid if served else True,
+        confidence=served.confidence if served else None,
+        rule_grade=methodology.grade if methodology else None,
+        gbm_grade=gbm.grade if gbm else None,
+    )
+    return bool(review.review_reasons(case, rule))
 
 
 def backtest_evaluations(predictions: list[FundRow], when: str, version: str, rule) -> pd.DataFrame:
