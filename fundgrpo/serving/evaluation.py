@@ -20,7 +20,7 @@ from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import EvaluateParams
 from fundgrpo.serving import review
-from fundgrpo.serving.explain import grade_note, refusal, served_from
+from fundgrpo.serving.explain import ServedFrom, grade_note, refusal, served_from
 
 GBM_ALONE = {
     "en": "the language model's answer is invalid ({reason}); the grade is gradient boosting's alone",
@@ -46,7 +46,7 @@ class Evaluation:
     probabilities: list[float] | None  # per grade of the methodology, in order
     expected_grade: float | None
     confidence: float | None
-    served_from: dict[str, Any]  # whose probabilities, the weights, the decision rule
+    served_from: ServedFrom  # whose probabilities, the weights, the decision rule
     rule_grade: int | None  # the methodology's: None where the fund has no criterion data
     rule_score: float | None
     gbm_grade: int | None
@@ -141,7 +141,7 @@ def build(
     # one story: whose grade is served when the text was written for another, then why a grade its
     # own probabilities do not put first
     notes = [
-        written_note(p.grade, said["written_grade"], decision, language),
+        written_note(p.grade, said.written_grade, decision, language),
         grade_note(p.grade, p.probs, methodology.grades, p.expected_grade, decision, language),
     ]
     e = Evaluation(
@@ -150,7 +150,7 @@ def build(
         name=name,
         category=record.category,
         grade=p.grade,
-        written_grade=said["written_grade"],
+        written_grade=said.written_grade,
         grade_note=" ".join(n for n in notes if n) or None,
         score=p.score,
         reasoning=p.reasoning,
@@ -201,7 +201,7 @@ def as_json(e: Evaluation, grades: list[int], in_prompt: dict[str, bool], **extr
         "probabilities": {str(g): q for g, q in zip(grades, e.probabilities)} if e.probabilities is not None else None,
         "expected_grade": e.expected_grade,
         "confidence": e.confidence,
-        "served_from": e.served_from,
+        "served_from": e.served_from.as_dict(),
         "flags": e.flags,
         "pillars": [j.as_dict() for j in e.pillars],
         "evidence": {
@@ -232,8 +232,8 @@ def as_row(e: Evaluation, grades: list[int], **extra: Any) -> dict[str, Any]:
         "category": e.category,
         "grade": e.grade,
         "grade_note": e.grade_note,
-        "serves": e.served_from["serves"],
-        "lm_weight": e.served_from["weights"]["language_model"],
+        "serves": e.served_from.serves,
+        "lm_weight": e.served_from.weights["language_model"],
         "written_grade": e.written_grade,
         "score": e.score,
         "reasoning": e.reasoning,

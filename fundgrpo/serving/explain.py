@@ -9,6 +9,7 @@ be told why, in words; the API, the batch command and the dashboard show this no
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 from fundgrpo.evaluation.calibration import DecisionRule
 from fundgrpo.evaluation.story import particle, served_words
@@ -124,20 +125,34 @@ def refusal(reason: str | None, lacking: str, methodology: Methodology, rule_gra
     )
 
 
-def served_from(rule: DecisionRule, prediction: Prediction, language: str = "en") -> dict:
-    """What an answer's grade is (the decision rule's source, weights and name, and in words: `summary`)
-    and the grade the model wrote.
+@dataclass(frozen=True)
+class ServedFrom:
+    """What an answer's grade is: the decision rule's source (`serves`), weights and name (`rule`), in
+    words (`summary`), and the grade the model wrote (the API's `served_from`, `schemas.ServedFrom`)."""
+
+    serves: str  # lm, gbm or stack: whose probabilities
+    weights: dict[str, float]  # language_model, gradient_boosting
+    summary: str
+    written_grade: int | None
+    rule: str | None  # the option chosen on validation ("stack/score/expected")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def served_from(rule: DecisionRule, prediction: Prediction, language: str = "en") -> ServedFrom:
+    """What an answer's grade is, by the decision rule that served it.
 
     >>> rule = DecisionRule("stack", confidence="pooled", pool=(0.2, 0.6), chosen="stack/score/expected")
     >>> said = served_from(rule, Prediction(grade=4, written_grade=3))
-    >>> said["weights"], said["summary"]
+    >>> said.weights, said.summary
     ({'language_model': 0.25, 'gradient_boosting': 0.75}, "the language model's grade probabilities (25%) pooled \
 with gradient boosting's (75%)")
     """
-    return {
-        "serves": rule.serves,
-        "weights": rule.weights,
-        "summary": served_words(rule, language),
-        "written_grade": prediction.written_grade,
-        "rule": rule.chosen,
-    }
+    return ServedFrom(
+        serves=rule.serves,
+        weights=rule.weights,
+        summary=served_words(rule, language),
+        written_grade=prediction.written_grade,
+        rule=rule.chosen,
+    )
