@@ -27,8 +27,11 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from uuid import UUID
+
+if TYPE_CHECKING:
+    from prefect import Task
 
 from fundgrpo.params import FlowsParams, ParamsError, load_params
 
@@ -72,7 +75,7 @@ class Journal(logging.Handler):
             }
         )
 
-    def task(self, task_: Callable, *args: Any, label: str | None = None) -> Any:
+    def task(self, task_: Task, *args: Any, label: str | None = None) -> Any:
         """Run a task, record its final state, return its result (raising as the task did)."""
         state = task_(*args, return_state=True)
         self.write(

@@ -55,7 +55,7 @@ from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.reading import IngestReport
 from fundgrpo.data.validation import validate_frame
 from fundgrpo.evaluation.agreement import rule_predictions
-from fundgrpo.methodology.compiler import load_compiled
+from fundgrpo.methodology.compiler import Methodology, load_compiled
 from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.params import Params, load_params
 from fundgrpo.registry import mlflow_registry
@@ -207,7 +207,7 @@ def candidate_on_batch(records: list[PromptRecord], params: Params, root: str) -
 # -------------------------------------------------------------------- helpers
 
 
-def _schema(root: Path, params: Params) -> tuple[dict, dict]:
+def _schema(root: Path, params: Params) -> tuple[Methodology, dict]:
     """(methodology, output schema) as the schema stage wrote them."""
     return load_compiled(root / params.methodology.out_dir)
 
@@ -255,7 +255,7 @@ class MonitoringRun:
 
     def log(
         self,
-        metrics: dict[str, float] | None = None,
+        metrics: dict[str, float | None] | None = None,  # None: not measured, not logged
         params: dict[str, Any] | None = None,
         tags: dict[str, Any] | None = None,
     ) -> None:

@@ -174,7 +174,7 @@ def training(
             if quick:  # a wiring check: nothing registered, no alias moved
                 stages = [s for s in stages if s != REGISTER]
             logger.info("stages in DVC order: %s", " -> ".join(stages))
-            ran = []
+            ran: list[str] = []
             for stage in stages:
                 if stage == REGISTER:
                     record.task(check, uri)  # again: nothing may be half-registered

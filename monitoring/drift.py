@@ -22,7 +22,7 @@ import html
 import json
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,11 +154,12 @@ def _column_results(result: dict) -> tuple[dict[str, float], dict[str, bool]]:
 def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorParams, out: Path) -> DataDrift:
     """Evidently data drift on the fund features; writes drift.html and drift.json into `out`."""
     rows = {"reference": len(reference), "current": len(current)}
-    pinned = {"method": params.method, "threshold": params.threshold, "drift_share": params.drift_share}
+    pinned = DataDrift(None, "", rows=rows, method=params.method, threshold=params.threshold,
+                       drift_share=params.drift_share)  # fmt: skip
     reason = too_few_rows(len(reference), len(current), params.min_rows)
     if reason:
         io.write_text(_no_verdict_html("Data drift", reason), out / "drift.html")
-        return DataDrift(None, reason, rows=rows, **pinned)
+        return replace(pinned, reason=reason)
 
     from evidently import DataDefinition
     from evidently.presets import DataDriftPreset
@@ -180,7 +181,7 @@ def data_drift(reference: pd.DataFrame, current: pd.DataFrame, params: MonitorPa
         f"{verb}: {len(drifted)} of {len(columns)} fund features drifted "
         f"(share {share:.2f}, threshold {params.drift_share:g})"
     )
-    return DataDrift(verdict, reason, share, drifted, scores, rows, **pinned)
+    return replace(pinned, verdict=verdict, reason=reason, share=share, drifted=drifted, scores=scores)
 
 
 @dataclass(frozen=True)
@@ -313,23 +314,27 @@ def prediction_drift(
     current_grades: list[int | None],
     params: MonitorParams,
     out: Path,
-    pairs: list[tuple[int, int]] | None = None,
+    pairs: list[tuple[int | None, int | None]] | None = None,
 ) -> PredictionDrift:
     """Evidently drift of the champion's grade distribution, and the rating migration over `pairs`
     (the champion's grade of one share class on the reference and on the batch); writes
     prediction_drift.html/.json into `out`. Either past its threshold is drift."""
-    pinned = {
-        "method": params.prediction_method,
-        "threshold": params.prediction_threshold,
-        "migration_threshold": params.migration_threshold,
-    }
-    distribution = {"reference": _shares(reference_grades), "current": _shares(current_grades)}
     migration, transitions = rating_migration(pairs or [])
-    moved = {"migration": migration, "paired": len(pairs or []), "transitions": transitions}
+    pinned = PredictionDrift(
+        None,
+        "",
+        distribution={"reference": _shares(reference_grades), "current": _shares(current_grades)},
+        method=params.prediction_method,
+        threshold=params.prediction_threshold,
+        migration=migration,
+        paired=len(pairs or []),
+        transitions=transitions,
+        migration_threshold=params.migration_threshold,
+    )
     reason = too_few_rows(len(reference_grades), len(current_grades), params.min_rows)
     if reason:
         io.write_text(_no_verdict_html("Prediction drift", reason), out / "prediction_drift.html")
-        return PredictionDrift(None, reason, distribution=distribution, **moved, **pinned)
+        return replace(pinned, reason=reason)
 
     from evidently import DataDefinition
     from evidently.metrics import ValueDrift
@@ -354,8 +359,8 @@ def prediction_drift(
             f"(threshold {params.migration_threshold:g})"
         )
     verdict = shifted or migrated
-    return PredictionDrift(
-        verdict, f"{'drift' if verdict else 'no drift'}: {reason}", scores["grade"], distribution, **moved, **pinned
+    return replace(
+        pinned, verdict=verdict, reason=f"{'drift' if verdict else 'no drift'}: {reason}", score=scores["grade"]
     )
 
 
