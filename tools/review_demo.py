@@ -32,7 +32,7 @@ from fundgrpo.serving.api.settings import ApiSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "benchmarks" / "review_loop.md"
-COPY = ("data", "models", "methodology", "stages", "fundgrpo", "monitoring", "flows", ".dvc", "synthetic")
+COPY = ("data", "models", "methodology", "stages", "fundgrpo", "monitoring", "flows", ".dvc", "synthetic", "documents")
 FILES = ("dvc.yaml", "dvc.lock", "params.yaml", "mlflow.db")
 
 
