@@ -180,14 +180,7 @@ def book_page() -> None:
     )
     shown = book.search(table, search, categories, states)
     st.write(T["book_n"].format(shown=len(shown), total=len(table)))
-    view = shown.assign(
-        state=shown["state"].map(lambda k: T[f"state_{k}"]),
-        evaluated_at=shown["evaluated_at"].map(tables.short_time),
-        model_version=shown["model_version"].map(tables.short_version),
-    )
-    view = view.assign(
-        **{c: tables.dashes_for_missing(view[[c]])[c].astype(str) for c in ("grade", "decided_grade", "decided_by")}
-    )
+    view = tables.book_view(shown, {k: T[f"state_{k}"] for k in book.STATES})
     event = st.dataframe(
         view,
         hide_index=True,

@@ -74,6 +74,31 @@ def dashes_for_missing(table: pd.DataFrame) -> pd.DataFrame:
     return table.astype(object).where(table.notna(), "—")
 
 
+BOOK_TEXT = ["grade", "decided_grade", "decided_by", "evaluated_at", "source", "model_version", "review"]
+
+
+def book_view(shown: pd.DataFrame, states: dict[str, str]) -> pd.DataFrame:
+    """The book as its page shows it: each state in the page's words (`states`), times to the minute,
+    versions as vN, and a dash for every missing value of a text column (never a grey "None").
+
+    >>> row = dict.fromkeys(["grade", "decided_grade", "decided_by", "evaluated_at", "source", "model_version",
+    ...                      "review"], None)
+    >>> shown = pd.DataFrame([{**row, "state": "not evaluated", "confidence": None},
+    ...                       {**row, "state": "evaluated", "grade": 4, "evaluated_at": "2026-12-03T21:07:00+00:00",
+    ...                        "model_version": "models:/fund-evaluator/1", "source": "backtest v1", "review": ""}])
+    >>> view = book_view(shown.astype({"grade": "Int64"}), {"not evaluated": "평가 전", "evaluated": "평가됨"})
+    >>> view[["state", *BOOK_TEXT]].values.tolist()  # doctest: +NORMALIZE_WHITESPACE
+    [['평가 전', '—', '—', '—', '—', '—', '—', '—'],
+     ['평가됨', '4', '—', '—', '2026-12-03 21:07', 'backtest v1', 'v1', '']]
+    """
+    view = shown.assign(
+        state=shown["state"].map(states),
+        evaluated_at=shown["evaluated_at"].map(short_time),
+        model_version=shown["model_version"].map(short_version),
+    )
+    return view.assign(**dashes_for_missing(view[BOOK_TEXT]).astype(str))
+
+
 def worded(table: pd.DataFrame, words: dict[str, str]) -> pd.DataFrame:
     """A table with its columns named in the page's language (`COLUMN_WORDS` into the labels `words`).
 
