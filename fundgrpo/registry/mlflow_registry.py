@@ -415,9 +415,7 @@ class GateRecord:
     serves: str | None = None  # what its grades are, in words (`story.served_words`)
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d["methodology"] = None if self.methodology is None else asdict(self.methodology)
-        return d
+        return asdict(self)  # the methodology's stamp nested as its own dict
 
     @classmethod
     def of(cls, data: Mapping) -> GateRecord:

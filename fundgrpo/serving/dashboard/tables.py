@@ -81,8 +81,7 @@ def book_view(shown: pd.DataFrame, states: dict[str, str]) -> pd.DataFrame:
     """The book as its page shows it: each state in the page's words (`states`), times to the minute,
     versions as vN, and a dash for every missing value of a text column (never a grey "None").
 
-    >>> row = dict.fromkeys(["grade", "decided_grade", "decided_by", "evaluated_at", "source", "model_version",
-    ...                      "review"], None)
+    >>> row = dict.fromkeys(BOOK_TEXT)
     >>> shown = pd.DataFrame([{**row, "state": "not evaluated", "confidence": None},
     ...                       {**row, "state": "evaluated", "grade": 4, "evaluated_at": "2026-12-03T21:07:00+00:00",
     ...                        "model_version": "models:/fund-evaluator/1", "source": "backtest v1", "review": ""}])
