@@ -118,6 +118,7 @@ SKIP_TOP = {
     "cache",
     "dvc_plots",
 }
+DVC_STATE = {"tmp"}  # ... in .dvc: the original's locks and experiment queue, which a copy must not inherit
 SKIP_ANYWHERE = {"__pycache__", ".pytest_cache"}  # ... and anywhere
 
 
@@ -125,8 +126,9 @@ def copy_project(src: Path, dest: Path) -> Path:
     """Copy the project at `src`: its code, params and configs (no data, models or runs) to `dest`."""
 
     def ignore(folder: str, names: list[str]) -> list[str]:
-        top = Path(folder) == src
-        return [n for n in names if (top and n in SKIP_TOP) or n in SKIP_ANYWHERE or n.endswith(".egg-info")]
+        here = Path(folder)
+        skip = SKIP_TOP if here == src else DVC_STATE if here == src / ".dvc" else set()
+        return [n for n in names if n in skip or n in SKIP_ANYWHERE or n.endswith(".egg-info")]
 
     shutil.copytree(src, dest, ignore=ignore)
     return dest

@@ -26,24 +26,24 @@ from pathlib import Path
 import pandas as pd
 
 from fundgrpo.data.canonical import COLUMNS
+from fundgrpo.io import copy_project
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key
 from fundgrpo.serving.api.settings import ApiSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "benchmarks" / "review_loop.md"
-COPY = ("data", "models", "methodology", "stages", "fundgrpo", "monitoring", "flows", ".dvc", "synthetic", "documents")
-FILES = ("dvc.yaml", "dvc.lock", "params.yaml", "mlflow.db")
+# What `copy_project` leaves out (a workspace's outputs and state) and the demo reads: the trained
+# workspace. The code, params and every file a stage depends on come with `copy_project`.
+STATE = ("data", "models", "mlflow.db")
 
 
 def workspace_copy(dest: Path) -> Path:
-    for name in COPY:
-        if (REPO / name).exists():
-            shutil.copytree(
-                REPO / name, dest / name, symlinks=True, ignore=shutil.ignore_patterns("tmp", "__pycache__")
-            )
-    for name in FILES:
-        if (REPO / name).exists():
+    copy_project(REPO, dest)
+    for name in STATE:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, dest / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        elif (REPO / name).exists():
             shutil.copy2(REPO / name, dest / name)
     (dest / "data/decisions").mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
