@@ -110,8 +110,9 @@ def pytest_collection_modifyitems(config, items):
     # Under `--dist loadfile --no-loadscope-reorder` (`make test`) workers take files in this order,
     # the longest first, so that short files fill the end (measured: the newest run recorded by
     # benchmarks/time/suite.py; a file it did not see counts as a minute if slow, else a second). The costliest
-    # file that needs the trained repo goes first, so one worker builds it (~1.5 min) while the other
-    # runs the long files that do not need it; then the rest, longest first.
+    # file that needs the trained repo goes first, so one worker builds it (about 3 minutes) while the other
+    # runs every long file that does not need it (half a minute or more: a file handed out before the
+    # build ends waits on it, its core idle); then the rest, longest first.
     seconds = file_seconds(SUITE_RESULTS)
     slow = {item.path for item in items if item.get_closest_marker("slow")}
 
@@ -123,7 +124,7 @@ def pytest_collection_modifyitems(config, items):
     needs = {item.path for item in items if "trained_once" in getattr(item, "fixturenames", ())}
     first = max(sorted(needs), key=cost, default=None)  # sorted: every worker must find the same order
     items.sort(
-        key=lambda item: (0 if item.path == first else 1 if item.path not in needs and cost(item.path) >= 60 else 2,
+        key=lambda item: (0 if item.path == first else 1 if item.path not in needs and cost(item.path) >= 30 else 2,
                           -cost(item.path))
     )  # fmt: skip
 
