@@ -118,7 +118,7 @@ SKIP_TOP = {
     "cache",
     "dvc_plots",
 }
-DVC_STATE = {"tmp"}  # ... in .dvc: the original's locks and experiment queue, which a copy must not inherit
+DVC_STATE = {"tmp"}  # ... in .dvc: the original's locks and experiment queue, its processes' and not the copy's
 SKIP_ANYWHERE = {"__pycache__", ".pytest_cache"}  # ... and anywhere
 
 

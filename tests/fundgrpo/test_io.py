@@ -24,7 +24,7 @@ def sources(root: Path) -> set[str]:
 
 
 def test_a_copy_carries_every_file_a_stage_reads_and_none_of_the_originals_dvc_state(tmp_path):
-    # a stale lock of the original (a `dvc repro` running there): a copy that kept it would refuse to run
+    # DVC's state folder (its locks, its experiment queue), made as DVC's first command here would make it
     (support.REPO / ".dvc/tmp").mkdir(exist_ok=True)
     wanted = sources(support.REPO)
     assert {"params.yaml", "documents", "pretrained-models.txt", "methodology/default.yaml"} <= wanted
