@@ -5,11 +5,12 @@ workers kept the cores.
     # the suite as `make test` runs it
     python benchmarks/time/suite.py report      # research/suite.md and suite.png from research/results/suite/
 
-`run` starts `pytest -q -n WORKERS --dist loadfile --no-loadscope-reorder` (what `make test` runs after its lint) with
-FUNDGRPO_TIMELINE_OUT set: tests/conftest.py writes each test's start, end and CPU on its worker (setup,
-call and teardown, so the fixtures a test builds count in the first test that asks for them; a
-server a fixture started counts, in CPU, where its process is reaped). The whole run's CPU is
-what the pytest process and everything it started used (user + system). Run it on an idle
+`run` starts the pytest command of `make test`'s recipe in the Makefile (what it runs after its lint: the
+research pages' tests left out), with WORKERS workers and FUNDGRPO_TIMELINE_OUT set: tests/conftest.py
+writes each test's start, end and CPU on its worker (setup, call and teardown, so the fixtures a test
+builds count in the first test that asks for them; a server a fixture started counts, in CPU, where its
+process is reaped). The whole run's CPU is what the pytest process and everything it started used (user
++ system); the machine's, from /proc/stat, counts the processes never reaped too. Run it on an idle
 machine: a run beside other work measures the other work too.
 
 The census: every Python process of this environment that the run starts (the workers, each stage,
@@ -26,6 +27,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -126,18 +128,49 @@ def census(records: list[dict]) -> dict:
     }
 
 
+def make_test(makefile: str, workers: int) -> list[str]:
+    """The pytest command of the Makefile's `test` recipe, with TEST_WORKERS set to `workers`: the Makefile is
+    its one home, so the timed suite is the one CI runs.
+
+    >>> make_test('lint:\\n\\truff .\\ntest: setup lint ## x\\n\\tpytest -q -n $(TEST_WORKERS) -m "not research"\\n', 2)
+    ['pytest', '-q', '-n', '2', '-m', 'not research']
+    >>> make_test("test:\\n\\techo\\n", 2)
+    Traceback (most recent call last):
+    ValueError: Makefile: the `test` recipe has no pytest line
+    """
+    lines = makefile.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("test:")), len(lines))
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        if line.strip().startswith("pytest "):
+            return shlex.split(line.strip().replace("$(TEST_WORKERS)", str(workers)))
+    raise ValueError("Makefile: the `test` recipe has no pytest line")
+
+
+def machine_cpu() -> float | None:
+    """Seconds of CPU the whole machine has used since boot (every process: the servers and browsers that
+    the run's own accounting misses among them), from /proc/stat; None where there is none."""
+    try:
+        first = Path("/proc/stat").read_text(encoding="utf-8").splitlines()[0].split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in first[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def run(workers: int, label: str, extra: list[str]) -> Path:
     """The suite once, timed; its figures into RESULTS/<label>.json."""
-    command = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]
-    command += extra
+    command = [sys.executable, "-m", *make_test((REPO / "Makefile").read_text(encoding="utf-8"), workers), *extra]
     with tempfile.TemporaryDirectory() as tmp:
         timeline = Path(tmp) / "timeline.jsonl"
         logged = Path(tmp) / "census.jsonl"
         with census_hook(logged) as census_vars:
             env = {**os.environ, "FUNDGRPO_TIMELINE_OUT": str(timeline), **census_vars}
-            before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+            before, machine, start = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu(), time.monotonic()
             done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
             wall, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+            machine_after = machine_cpu()
         rows = [json.loads(line) for line in timeline.read_text(encoding="utf-8").splitlines()]
         lines = logged.read_text(encoding="utf-8").splitlines() if logged.exists() else []
         processes = census([json.loads(line) for line in lines])
@@ -148,13 +181,14 @@ def run(workers: int, label: str, extra: list[str]) -> Path:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
-        "command": " ".join(["pytest", *command[3:]]),
+        "command": shlex.join(["pytest", *command[3:]]),
         "returncode": done.returncode,
         "outcome": (done.stdout.strip().splitlines() or [""])[-1].strip("= "),
         "failed": [line.split()[1] for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))],
         "wall_s": round(wall, 1),
         "user_s": round(after.ru_utime - before.ru_utime, 1),
         "sys_s": round(after.ru_stime - before.ru_stime, 1),
+        "machine_cpu_s": None if machine is None or machine_after is None else round(machine_after - machine, 1),
         "tests": sorted(rows, key=lambda r: r["start"]),
         "census": processes,
     }
@@ -228,6 +262,11 @@ def render(result: dict, top: int = 15) -> list[str]:
         f"({cpu / wall:.2f} cores busy on average); {result['outcome']}. The first test started "
         f"{_startup(result):.0f} s after pytest did (collection, starting the workers).",
     ]
+    if result.get("machine_cpu_s"):
+        lines[-1] += (
+            f" The whole machine (every process, /proc/stat: servers and browsers too) used "
+            f"{result['machine_cpu_s'] / 60:.1f} min of CPU, {result['machine_cpu_s'] / wall:.2f} cores busy."
+        )
     if result.get("failed"):
         lines += ["", "Failed: " + ", ".join(f"`{t}`" for t in result["failed"]) + "."]
     lines += [
