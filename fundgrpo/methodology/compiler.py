@@ -505,25 +505,26 @@ def not_rated(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:
     """
     share = coverage(m, percentiles)
     present = percentiles[[c.id for c in m.criteria]].notna()
-    out: list[str | None] = []
-    for i in percentiles.index:
-        lacking = [c for c in m.criteria if not present.at[i, c.id]]
-        short = share[i] < m.min_coverage - 1e-9
+    short = (share < m.min_coverage - 1e-9).to_numpy()
+    required = [c.id for c in m.criteria if c.id in m.required]
+    unmet_any = ~present[required].all(axis=1).to_numpy() if required else np.zeros(len(present), bool)
+    out = pd.Series([None] * len(percentiles), index=percentiles.index, dtype=object)
+    # the reason is written for the unrated funds only: serving scores one fund against the whole universe
+    has = present.to_numpy()
+    for pos in np.flatnonzero(short | unmet_any):
+        lacking = [c for c, known in zip(m.criteria, has[pos]) if not known]
         unmet = [c for c in lacking if c.id in m.required]
-        if not short and not unmet:
-            out.append(None)
-            continue
         names = ", ".join(m.label(c) for c in lacking)
         needed = ", ".join(m.label(c) for c in unmet)
         if m.language == "ko":
-            why = (f"기준 가중치의 {share[i]:.0%}만 자료가 있어 방법론 기준 {m.min_coverage:.0%}에 미달" if short
-                   else f"필수 기준({needed}) 자료 없음")  # fmt: skip
-            out.append(f"평가 제외: {why}; 자료 없는 기준: {names}")
+            why = (f"기준 가중치의 {share.iloc[pos]:.0%}만 자료가 있어 방법론 기준 {m.min_coverage:.0%}에 미달"
+                   if short[pos] else f"필수 기준({needed}) 자료 없음")  # fmt: skip
+            out.iloc[pos] = f"평가 제외: {why}; 자료 없는 기준: {names}"
         else:
-            why = (f"data for {share[i]:.0%} of the criteria weight, the methodology needs {m.min_coverage:.0%}"
-                   if short else f"no data for the required criterion {needed}")  # fmt: skip
-            out.append(f"not rated: {why}; missing: {names}")
-    return pd.Series(out, index=percentiles.index, dtype=object)
+            why = (f"data for {share.iloc[pos]:.0%} of the criteria weight, the methodology needs {m.min_coverage:.0%}"
+                   if short[pos] else f"no data for the required criterion {needed}")  # fmt: skip
+            out.iloc[pos] = f"not rated: {why}; missing: {names}"
+    return out
 
 
 def rule_score(m: Methodology, funds: pd.DataFrame, percentiles: pd.DataFrame | None = None) -> pd.DataFrame:
