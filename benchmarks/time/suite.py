@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shlex
 import subprocess
@@ -138,14 +139,10 @@ def make_test(makefile: str, workers: int) -> list[str]:
     Traceback (most recent call last):
     ValueError: Makefile: the `test` recipe has no pytest line
     """
-    lines = makefile.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("test:")), len(lines))
-    for line in lines[start + 1 :]:
-        if not line.startswith("\t"):
-            break
-        if line.strip().startswith("pytest "):
-            return shlex.split(line.strip().replace("$(TEST_WORKERS)", str(workers)))
-    raise ValueError("Makefile: the `test` recipe has no pytest line")
+    found = re.search(r"^test:.*\n(?:\t.*\n)*?\t(pytest .*)$", makefile, re.M)  # as mlflow_ui.py reads its recipe
+    if found is None:
+        raise ValueError("Makefile: the `test` recipe has no pytest line")
+    return shlex.split(found.group(1).replace("$(TEST_WORKERS)", str(workers)))
 
 
 def machine_cpu() -> float | None:
