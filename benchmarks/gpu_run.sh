@@ -6,7 +6,7 @@
 #   bash benchmarks/gpu_run.sh          # results (JSON, one per check, a traceback where one broke) in $OUT
 #
 # Then here: copy the JSON files into research/results/gpu/ and run `python benchmarks/time/gpu_grpo.py report`.
-# 1. the embedded model's SFT and GRPO on CUDA in bf16 (the GPU path end to end, as the stages run it);
+# 1. the embedded model's whole SFT, then GRPO steps that learn, on CUDA in bf16 (the GPU path end to end, as the stages run it);
 # 2. GRPO (and SFT) steps of a random model of Qwen3-0.6B's shape at the `gpu-qwen3` profile's settings.
 set -u -o pipefail
 OUT=${OUT:-research/results/gpu}
@@ -20,7 +20,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 python3 -c "import torch, transformers, trl, datasets, peft; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'peft', peft.__version__)" 2>&1 | tee "$OUT/versions.txt"
 status=0
 timeout 180 python3 benchmarks/time/gpu_grpo.py time --shape embedded --profile '' --set sft.bf16=true --set grpo.bf16=true \
-  --steps 6 --sft-steps 30 --label embedded-bf16 --out "$OUT" 2>&1 | tail -40 || status=1
+  --steps 6 --sft-steps all --funds 1500 --label embedded-bf16 --out "$OUT" 2>&1 | tail -40 || status=1
 timeout 330 python3 benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --profile gpu-qwen3 \
   --steps 4 --sft-steps 10 --label qwen3-0.6b-shape --out "$OUT" 2>&1 | tail -40 || status=1
 ls -la "$OUT"

@@ -5,7 +5,7 @@ the embedded model's SFT and GRPO in bf16 (the GPU path end to end).
 
     python benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --steps 4 [--profile gpu-qwen3]
         [--set grpo.KEY=VALUE ...]
-    python benchmarks/time/gpu_grpo.py time --shape embedded --steps 4 --sft-steps 20
+    python benchmarks/time/gpu_grpo.py time --shape embedded --steps 6 --sft-steps all --funds 1500
     python benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --dry-run   # the model's size, nothing run
     python benchmarks/time/gpu_grpo.py report   # benchmarks/gpu.md from research/results/gpu/
 
@@ -13,7 +13,10 @@ The prompts are the default methodology's, on funds drawn at random (`funds`), g
 cost of a step depends on the prompts' and completions' lengths, not on the grades. The profile's settings
 are used as they are (batch, generations, completion length, LoRA, bf16, learning rate) except vLLM, which
 is off unless `--set grpo.use_vllm=true` and vLLM is installed. A random model rarely writes its end token,
-so every completion runs to `max_completion_length`: the time is the profile's worst case.
+so every completion runs to `max_completion_length`: the time is the profile's worst case. Its answers
+never parse, so every reward is equal and its GRPO steps have no gradient: the time is real, the learning is
+not checked. The embedded model after its whole SFT (`--sft-steps all`) writes answers whose rewards differ,
+so its GRPO steps learn: each run keeps the steps' logged grad norms and rewards.
 
 Each run writes one JSON (settings, device, seconds of each step, peak GPU memory) to `--out`
 (research/results/gpu/); a run that fails writes its traceback there instead: what broke is a result too.
@@ -105,7 +108,11 @@ def parameters_of(shape: str) -> int:
 
 
 class StepClock:
-    """A transformers callback: the wall time of each optimizer step; stops training after `stop` steps."""
+    """A transformers callback: the wall time of each optimizer step and the logged values of `LOGGED` (a GRPO
+    step whose rewards are all equal has no advantage, so no gradient: a step that learns shows a grad norm
+    above zero); stops training after `stop` steps."""
+
+    LOGGED = ("grad_norm", "reward", "reward_std", "frac_reward_zero_std", "loss")
 
     def __init__(self, stop: int | None = None):
         from transformers import TrainerCallback
@@ -121,7 +128,13 @@ class StepClock:
                 if stop is not None and len(clock.seconds) >= stop:
                     control.should_training_stop = True
 
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                for key in clock.LOGGED:
+                    if logs and logs.get(key) is not None:
+                        clock.logged.setdefault(key, []).append(round(float(logs[key]), 4))
+
         self.seconds: list[float] = []
+        self.logged: dict[str, list[float]] = {}
         self.started = 0.0
         self.callback = Callback()
 
@@ -229,11 +242,13 @@ def time_steps(args) -> dict:
             )  # fmt: skip
         start = root / "base"
         if args.sft_steps:
-            clock = StepClock(stop=args.sft_steps)
+            clock = StepClock(stop=None if args.sft_steps == "all" else int(args.sft_steps))
             began = time.perf_counter()
             sft_trainer.run(p.sft, model_params, root / "base", train, root / "sft", callbacks=[clock.callback])
             record["sft"] = {
                 **_summary(clock.seconds, 1),
+                "steps": len(clock.seconds),
+                "logged": clock.logged,
                 "batch_size": p.sft.batch_size,
                 "bf16": p.sft.bf16,
                 "whole_s": round(time.perf_counter() - began, 1),
@@ -248,11 +263,21 @@ def time_steps(args) -> dict:
         grpo_trainer.run(p.grpo, model_params, start, train, methodology, schema, root / "policy",
                          callbacks=[clock.callback])  # fmt: skip
         record["grpo"] |= {**_summary(clock.seconds, 1), "whole_s": round(time.perf_counter() - began, 1),
-                           "peak_gb": _peak_gb()}  # fmt: skip
+                           "peak_gb": _peak_gb(), "logged": clock.logged}  # fmt: skip
         if record["grpo"]["median_s"] is not None:
             record["grpo"]["profile_minutes"] = round(record["grpo"]["median_s"] * profile_steps / 60, 1)
         print(f"grpo: {len(clock.seconds)} steps, median {record['grpo']['median_s']} s", flush=True)
     return record
+
+
+def _median(steps: dict, key: str) -> str:
+    """The median of a logged value over a run's steps ('' where the run logged none: older results).
+
+    >>> _median({"logged": {"grad_norm": [0.0, 0.9, 2.6]}}, "grad_norm"), _median({}, "reward")
+    ('0.9', '')
+    """
+    values = steps.get("logged", {}).get(key)
+    return f"{statistics.median(values):.3g}" if values else ""
 
 
 def report(results: Path = RESULTS) -> str:
@@ -262,10 +287,12 @@ def report(results: Path = RESULTS) -> str:
         "Generated by `python benchmarks/time/gpu_grpo.py report` from `research/results/gpu/` (runs of",
         "`python benchmarks/time/gpu_grpo.py time`, most on a borrowed GPU through `benchmarks/gpu_run.sh`). Seconds",
         "a step are medians after the first step; the profile's minutes are that median times its GRPO steps.",
+        "Reward and grad norm are medians over the GRPO steps: a grad norm of 0 means every reward was equal",
+        "(a random model's answers never parse), so the step's time was measured but nothing was learnt.",
         "",
         "| run | device | shape | parameters | GRPO batch × generations | completion tokens | vLLM | GRPO s/step "
-        "| GRPO peak GB | profile's steps (min) | SFT s/step | outcome |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| GRPO peak GB | profile's steps (min) | SFT s/step | GRPO reward | GRPO grad norm | outcome |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for path in sorted(results.glob("*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
@@ -275,9 +302,19 @@ def report(results: Path = RESULTS) -> str:
             f"| {path.stem} | {r.get('device', '')} | {r.get('shape', '')} | {r.get('parameters', 0) / 1e6:.1f} M "
             f"| {g.get('per_device_train_batch_size', '')} × {g.get('num_generations', '')} "
             f"| {g.get('max_completion_length', '')} | {g.get('use_vllm', '')} | {g.get('median_s', '')} "
-            f"| {g.get('peak_gb') or ''} | {g.get('profile_minutes', '')} | {s.get('median_s', '')} | {outcome} |"
+            f"| {g.get('peak_gb') or ''} | {g.get('profile_minutes', '')} | {s.get('median_s', '')} "
+            f"| {_median(g, 'reward')} | {_median(g, 'grad_norm')} | {outcome} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _sft_steps(value: str) -> int | str:
+    """`--sft-steps`: a number of steps, or `all`.
+
+    >>> _sft_steps("30"), _sft_steps("all")
+    (30, 'all')
+    """
+    return value if value == "all" else int(value)
 
 
 def main() -> None:
@@ -287,7 +324,9 @@ def main() -> None:
     t.add_argument("--shape", choices=["qwen3-0.6b", "embedded"], default="qwen3-0.6b")
     t.add_argument("--profile", default="gpu-qwen3", help="the profile whose settings are timed ('' for params.yaml)")
     t.add_argument("--steps", type=int, default=4, help="GRPO steps (the first is not counted in the median)")
-    t.add_argument("--sft-steps", type=int, default=0, help="SFT steps before GRPO (0: GRPO from the base model)")
+    t.add_argument(
+        "--sft-steps", type=_sft_steps, default=0, help="SFT steps before GRPO (0: none; all: the SFT's whole schedule)"
+    )
     t.add_argument("--funds", type=int, default=256)
     t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     t.add_argument("--label", default=None, help="the result's name (default: shape and date)")

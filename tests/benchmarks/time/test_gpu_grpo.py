@@ -27,6 +27,8 @@ def test_sft_and_grpo_steps_are_timed_and_reported(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "embedded-here.json").read_text())
     assert len(record["sft"]["seconds"]) == 2 and len(record["grpo"]["seconds"]) == 2
+    assert record["sft"]["steps"] == 2
+    assert len(record["grpo"]["logged"]["grad_norm"]) == 2 and len(record["grpo"]["logged"]["reward"]) == 2
     assert record["grpo"]["median_s"] > 0 and record["grpo"]["profile_minutes"] > 0
     assert record["parameters"] > 100_000 and record["device"].startswith("CPU")
     assert "grpo.use_vllm=false" in record["overrides"]
@@ -35,6 +37,8 @@ def test_sft_and_grpo_steps_are_timed_and_reported(tmp_path):
     page = gpu["report"](tmp_path)
     [row] = [line for line in page.splitlines() if line.startswith("| embedded-here |")]
     assert f"| {record['grpo']['median_s']} |" in row and row.endswith("| ok |")
+    grad_norms = sorted(record["grpo"]["logged"]["grad_norm"])
+    assert f"| {(grad_norms[0] + grad_norms[1]) / 2:.3g} | ok |" in row
 
 
 def test_a_run_that_breaks_leaves_its_traceback_as_the_result(tmp_path):
