@@ -24,11 +24,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import add_key
 from fundgrpo.serving.api.settings import ApiSettings
 from fundgrpo.serving.api.store import Store
-from fundgrpo.serving.dashboard.labels import LABELS
+from fundgrpo.serving.dashboard.labels import LABELS, category_words
 from tests import support
 from tests.support import REPO
 
@@ -523,10 +524,20 @@ def test_the_fund_page_is_true_to_what_is_served_decided_and_scored(trained, tmp
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     funds = pd.read_parquet(ws / "data/validated/funds.parquet")
     tested = {r["share_class_id"] for r in rows}
-    scored = funds[~funds["share_class_id"].isin(tested)].iloc[0]
+    scored, new, unrated = funds[~funds["share_class_id"].isin(tested)].iloc[:3].itertuples()
+    # two share classes with no prepared record (no expert grade): one new with its data, one with too little
+    for split in (ws / "data/prepared").glob("*.jsonl"):
+        kept = [line for line in split.read_text().splitlines() if json.loads(line)["share_class_id"] not in
+                {new.share_class_id, unrated.share_class_id}]  # fmt: skip
+        split.write_text("".join(line + "\n" for line in kept))
+    methodology = load_methodology(ws / "data/schema")
+    kept_metric = min(methodology.criteria, key=lambda c: c.weight).metric
+    blanked = [c.metric for c in methodology.criteria if c.metric != kept_metric]
+    funds.loc[funds["share_class_id"] == unrated.share_class_id, blanked] = None
+    funds.to_parquet(ws / "data/validated/funds.parquet")
     store = Store(f"sqlite:///{ws}/evaluations.db")
     note = "Grade 4 is the language model's grade probabilities (25%) pooled with gradient boosting's (75%)"
-    store.add([{"share_class_id": str(scored["share_class_id"]), "name": scored["name"], "category": scored["category"],
+    store.add([{"share_class_id": str(scored.share_class_id), "name": scored.name, "category": scored.category,
                 "grade": 4, "confidence": 0.55, "needs_analyst": False, "review": [], "reasoning": "Steady and cheap.",
                 "grade_note": note, "probabilities": {"1": 0.05, "2": 0.1, "3": 0.25, "4": 0.55, "5": 0.05}}],
               "models:/fund-evaluator/1")  # fmt: skip
@@ -555,11 +566,24 @@ def test_the_fund_page_is_true_to_what_is_served_decided_and_scored(trained, tmp
             assert t["decided_line"].format(grade=4, by="ana") in text and t["needs_analyst"] not in text
             page.shot(f"dashboard_fund_decided_{language}.png")
 
-            text = page.open(f"{base}/fund?id={scored['share_class_id']}", t["latest"])
+            text = page.open(f"{base}/fund?id={scored.share_class_id}", t["latest"])
             text = page.wait_text("Steady and cheap.")
-            assert note in text and str(scored["name"]) in text
+            assert note in text and str(scored.name) in text
             page.wait_css(".vega-embed", 2)  # the probabilities, and the percentiles among peers
             page.shot(f"dashboard_fund_api_{language}.png")
+
+            # no prepared record: the verdict and the peers from the universe, and why a fund is not rated
+            peers = int((funds["category"] == unrated.category).sum())
+            heading = t["vs_peers"].format(peers=peers, category=category_words(unrated.category, language))
+            text = page.open(f"{base}/fund?id={unrated.share_class_id}", heading)
+            reason = {"en": "not rated: data for", "ko": "평가 제외: 기준 가중치의"}[language]
+            assert reason in text and f"{t['grade']} — · {t['score']} —" in text, text[:3000]
+            page.wait_grid_text(methodology.label(methodology.criteria[0]))  # the criteria it lacks, shown
+            page.shot(f"dashboard_fund_not_rated_{language}.png")
+            heading = t["vs_peers"].format(peers=int((funds["category"] == new.category).sum()),
+                                           category=category_words(new.category, language))  # fmt: skip
+            text = page.open(f"{base}/fund?id={new.share_class_id}", heading)
+            assert f"{t['grade']} —" not in text and reason not in text  # the rule grades a new fund with its data
 
             # the funds page: the decided fund needs no analyst there either; the book: every column fits
             page.open(base, t["shown_n"].split("{")[0].strip() or t["funds"])
