@@ -1,11 +1,14 @@
 """SFT and GRPO steps on whatever device torch finds (a GPU when there is one), as the stages run them:
 what the `gpu-qwen3` profile's 300 GRPO steps cost on one GPU, timed on a randomly initialised model of
-Qwen3-0.6B's shape (the shape decides the cost: no pretrained weights travel to a borrowed machine), and
-the embedded model's SFT and GRPO in bf16 (the GPU path end to end).
+Qwen3-0.6B's shape (the shape decides the cost: no pretrained weights travel to a borrowed machine), the
+same for SmolLM2-135M at the documents profile's lengths, and the embedded model's SFT and GRPO in bf16
+(the GPU path end to end).
 
     python benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --steps 4 [--profile gpu-qwen3]
         [--set grpo.KEY=VALUE ...]
     python benchmarks/time/gpu_grpo.py time --shape embedded --steps 6 --sft-steps all --funds 1500
+    python benchmarks/time/gpu_grpo.py time --shape smollm2-135m --profile smollm2 --set prepare.prompt_style=full \
+        --set sft.max_length=1024 --set grpo.max_completion_length=256   # research/profiles/documents-smollm2.yaml
     python benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --dry-run   # the model's size, nothing run
     python benchmarks/time/gpu_grpo.py report   # benchmarks/gpu.md from research/results/gpu/
 
@@ -41,19 +44,41 @@ REPO = HERE.parents[1]
 RESULTS = HERE.parents[1] / "research" / "results" / "gpu"
 PAGE = HERE / "gpu.md"
 
-# Qwen/Qwen3-0.6B's config.json: the shape that decides a step's cost.
-QWEN3_06B = {
-    "vocab_size": 151936,
-    "hidden_size": 1024,
-    "intermediate_size": 3072,
-    "num_hidden_layers": 28,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "max_position_embeddings": 40960,
-    "rope_theta": 1000000.0,
-    "rms_norm_eps": 1e-6,
-    "tie_word_embeddings": True,
+# The configs of Qwen/Qwen3-0.6B (its config.json) and SmolLM2-135M-Instruct (the GGUF's metadata that
+# `pretrained-models.txt` installs): the shape, not the weights, decides a step's cost.
+SHAPES = {
+    "qwen3-0.6b": (
+        "Qwen3",
+        {
+            "vocab_size": 151936,
+            "hidden_size": 1024,
+            "intermediate_size": 3072,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "max_position_embeddings": 40960,
+            "rope_theta": 1000000.0,
+            "rms_norm_eps": 1e-6,
+            "tie_word_embeddings": True,
+        },
+    ),
+    "smollm2-135m": (
+        "Llama",
+        {
+            "vocab_size": 49152,
+            "hidden_size": 576,
+            "intermediate_size": 1536,
+            "num_hidden_layers": 30,
+            "num_attention_heads": 9,
+            "num_key_value_heads": 3,
+            "head_dim": 64,
+            "max_position_embeddings": 8192,
+            "rope_theta": 100000.0,
+            "rms_norm_eps": 1e-5,
+            "tie_word_embeddings": True,
+        },
+    ),
 }
 
 
@@ -79,15 +104,19 @@ def funds(n: int, seed: int = 0):
     )
 
 
-def qwen3_model(tokenizer, dtype):
-    """A randomly initialised model of Qwen3-0.6B's shape, with the embedded tokenizer's special tokens
-    (ids the random model samples beyond the tokenizer's vocabulary decode to nothing)."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+def _classes(shape: str):
+    import transformers
 
-    config = Qwen3Config(
-        **QWEN3_06B, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
-    )
-    model = Qwen3ForCausalLM(config).to(dtype)
+    family, config = SHAPES[shape]
+    return getattr(transformers, f"{family}Config"), getattr(transformers, f"{family}ForCausalLM"), config
+
+
+def random_model(shape: str, tokenizer, dtype):
+    """A randomly initialised model of `shape`, with the embedded tokenizer's special tokens (ids the random
+    model samples beyond the tokenizer's vocabulary decode to nothing)."""
+    config_class, model_class, config = _classes(shape)
+    ids = {"eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id, "bos_token_id": None}
+    model = model_class(config_class(**config, **ids)).to(dtype)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model
@@ -96,14 +125,14 @@ def qwen3_model(tokenizer, dtype):
 def parameters_of(shape: str) -> int:
     """The model's size without building it (the meta device).
 
-    >>> round(parameters_of("qwen3-0.6b") / 1e6)
-    596
+    >>> round(parameters_of("qwen3-0.6b") / 1e6), round(parameters_of("smollm2-135m") / 1e6)
+    (596, 135)
     """
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    config_class, model_class, config = _classes(shape)
     with torch.device("meta"):
-        model = Qwen3ForCausalLM(Qwen3Config(**QWEN3_06B))
+        model = model_class(config_class(**config))
     return sum(p.numel() for p in model.parameters())
 
 
@@ -227,10 +256,10 @@ def time_steps(args) -> dict:
         # the embedded tokenizer (and model), trained on these prompts as the `model` stage does
         embedded = ModelParams()
         modelling.build_base(embedded, train, root / "base")
-        if args.shape == "qwen3-0.6b":
+        if args.shape in SHAPES:
             tokenizer = AutoTokenizer.from_pretrained(root / "base")
             dtype = torch.bfloat16 if p.grpo.bf16 else torch.float32
-            model = qwen3_model(tokenizer, dtype)
+            model = random_model(args.shape, tokenizer, dtype)
             model.save_pretrained(root / "base")
             record["parameters"] = sum(x.numel() for x in model.parameters())
             del model
@@ -321,7 +350,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("time", help="time SFT and GRPO steps on this machine's device")
-    t.add_argument("--shape", choices=["qwen3-0.6b", "embedded"], default="qwen3-0.6b")
+    t.add_argument("--shape", choices=[*SHAPES, "embedded"], default="qwen3-0.6b")
     t.add_argument("--profile", default="gpu-qwen3", help="the profile whose settings are timed ('' for params.yaml)")
     t.add_argument("--steps", type=int, default=4, help="GRPO steps (the first is not counted in the median)")
     t.add_argument(

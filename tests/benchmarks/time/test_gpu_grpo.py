@@ -50,6 +50,7 @@ def test_a_run_that_breaks_leaves_its_traceback_as_the_result(tmp_path):
     assert "| failed: " in gpu["report"](tmp_path)
 
 
-def test_the_timed_shape_is_qwen3_0_6b():
+def test_the_timed_shapes_are_qwen3_0_6b_and_smollm2_135m():
     gpu = runpy.run_path(str(SCRIPT))
     assert gpu["parameters_of"]("qwen3-0.6b") == 596_049_920  # Qwen3-0.6B's count, its embeddings tied
+    assert gpu["parameters_of"]("smollm2-135m") == 134_515_008  # SmolLM2-135M's, as its GGUF converts
