@@ -25,11 +25,12 @@ for check in ${*:-embedded qwen3 smollm2}; do
   case $check in
     embedded) timeout 150 python3 benchmarks/time/gpu_grpo.py time --shape embedded --profile '' \
       --set sft.bf16=true --set grpo.bf16=true --steps 6 --sft-steps all --funds 1500 --label embedded-bf16 --out "$OUT" ;;
-    qwen3) timeout 240 python3 benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --profile gpu-qwen3 \
+    qwen3) timeout 200 python3 benchmarks/time/gpu_grpo.py time --shape qwen3-0.6b --profile gpu-qwen3 \
       --steps 4 --sft-steps 10 --label qwen3-0.6b-shape --out "$OUT" ;;
-    smollm2) timeout 150 python3 benchmarks/time/gpu_grpo.py time --shape smollm2-135m --profile smollm2 \
+    smollm2) timeout 210 python3 benchmarks/time/gpu_grpo.py time --shape smollm2-135m --profile smollm2 \
       --set prepare.prompt_style=full --set sft.max_length=1024 --set grpo.max_completion_length=256 \
-      --set sft.bf16=true --set grpo.bf16=true --steps 4 --sft-steps 10 --label smollm2-135m-documents-shape --out "$OUT" ;;
+      --set sft.bf16=true --set grpo.bf16=true --set generation.max_new_tokens=256 --set generation.dtype=bfloat16 \
+      --steps 4 --sft-steps 10 --generate-batches 3 --label smollm2-135m-documents-shape --out "$OUT" ;;
     *) echo "unknown check $check: embedded, qwen3 or smollm2"; exit 2 ;;
   esac 2>&1 | tail -40 || status=1
 done

@@ -23,11 +23,13 @@ def timed(tmp_path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_sft_and_grpo_steps_are_timed_and_reported(tmp_path):
-    done = timed(tmp_path, "--steps", "2", "--sft-steps", "2", "--label", "embedded-here")
+    batches = ("--generate-batches", "2", "--set", "generation.batch_size=4")
+    done = timed(tmp_path, "--steps", "2", "--sft-steps", "2", *batches, "--label", "embedded-here")
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "embedded-here.json").read_text())
     assert len(record["sft"]["seconds"]) == 2 and len(record["grpo"]["seconds"]) == 2
     assert record["sft"]["steps"] == 2
+    assert len(record["generate"]["seconds"]) == 2 and record["generate"]["batch_s"] > 0  # the answers' seconds
     assert len(record["grpo"]["logged"]["grad_norm"]) == 2 and len(record["grpo"]["logged"]["reward"]) == 2
     assert record["grpo"]["median_s"] > 0 and record["grpo"]["profile_minutes"] > 0
     assert record["parameters"] > 100_000 and record["device"].startswith("CPU")
@@ -39,6 +41,7 @@ def test_sft_and_grpo_steps_are_timed_and_reported(tmp_path):
     assert f"| {record['grpo']['median_s']} |" in row and row.endswith("| ok |")
     grad_norms = sorted(record["grpo"]["logged"]["grad_norm"])
     assert f"| {(grad_norms[0] + grad_norms[1]) / 2:.3g} | ok |" in row
+    assert f"| {record['generate']['batch_s']} ({record['generate']['batch_size']} × " in row
 
 
 def test_a_run_that_breaks_leaves_its_traceback_as_the_result(tmp_path):
