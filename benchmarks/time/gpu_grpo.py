@@ -271,7 +271,7 @@ def time_steps(args) -> dict:
             )  # fmt: skip
         start = root / "base"
         if args.sft_steps:
-            clock = StepClock(stop=None if args.sft_steps == "all" else int(args.sft_steps))
+            clock = StepClock(stop=None if args.sft_steps == "all" else args.sft_steps)
             began = time.perf_counter()
             sft_trainer.run(p.sft, model_params, root / "base", train, root / "sft", callbacks=[clock.callback])
             record["sft"] = {
@@ -326,7 +326,7 @@ def time_generation(p, policy: Path, train: list, batches: int) -> dict:
         modelling.generate(model, tokenizer, prompts[start : start + size], tokens, size, desc="generate")
         seconds.append(round(time.perf_counter() - began, 2))
     return {"batch_size": size, "max_new_tokens": tokens, "dtype": p.generation.dtype, "seconds": seconds,
-            "batch_s": statistics.median(seconds[1:] or seconds), "peak_gb": _peak_gb()}  # fmt: skip
+            "batch_s": _summary(seconds, 1)["median_s"], "peak_gb": _peak_gb()}  # fmt: skip
 
 
 def report(results: Path = RESULTS) -> str:

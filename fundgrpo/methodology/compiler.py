@@ -507,7 +507,7 @@ def not_rated(m: Methodology, percentiles: pd.DataFrame) -> pd.Series:
     present = percentiles[[c.id for c in m.criteria]].notna()
     short = (share < m.min_coverage - 1e-9).to_numpy()
     required = [c.id for c in m.criteria if c.id in m.required]
-    unmet_any = ~present[required].all(axis=1).to_numpy() if required else np.zeros(len(present), bool)
+    unmet_any = ~present[required].all(axis=1).to_numpy()  # no required criterion: all() of nothing, True
     out = pd.Series([None] * len(percentiles), index=percentiles.index, dtype=object)
     # the reason is written for the unrated funds only: serving scores one fund against the whole universe
     has = present.to_numpy()
