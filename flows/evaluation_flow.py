@@ -20,6 +20,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows import common
+from fundgrpo.cli import lean_exit
 from fundgrpo.params import load_params
 
 
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--funds", default=None)
     args = ap.parse_args(argv)
+    lean_exit()
     print(evaluation(funds=args.funds, model=args.model))
     return 0
 

@@ -50,6 +50,7 @@ from prefect.states import Completed
 from flows import common
 from flows.training_flow import mlflow_check, training
 from fundgrpo import io
+from fundgrpo.cli import lean_exit
 from fundgrpo.data import analyst_labels, documents, identity
 from fundgrpo.data.ingestion import IngestError
 from fundgrpo.data.reading import IngestReport
@@ -571,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=".", help="the workspace (default: here)")
     ap.add_argument("--no-retrain", action="store_true", help="measure drift only, whatever monitor.retrain says")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    lean_exit()
     results = monitoring(root=args.root, retrain=False if args.no_retrain else None)
     for s in results:
         what = s["batch"] or "analysts' decisions"

@@ -35,6 +35,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from flows import common, journal
+from fundgrpo.cli import lean_exit
 from fundgrpo.params import load_params
 
 REGISTER = "register"
@@ -215,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"expected key=value overrides (as for dvc exp run -S), got {bad}", file=sys.stderr)
         return 2
+    lean_exit()
     result = training(overrides=dict(a.split("=", 1) for a in argv) or None)
     print(result["message"])
     return 0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno  # noqa: F401  (the doctest below)
+import gc
 import importlib
 import os
 import sys
@@ -40,6 +42,21 @@ def offline() -> None:
     for key, value in OFFLINE.items():
         os.environ.setdefault(key, value)
     threads.configure()
+
+
+def lean_exit() -> None:
+    """At exit, one garbage collection, then the survivors frozen (`gc.freeze`), so that the interpreter's
+    shutdown does not walk them again in each of its own collections. A process that has loaded torch and
+    transformers spent about 1.3 s of CPU there (`python -c "from trl import GRPOTrainer"`: 6.7 s, 5.4 s
+    with this), more than a tiny profile's stage spends working. Garbage is still collected and its
+    finalizers run; what is alive at exit the OS frees. Exit handlers registered after this call (those
+    of the libraries a stage then loads) run before it; the others after, unchanged."""
+    atexit.register(_collect_and_freeze)
+
+
+def _collect_and_freeze() -> None:
+    gc.collect()
+    gc.freeze()
 
 
 class StageError(Exception):
@@ -88,6 +105,7 @@ def run_stage(name: str, body: Callable[[], object]) -> None:
         )
         sys.exit(2)
     offline()
+    lean_exit()
     try:
         body()
     # ParamsError, MethodologyError, IngestError ... are ValueErrors: bad input named in the message

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from fundgrpo import io
-from fundgrpo.cli import offline
+from fundgrpo.cli import lean_exit, offline
 from fundgrpo.data import documents, identity, ingestion
 from fundgrpo.data.canonical import BY_NAME
 from fundgrpo.data.columns import to_canonical
@@ -370,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     offline()
+    lean_exit()
     try:  # a setting out of range is one line naming it, as the stages say it
         params = load_params()
     except ValueError as err:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import fundgrpo.serving.api as api_package
-from fundgrpo.cli import offline
+from fundgrpo.cli import lean_exit, offline
 from fundgrpo.serving.api.app import create_app, store_url
 from fundgrpo.serving.api.keys import ROLES, SCOPES, add_key, entitle, list_keys, revoke_key
 from fundgrpo.serving.api.settings import ApiSettings
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     offline()
+    lean_exit()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     # on SIGTERM: stop accepting, fail the queued requests, let the running generation finish (it
     # stops by itself at its request's timeout) for at most that long
