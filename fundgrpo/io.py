@@ -117,6 +117,11 @@ SKIP_TOP = {
     "tmp",
     "cache",
     "dvc_plots",
+    "evaluations.db",  # the API's store and its keys: this workspace's decisions and clients, not the copy's
+    ".api_keys.json",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".whl",
 }
 DVC_STATE = {"tmp"}  # ... in .dvc: the original's locks and experiment queue, its processes' and not the copy's
 SKIP_ANYWHERE = {"__pycache__", ".pytest_cache"}  # ... and anywhere

@@ -34,3 +34,19 @@ def test_a_copy_carries_every_file_a_stage_reads_and_none_of_the_originals_dvc_s
     assert sorted(p for p in wanted if not (copy / p).exists()) == []
     assert (copy / ".dvc/config").exists() and not (copy / ".dvc/tmp").exists()
     assert not any((copy / name).exists() for name in ("data", "models", "mlflow.db", ".venv", ".git"))
+
+
+def test_a_copy_leaves_out_the_workspaces_api_store_keys_and_caches(tmp_path):
+    """A served workspace holds the API's store (analysts' decisions) and its clients' hashed keys,
+    both git-ignored: a copy starts without them (a stage reading the store must find none there)."""
+    src = tmp_path / "src"
+    for name in ("params.yaml", "evaluations.db", ".api_keys.json", ".mypy_cache/3.11/x.json", "stages/s.py"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text("x")
+
+    copy = copy_project(src, tmp_path / "copy")
+
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == [
+        "params.yaml",
+        "stages/s.py",
+    ]
