@@ -362,25 +362,26 @@ def latest_evaluation(entry: dict) -> None:
 
 def verdict_and_peers(sid: str, record: PromptRecord | None, category) -> pd.DataFrame:
     """The methodology's verdict and the fund against its peers: from its prepared record, or for a share class
-    with none (no expert grade: new, or not rated) from the universe as `prepare` computes it."""
+    with none (no expert grade: new, or not rated) from one built from the universe as `prepare` builds it."""
     st.subheader(T["verdict"])
     methodology = WS.methodology()
-    at, percentiles = wsm.standing(funds(), methodology, sid, record)
-    rule_grade, score = (at.rule_grade, at.rule_score) if at else (None, None)
+    if record is None and methodology is not None:
+        record = wsm.built_record(funds(), methodology, sid)
+    rule_grade, score = (record.rule_grade, record.rule_score) if record else (None, None)
     band = next((b for b in methodology.bands if b.grade == rule_grade), None) if methodology else None
     label = band.label.get(WS.language(), "") if band else ""
     st.write(f"{T['grade']} **{rule_grade if rule_grade is not None else '—'}** {label} · {T['score']} "
              f"{'—' if score is None else round(score, 1)}")  # fmt: skip
-    if at and at.not_rated:  # why there is no grade, in the methodology's words: what data would rate it
-        st.warning(at.not_rated)
-    if at and methodology:
-        verdict = wsm.verdict_table(percentiles, methodology)
+    if record and record.not_rated:  # why there is no grade, in the methodology's words: what data would rate it
+        st.warning(record.not_rated)
+    if record and methodology:
+        verdict = wsm.verdict_table(record, methodology)
         verdict["percentile"] = verdict["percentile"].map(lambda v: "—" if pd.isna(v) else f"{v:.0f}")  # none: a dash
         named = {"criterion": T["criterion"], "weight": T["weight"], "percentile": T["percentile"]}
         st.dataframe(verdict.rename(columns=named), hide_index=True, width="stretch")
     peers = wsm.peer_table(funds(), sid)
     peers["metric"] = peers["metric"].map(lambda m: METRICS[WS.language()].get(m, m))  # words, not column names
-    st.subheader(T["vs_peers"].format(peers=at.peers if at else "?", category=category))
+    st.subheader(T["vs_peers"].format(peers=record.peers if record else "?", category=category))
     if not peers.empty:
         st.altair_chart(charts.percentiles(peers, T), width="stretch")
     return peers

@@ -21,7 +21,7 @@ from fundgrpo.data import analyst_labels, peers
 from fundgrpo.evaluation import agreement, calibration
 from fundgrpo.evaluation.report import FundRow
 from fundgrpo.methodology.compiler import Methodology, load_methodology
-from fundgrpo.methodology.preparation import PeerContext, Standing
+from fundgrpo.methodology.preparation import build_records
 from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.methodology.splits import SPLITS
 from fundgrpo.params import Params, load_params
@@ -359,47 +359,35 @@ def peer_table(funds: pd.DataFrame, share_class_id: str) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["metric", "value", "peer_median", "percentile"])
 
 
-def standing(
-    funds: pd.DataFrame, methodology: Methodology | None, share_class_id: str, record: PromptRecord | None = None
-) -> tuple[Standing | None, dict[str, float | None]]:
-    """A share class among its peers (peer count, rule score and grade, why the methodology does not rate it)
-    and its percentile per criterion (None: no data): its prepared record's, or for a share class with none
-    (no expert grade: new, or not rated) computed from the universe as `prepare` computes it. (None, {}) when
-    neither the records nor the universe hold it.
+def built_record(funds: pd.DataFrame, methodology: Methodology, share_class_id: str) -> PromptRecord | None:
+    """The record of a share class `prepare` wrote none for (no expert grade: a new fund, or one the
+    methodology does not rate), built from the universe as `prepare` builds it: its peers, rule score
+    and grade, percentiles and why it is not rated. None when the universe does not hold it.
 
     >>> from fundgrpo.methodology.compiler import example_methodology
-    >>> f = pd.DataFrame({"share_class_id": ["A", "B", "C"], "category": ["x"] * 3,
+    >>> f = pd.DataFrame({"share_class_id": ["A", "B", "C"], "fund_id": ["A", "B", "C"], "category": ["x"] * 3,
     ...                   "sharpe_3y": [1.0, 0.5, None], "ongoing_cost": [0.5, 1.0, 1.5]})
-    >>> at, pct = standing(f, example_methodology(), "C")
-    >>> at.peers, at.rule_grade, at.not_rated, pct
+    >>> r = built_record(f, example_methodology(), "C")
+    >>> r.peers, r.rule_grade, r.not_rated, r.evidence
     (3, None, 'not rated: data for 40% of the criteria weight, the methodology needs 50%; missing: Sharpe ratio', \
-{'sharpe_3y': None, 'cost': 0.0})
-    >>> standing(f, example_methodology(), "A")[0].rule_grade, standing(f, example_methodology(), "Z")
-    (5, (None, {}))
+'{"sharpe_3y": null, "cost": 0.0, "tenure": null}')
+    >>> built_record(f, example_methodology(), "A").rule_grade, built_record(f, example_methodology(), "Z")
+    (5, None)
     """
-    if record is not None:
-        at = Standing(record.peers, record.rule_grade, record.rule_score, record.not_rated)
-        return at, json.loads(record.evidence)
-    rows = funds.index[funds["share_class_id"].astype(str) == share_class_id]
-    if not len(rows) or methodology is None:
-        return None, {}
-    i = rows[0]
-    context = PeerContext.of(methodology, funds, universe_percentile=False)
-    evidence = context.evidence(i, funds.loc[i])
-    pct = {c.id: None if pd.isna(evidence[c.id].pct) else evidence[c.id].pct for c in methodology.criteria}
-    return context.at(i), pct
+    built = build_records(funds, methodology, only=[share_class_id], labelled_only=False)
+    return built[0] if built else None
 
 
-def verdict_table(percentiles: dict[str, float | None], methodology: Methodology) -> pd.DataFrame:
-    """The methodology's criteria for one fund: label, weight, the fund's percentile among peers (a prepared
-    record's evidence, or `standing`'s percentiles).
+def verdict_table(record: PromptRecord, methodology: Methodology) -> pd.DataFrame:
+    """The methodology's criteria for one fund: label, weight, the fund's percentile among peers.
 
     >>> from fundgrpo.methodology.compiler import example_methodology
-    >>> verdict_table({"cost": 80.0}, example_methodology()).to_dict("records")[1]
+    >>> verdict_table(PromptRecord.example(evidence='{"cost": 80.0}'), example_methodology()).to_dict("records")[1]
     {'criterion': 'ongoing cost', 'weight': 0.4, 'percentile': 80.0}
     """
+    evidence = json.loads(record.evidence)
     rows = [
-        {"criterion": methodology.label(c), "weight": c.weight, "percentile": percentiles.get(c.id)}
+        {"criterion": methodology.label(c), "weight": c.weight, "percentile": evidence.get(c.id)}
         for c in methodology.criteria
     ]
     return pd.DataFrame(rows, columns=["criterion", "weight", "percentile"])
