@@ -5,21 +5,26 @@ trains from that start on every graded fund with verifiable rewards (grade, veri
 covered).
 
     python benchmarks/time/pipeline.py --seed 1 --profile documents scarce-references --keep   # one run per seed
-    python benchmarks/contest/scarce_references.py --root RUN1 RUN2 RUN3 [--recompute]             # -> results/, page
+    python benchmarks/contest/scarce_references.py --root RUN1 RUN2 RUN3 [--recompute]             # collect, page
+    python benchmarks/contest/scarce_references.py                                  # the page from what was collected
 
-Reads each run's per-fund backtest (`reports/backtest/predictions.jsonl`: both models' answers and
-grades), its test records (`data/prepared/test.jsonl`: the documents shown and the analysts' pillars)
-and what GRPO kept (`metrics/grpo.json`). Per model on the test funds: pillar judgements in the
-analysts' direction, verified citations that are the analysts' sentence (pertinent), citations verified,
-and QWK of the written grade and of the grade as served under each model's own validation-chosen rule;
-GRPO − SFT with a 95 % interval resampling funds and runs. `--recompute` first reruns each run's
-calibrate and backtest stages with this checkout's code.
+Collects into `research/results/documents/scarce-references/seed-N/` each run's per-fund backtest
+(`reports/backtest/predictions.jsonl`: both models' answers and grades) read against its test records
+(`data/prepared/test.jsonl`: the documents shown and the analysts' pillars), and what GRPO kept
+(`metrics/grpo.json`), so the page can be regenerated without the runs. Per model on the test funds:
+pillar judgements in the analysts' direction, verified citations that are the analysts' sentence
+(pertinent), citations verified, and QWK of the written grade and of the grade as served under each
+model's own validation-chosen rule;
+GRPO − SFT with a 95 % interval resampling runs, and funds with their share classes together
+(`documents_contest.interval`). `--recompute` first reruns each run's calibrate and backtest stages with
+this checkout's code.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable
@@ -30,13 +35,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.contest.documents_contest import interval, scores  # noqa: E402  # an invalid answer counts as a miss
+from benchmarks.contest.documents_contest import RESULTS, interval, scores  # noqa: E402  # an invalid answer: a miss
 from benchmarks.contest.seeds import recompute  # noqa: E402
 from fundgrpo.methodology import citations  # noqa: E402
 from fundgrpo.methodology.records import PromptRecord  # noqa: E402
 
 OUT = ROOT / "research" / "results" / "scarce_references.json"
 PAGE = ROOT / "benchmarks" / "contest" / "scarce_references.md"
+DATASET = RESULTS / "scarce-references"
 MODELS = ("grpo", "sft")
 PILLARS = ("people", "process", "parent")  # methodology/documents.yaml's qualitative criteria
 # ratio figures: per fund a numerator and a denominator, summed over the funds and runs drawn
@@ -79,7 +85,7 @@ def table(root: Path) -> pd.DataFrame:
     records = {r.share_class_id: r for r in PromptRecord.read(root / "data/prepared/test.jsonl")}
     out = []
     for sid, f in funds.sort_index().iterrows():
-        row = {"share_class_id": sid, "expert": f["expert_grade"]}
+        row = {"share_class_id": sid, "fund_id": f["fund_id"], "expert": f["expert_grade"]}
         for name in MODELS:
             said = answer(f[f"{name}_text"])
             grade = said.get("grade")
@@ -116,9 +122,8 @@ def figures(tables: list[pd.DataFrame]) -> dict:
 def figure(tables: list[pd.DataFrame], stat: Callable[[str, np.ndarray, np.ndarray], float]) -> dict:
     every = np.arange(len(tables[0]))
     per_run = {n: [round(stat(n, every, np.array([r])), 4) for r in range(len(tables))] for n in MODELS}
-    gap = interval(
-        lambda f, r: stat("grpo", f, r) - stat("sft", f, r), len(every), len(tables), np.random.default_rng(0)
-    )
+    funds = tables[0]["fund_id"].to_numpy()
+    gap = interval(lambda f, r: stat("grpo", f, r) - stat("sft", f, r), funds, len(tables), np.random.default_rng(0))
     return {**per_run, "grpo_minus_sft": gap}
 
 
@@ -131,8 +136,8 @@ def page(result: dict) -> str:
         "`profiles/documents.yaml` with `profiles/scarce-references.yaml` (training seeds "
         + ", ".join(map(str, result["seeds"]))
         + "): SFT on the 15 % of training funds with a reference answer, GRPO from there on every graded fund. "
-        f"{result['funds']} test share classes; per run, then GRPO − SFT with a 95 % interval resampling funds "
-        "and runs.",
+        f"{result['funds']} test share classes; per run, then GRPO − SFT with a 95 % interval resampling runs, "
+        "and funds with their share classes together.",
         "",
         "| figure | GRPO per run | SFT per run | GRPO − SFT [95 %] |",
         "|---|---|---|---|",
@@ -153,29 +158,54 @@ def page(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", type=Path, nargs="+", required=True, help="finished runs, one per seed")
-    ap.add_argument("--recompute", action="store_true", help="rerun calibrate and backtest with this code first")
-    args = ap.parse_args()
-    if args.recompute:
-        for run in args.root:
-            recompute(run)
-    tables = [table(r) for r in args.root]
+def collect(run: Path, recompute_first: bool = False) -> Path:
+    """A kept run's per-fund counts and grades, what GRPO kept and what calibrate served, into DATASET."""
+    if recompute_first:
+        recompute(run)
+    seed = json.loads((run / "bench.json").read_text()).get("seed")
+    out = DATASET / f"seed-{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    grpo = json.loads((run / "metrics/grpo.json").read_text())
+    fit = json.loads((run / "models/calibration.json").read_text())
+    summary = {
+        "seed": seed,
+        "recomputed": recompute_first,
+        "kept": {k: grpo.get(k) for k in ("kept", "steps", "start_value", "best_value")},
+        "served": {"grpo": fit.get("chosen"), "sft": (fit.get("sft") or {}).get("chosen")},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    table(run).to_csv(out / "per_fund.csv", index=False)
+    return out
+
+
+def report() -> dict:
+    folders = sorted(DATASET.glob("seed-*"))
+    if not folders:
+        raise SystemExit(f"{DATASET}: no collected runs; collect some with --root RUN ...")
+    summaries = [json.loads((f / "summary.json").read_text(encoding="utf-8")) for f in folders]
+    tables = [pd.read_csv(f / "per_fund.csv", dtype={"share_class_id": str, "fund_id": str}) for f in folders]
     if any(t["share_class_id"].tolist() != tables[0]["share_class_id"].tolist() for t in tables):
         raise SystemExit("the runs' test funds differ: compare runs of one universe and split")
-    grpo = [json.loads((r / "metrics/grpo.json").read_text()) for r in args.root]
-    result = {
+    return {
         "runs": len(tables),
         "funds": len(tables[0]),
-        "seeds": [json.loads((r / "bench.json").read_text()).get("seed") for r in args.root],
-        "kept": [{k: g.get(k) for k in ("kept", "steps", "start_value", "best_value")} for g in grpo],
-        "served": [
-            {name: fit.get("chosen") for name, fit in (("grpo", f), ("sft", f.get("sft") or {}))}
-            for f in (json.loads((r / "models/calibration.json").read_text()) for r in args.root)
-        ],
+        "seeds": [s["seed"] for s in summaries],
+        "kept": [s["kept"] for s in summaries],
+        "served": [s["served"] for s in summaries],
         "figures": figures(tables),
     }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, nargs="*", default=[], help="finished runs to collect, one per seed")
+    ap.add_argument("--recompute", action="store_true", help="rerun calibrate and backtest with this code first")
+    args = ap.parse_args()
+    if args.root:  # a new set of runs replaces what was collected before
+        shutil.rmtree(DATASET, ignore_errors=True)
+    for run in args.root:
+        print(f"collected {collect(run, args.recompute).relative_to(ROOT)}")
+    result = report()
     OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     PAGE.write_text(page(result), encoding="utf-8")
     print(PAGE.read_text(encoding="utf-8"))
