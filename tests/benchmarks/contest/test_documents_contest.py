@@ -80,3 +80,50 @@ def test_drawing_funds_whole_widens_the_interval_when_share_classes_agree():
     width = {k: d["interval"][1] - d["interval"][0] for k, d in (("fund", by_fund), ("row", by_row))}
     assert by_fund["mean"] == by_row["mean"] == pytest.approx(2 / 3, abs=1e-4)
     assert 1.2 < width["fund"] / width["row"] < 1.7
+
+
+def test_scarce_references_are_collected_and_their_page_drawn_without_the_runs(tmp_path, monkeypatch):
+    """scarce_references.py: two runs of 12 funds (two share classes each) collected, the runs removed, the
+    page drawn from the per-fund tables: GRPO writes the expert's grade and judges the people pillar as the
+    analysts did on every fund, citing their sentence; SFT writes a grade one off and judges it the other way."""
+    from benchmarks.contest import scarce_references as scarce
+    from fundgrpo.methodology.records import PromptRecord, write
+
+    monkeypatch.setattr(scarce, "DATASET", tmp_path / "results")
+    documents = json.dumps({"D1": "Calm. The lead manager resigned."})
+    pillars = json.dumps({"people": {"judgement": -1, "evidence": [{"document": 1, "sentence": 2}]}})
+    records, lines = [], []
+    for i in range(24):
+        sid, fund, expert = f"S{i:02}", f"F{i // 2:02}", 1 + (i // 2) % 5
+        records.append(PromptRecord.example(share_class_id=sid, fund_id=fund, documents=documents, pillars=pillars))
+        analysts, other = [{"document": 1, "sentence": 2}], [{"document": 1, "sentence": 1}]
+        said = {"grade": expert, "pillars": {"people": {"judgement": -1, "evidence": analysts}}}
+        wrong = {"grade": 1 + expert % 5, "pillars": {"people": {"judgement": 1, "evidence": other}}}
+        lines.append({"share_class_id": sid, "fund_id": fund, "expert_grade": expert, "grpo_text": json.dumps(said),
+                      "sft_text": json.dumps(wrong), "grpo_grade": 3, "sft_served_grade": 3})  # fmt: skip
+    runs = [tmp_path / f"run{seed}" for seed in (1, 2)]
+    for seed, run in zip((1, 2), runs):
+        for folder in ("reports/backtest", "data/prepared", "metrics", "models"):
+            (run / folder).mkdir(parents=True)
+        (run / "reports/backtest/predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        write(records, run / "data/prepared/test.jsonl")
+        kept = {"kept": "step 10", "steps": 20, "start_value": 0.2, "best_value": 0.4}
+        (run / "metrics/grpo.json").write_text(json.dumps(kept))
+        fit = {"chosen": "gbm/score/likeliest", "sft": {"chosen": "gbm/score/likeliest"}}
+        (run / "models/calibration.json").write_text(json.dumps(fit))
+        (run / "bench.json").write_text(json.dumps({"seed": seed}))
+        scarce.collect(run)
+    for run in runs:
+        for f in run.rglob("*"):
+            if f.is_file():
+                f.unlink()
+    result = scarce.report()
+    assert (result["runs"], result["funds"], result["seeds"]) == (2, 24, [1, 2])
+    agree = result["figures"]["agree"]
+    assert agree["grpo"] == [1.0, 1.0] and agree["sft"] == [0.0, 0.0]
+    assert agree["grpo_minus_sft"] == {"mean": 1.0, "interval": [1.0, 1.0]}
+    written = result["figures"]["written"]
+    assert written["grpo"] == [1.0, 1.0] and written["grpo_minus_sft"]["interval"][0] > 0
+    page = scarce.page(result)
+    assert "| pillars judged as the analysts did | 1.0 / 1.0 | 0.0 / 0.0 | +1.0000 [+1.0000, +1.0000] |" in page
+    assert "- seed 2: step 10 of 20 (0.2 → 0.4); calibrate served gbm/score/likeliest" in page
