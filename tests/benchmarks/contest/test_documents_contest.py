@@ -64,7 +64,7 @@ def test_collected_runs_give_the_page_without_the_runs_and_draw_funds_whole(tmp_
     assert gap["interval"][0] <= gap["mean"] <= gap["interval"][1]
     page = contest.page(result)
     assert "## all test funds (60 share classes of 30 funds)" in page
-    assert "funds with their share classes together" in page
+    assert "funds with their share classes together" in page and "from the seeds" in page
 
 
 def test_drawing_funds_whole_widens_the_interval_when_share_classes_agree():
