@@ -134,7 +134,18 @@ def documents_line(root: Path) -> list[str]:
             "([benchmarks/contest/documents.md](benchmarks/contest/documents.md)): "
             f"served ({', '.join(sorted(set(map(str, c['served']))))}) QWK {a['served']['qwk']['mean']}, the language "
             f"model alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}, rule "
-            f"{a['rule']['qwk']['mean']}; served − text baseline {d['mean']:+.3f} {d['interval']}; the policy's "
+            f"{a['rule']['qwk']['mean']}; served − text baseline {d['mean']:+.3f} {d['interval']}"
+            + (
+                f" (per seed {', '.join(f'{g:+.3f}' for g in a['spread']['per_run'])}; its width comes more from "
+                + (
+                    "the seeds than from the funds)"
+                    if a["spread"]["seeds_sd"] > a["spread"]["funds_sd"]
+                    else "the funds than from the seeds)"
+                )
+                if "spread" in a
+                else ""
+            )
+            + "; the policy's "
             f"citations verified {mean(verified)}"
             + (f" (the analysts' sentence {mean(apt)})" if apt else "")
             + f", pillars judged as the analysts did {mean(agree)}."

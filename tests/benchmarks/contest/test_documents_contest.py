@@ -127,3 +127,9 @@ def test_scarce_references_are_collected_and_their_page_drawn_without_the_runs(t
     page = scarce.page(result)
     assert "| pillars judged as the analysts did | 1.0 / 1.0 | 0.0 / 0.0 | +1.0000 [+1.0000, +1.0000] |" in page
     assert "- seed 2: step 10 of 20 (0.2 → 0.4); calibrate served gbm/score/likeliest" in page
+
+
+@pytest.mark.research
+def test_the_committed_documents_page_is_what_the_collected_runs_generate():
+    page = contest.page(contest.report("documents"))
+    assert page == contest.PAGE.read_text(encoding="utf-8"), "run `python benchmarks/contest/documents_contest.py`"
