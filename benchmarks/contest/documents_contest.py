@@ -100,7 +100,7 @@ def collect(run: Path, dataset: str, recompute_first: bool = False) -> Path:
 
 def load(dataset: Path) -> tuple[list[dict], list[pd.DataFrame]]:
     """Each collected run of a dataset (summary, per-fund table), checked to be on the same test funds."""
-    folders = sorted(dataset.glob("seed-*"))
+    folders = sorted(dataset.glob("seed-*"), key=lambda f: int(f.name.removeprefix("seed-")))
     if not folders:
         raise SystemExit(f"{dataset}: no collected runs; collect some with --root RUN ...")
     summaries = [json.loads((f / "summary.json").read_text(encoding="utf-8")) for f in folders]
@@ -147,6 +147,13 @@ def figures(tables: list[pd.DataFrame], mask: np.ndarray, rng: np.random.Generat
     return out
 
 
+def group_draw(groups, rng: np.random.Generator):
+    """A function drawing as many groups as there are, with replacement, and returning their rows' indices."""
+    index = np.unique(np.asarray(groups), return_inverse=True)[1]
+    members = [np.flatnonzero(index == g) for g in range(int(index.max()) + 1)]
+    return lambda: np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
+
+
 def spread(stat, groups, runs: int, rng: np.random.Generator, draws: int = 1000) -> dict:
     """Where the interval's width comes from, and what more funds or seeds would leave of it: `stat` on each
     run alone; the funds' part of its variance (a bootstrap of the funds, every run kept) and the seeds' (the
@@ -163,11 +170,9 @@ def spread(stat, groups, runs: int, rng: np.random.Generator, draws: int = 1000)
     >>> w["1x funds, 3 seeds"] > w["4x funds, 3 seeds"] > w["4x funds, 6 seeds"]
     True
     """
-    index = np.unique(np.asarray(groups), return_inverse=True)[1]
-    members = [np.flatnonzero(index == g) for g in range(int(index.max()) + 1)]
-    every, k = np.arange(len(index)), len(members)
+    draw, every = group_draw(groups, rng), np.arange(len(groups))
     per_run = [round(stat(every, np.array([r])), 4) for r in range(runs)]
-    drawn = [stat(np.concatenate([members[g] for g in rng.integers(0, k, k)]), np.arange(runs)) for _ in range(draws)]
+    drawn = [stat(draw(), np.arange(runs)) for _ in range(draws)]
     funds_var = float(np.nanvar(drawn))  # of the mean over these runs
     seeds_var = float(np.var(per_run, ddof=1)) if runs > 1 else float("nan")
     return {
@@ -200,16 +205,10 @@ def interval(stat, groups, runs: int, rng: np.random.Generator, draws: int = 100
     >>> width(by_fund) > 1.2 * width(by_row)
     True
     """
-    index = np.unique(np.asarray(groups), return_inverse=True)[1]
-    members = [np.flatnonzero(index == g) for g in range(int(index.max()) + 1)]
-    k, rows = len(members), len(index)
-
-    def draw() -> np.ndarray:
-        return np.concatenate([members[g] for g in rng.integers(0, k, k)])
-
+    draw = group_draw(groups, rng)
     drawn = [stat(draw(), rng.integers(0, runs, runs)) for _ in range(draws)]
     return {
-        "mean": round(stat(np.arange(rows), np.arange(runs)), 4),
+        "mean": round(stat(np.arange(len(groups)), np.arange(runs)), 4),
         "interval": [round(float(np.nanpercentile(drawn, 2.5)), 4), round(float(np.nanpercentile(drawn, 97.5)), 4)],
     }
 

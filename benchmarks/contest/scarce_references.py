@@ -179,7 +179,7 @@ def collect(run: Path, recompute_first: bool = False) -> Path:
 
 
 def report() -> dict:
-    folders = sorted(DATASET.glob("seed-*"))
+    folders = sorted(DATASET.glob("seed-*"), key=lambda f: int(f.name.removeprefix("seed-")))
     if not folders:
         raise SystemExit(f"{DATASET}: no collected runs; collect some with --root RUN ...")
     summaries = [json.loads((f / "summary.json").read_text(encoding="utf-8")) for f in folders]
