@@ -130,6 +130,8 @@ def test_scarce_references_are_collected_and_their_page_drawn_without_the_runs(t
 
 
 @pytest.mark.research
-def test_the_committed_documents_page_is_what_the_collected_runs_generate():
-    page = contest.page(contest.report("documents"))
-    assert page == contest.PAGE.read_text(encoding="utf-8"), "run `python benchmarks/contest/documents_contest.py`"
+@pytest.mark.parametrize("label", ["", "ko"])
+def test_the_committed_documents_pages_are_what_the_collected_runs_generate(label):
+    page = contest.PAGE.with_name(f"documents-{label}.md") if label else contest.PAGE
+    drawn = contest.page(contest.report(f"documents-{label}" if label else "documents"))
+    assert drawn == page.read_text(encoding="utf-8"), f"run `benchmarks/contest/documents_contest.py --label {label}`"
