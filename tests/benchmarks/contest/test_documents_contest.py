@@ -135,3 +135,12 @@ def test_the_committed_documents_pages_are_what_the_collected_runs_generate(labe
     page = contest.PAGE.with_name(f"documents-{label}.md") if label else contest.PAGE
     drawn = contest.page(contest.report(f"documents-{label}" if label else "documents"))
     assert drawn == page.read_text(encoding="utf-8"), f"run `benchmarks/contest/documents_contest.py --label {label}`"
+
+
+@pytest.mark.research
+def test_the_committed_scarce_references_page_is_what_the_collected_runs_generate():
+    from benchmarks.contest import scarce_references as scarce
+
+    assert scarce.page(scarce.report()) == scarce.PAGE.read_text(encoding="utf-8"), (
+        "run `python benchmarks/contest/scarce_references.py`"
+    )
