@@ -14,10 +14,9 @@ Collects into `research/results/documents/scarce-references/seed-N/` each run's 
 (`metrics/grpo.json`), so the page can be regenerated without the runs. Per model on the test funds:
 pillar judgements in the analysts' direction, verified citations that are the analysts' sentence
 (pertinent), citations verified, and QWK of the written grade and of the grade as served under each
-model's own validation-chosen rule;
-GRPO − SFT with a 95 % interval resampling runs, and funds with their share classes together
-(`documents_contest.interval`). `--recompute` first reruns each run's calibrate and backtest stages with
-this checkout's code.
+model's own validation-chosen rule; GRPO − SFT with a 95 % interval resampling runs, and funds with their
+share classes together (`documents_contest.interval`). `--recompute` first reruns each run's calibrate and
+backtest stages with this checkout's code.
 """
 
 from __future__ import annotations
@@ -179,6 +178,7 @@ def collect(run: Path, recompute_first: bool = False) -> Path:
 
 
 def report() -> dict:
+    """The figures of the collected runs, checked to be on the same test funds."""
     folders = sorted(DATASET.glob("seed-*"), key=lambda f: int(f.name.removeprefix("seed-")))
     if not folders:
         raise SystemExit(f"{DATASET}: no collected runs; collect some with --root RUN ...")
