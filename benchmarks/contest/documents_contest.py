@@ -105,7 +105,7 @@ def load(dataset: Path) -> tuple[list[dict], list[pd.DataFrame]]:
         raise SystemExit(f"{dataset}: no collected runs; collect some with --root RUN ...")
     summaries = [json.loads((f / "summary.json").read_text(encoding="utf-8")) for f in folders]
     tables = [pd.read_csv(f / "per_fund.csv", dtype={"share_class_id": str, "fund_id": str}) for f in folders]
-    if len({s["test_fingerprint"] for s in summaries}) > 1 or any(
+    if len({s.get("test_fingerprint") for s in summaries}) > 1 or any(
         t["share_class_id"].tolist() != tables[0]["share_class_id"].tolist() for t in tables
     ):
         raise SystemExit(f"{dataset}: the runs' test funds differ: the contest compares runs of one universe and split")

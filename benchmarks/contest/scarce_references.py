@@ -34,7 +34,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.contest.documents_contest import RESULTS, interval, scores  # noqa: E402  # an invalid answer: a miss
+from benchmarks.contest.documents_contest import RESULTS, interval, load, scores  # noqa: E402
 from benchmarks.contest.seeds import recompute  # noqa: E402
 from fundgrpo.methodology import citations  # noqa: E402
 from fundgrpo.methodology.records import PromptRecord  # noqa: E402
@@ -178,14 +178,8 @@ def collect(run: Path, recompute_first: bool = False) -> Path:
 
 
 def report() -> dict:
-    """The figures of the collected runs, checked to be on the same test funds."""
-    folders = sorted(DATASET.glob("seed-*"), key=lambda f: int(f.name.removeprefix("seed-")))
-    if not folders:
-        raise SystemExit(f"{DATASET}: no collected runs; collect some with --root RUN ...")
-    summaries = [json.loads((f / "summary.json").read_text(encoding="utf-8")) for f in folders]
-    tables = [pd.read_csv(f / "per_fund.csv", dtype={"share_class_id": str, "fund_id": str}) for f in folders]
-    if any(t["share_class_id"].tolist() != tables[0]["share_class_id"].tolist() for t in tables):
-        raise SystemExit("the runs' test funds differ: compare runs of one universe and split")
+    """The figures of the collected runs (`documents_contest.load`: checked to be on the same test funds)."""
+    summaries, tables = load(DATASET)
     return {
         "runs": len(tables),
         "funds": len(tables[0]),
