@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 from fastapi.testclient import TestClient
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from fundgrpo.methodology.compiler import load_methodology
 from fundgrpo.params import load_params
@@ -73,7 +74,9 @@ def test_a_client_signs_in_reads_its_report_in_both_languages_and_downloads_the_
         driver.get(f"{base}/portal?lang=en")
         driver.find_element(By.NAME, "key").send_keys(keys["acme"])
         driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        link = driver.find_element(By.LINK_TEXT, "API-0")  # its one share class; Beta's API-1 is not listed
+        # the sign-in posts and redirects: wait for the list page, not the form still showing
+        link = WebDriverWait(driver, 20).until(lambda d: d.find_element(By.LINK_TEXT, "API-0"))
+        # its one share class; Beta's API-1 is not listed
         assert "API-1" not in driver.find_element(By.TAG_NAME, "body").text
         link.click()
         body = driver.find_element(By.TAG_NAME, "body").text
