@@ -162,6 +162,21 @@ def documents_line(root: Path) -> list[str]:
             f"test funds; on the {ko['n']} Korean funds served QWK {ko['served']['qwk']['mean']}, the text baseline "
             f"{ko['text_baseline']['qwk']['mean']}, served − text baseline {d['mean']:+.3f} {d['interval']}."
         )
+    confirm = results / "documents_contest-confirm.json"
+    if confirm.exists():  # the pre-registered design (research/profiles/documents-confirm.yaml), read once
+        c = json.loads(confirm.read_text(encoding="utf-8"))
+        gap = lambda key: "{mean:+.3f} {interval}".format(**c["subsets"][key]["served_minus_text_qwk"])  # noqa: E731
+        a = c["subsets"]["all"]
+        line += (
+            f" Confirmatory, fixed before it ran (`research/profiles/documents-confirm.yaml`: a universe no run had "
+            f"read, {a['funds']} test funds, {c['runs']} seeds; [benchmarks/contest/documents-confirm.md]"
+            f"(benchmarks/contest/documents-confirm.md)): served QWK {a['served']['qwk']['mean']}, the language model "
+            f"alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}; served − "
+            f"text baseline on all test funds {gap('all')}, on those a fact touched {gap('touched')}, on phrasings "
+            f"held out of training {gap('heldout_phrasing')}; calibrate served the text baseline's grade alone (the "
+            f"language model's weight 0 on validation) in {sum(s.startswith('gbm/') for s in c['served'])} of "
+            f"{c['runs']} seeds."
+        )
     scarce = results / "scarce_references.json"
     if scarce.exists():
         r = json.loads(scarce.read_text(encoding="utf-8"))
