@@ -407,6 +407,11 @@ class SftParams:
     seed: int = 0
     bf16: bool = False
     lora: LoraParams = field(default_factory=LoraParams)
+    # >0: a checkpoint every N steps, for runs long enough to be interrupted (a pretrained model on a
+    # CPU, a preemptible GPU); 0: none (the default's SFT takes minutes).
+    save_steps: int = 0
+    resume: bool = True  # continue from the last checkpoint of an interrupted run with the same params
+    checkpoint_dir: str = "models/sft_checkpoints"
     out_dir: str = "models/sft"
     metrics: str = "metrics/sft.json"
 
@@ -417,6 +422,7 @@ class SftParams:
         for name in ("batch_size", "max_length", "logging_steps"):
             _within(f"sft.{name}", getattr(self, name), 1)
         _within("sft.warmup_steps", self.warmup_steps, 0)
+        _within("sft.save_steps", self.save_steps, 0)
 
 
 # The rule rewards (fundgrpo.training.rewards.<name>_reward), in the order GRPO gets them and

@@ -9,10 +9,7 @@ Every GRPO setting lives in params.yaml (`grpo:`); see TRL's GRPOConfig for each
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-import shutil
 import time
 from pathlib import Path
 
@@ -22,7 +19,7 @@ from fundgrpo import io
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.records import PromptRecord
 from fundgrpo.model import modelling
-from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams, to_dict
+from fundgrpo.params import GRPO_BEST_METRICS, RULE_REWARDS, GrpoParams, ModelParams
 from fundgrpo.training import confidence_credit, prompt_sharing
 from fundgrpo.training import rewards as rule_rewards
 from fundgrpo.training.judge import make_judge_reward
@@ -32,8 +29,10 @@ from fundgrpo.training.shared import (
     QUALITY,
     curves,
     greedy_validation_callback,
+    inputs_digest,
     lora_config,
     model_init_kwargs,
+    prepare_checkpoints,
     save_model,
     use_cpu,
 )
@@ -331,49 +330,6 @@ def merged_by_step(log: list[dict]) -> list[dict]:
 
 def _step_of(checkpoint: str | None, last_step: int) -> str:
     return f"step {checkpoint.rsplit('-', 1)[1]}" if checkpoint else f"step {last_step}"
-
-
-def inputs_digest(rows: list[PromptRecord], package: Path = Path(__file__).resolve().parents[1]) -> str:
-    """What a GRPO run learns from beside its params and start: the prompts and columns (`rows`) and the
-    library's code (the rewards, the prompts, the checks), as one digest.
-
-    >>> a, b = PromptRecord.example(reference="a"), PromptRecord.example(reference="b")
-    >>> inputs_digest([a]) == inputs_digest([a]) != inputs_digest([b])
-    True
-    """
-    h = hashlib.sha256(json.dumps([r.as_dict() for r in rows], sort_keys=True).encode())
-    for f in sorted(package.rglob("*.py")):
-        h.update(f.relative_to(package).as_posix().encode() + f.read_bytes())
-    return h.hexdigest()
-
-
-def prepare_checkpoints(checkpoint_dir: Path, params: GrpoParams, start_dir: Path, inputs: str = "") -> str | None:
-    """The checkpoint to resume from, or None. Checkpoints of another run are cleared first.
-
-    A fingerprint of the GRPO params, the start model and `inputs` (`inputs_digest`: the rows and the
-    code) is kept beside the checkpoints, so an interrupted run resumes only into the same run, never
-    into one whose data, rewards or settings changed.
-
-    >>> import tempfile
-    >>> from fundgrpo.params import GrpoParams
-    >>> d = Path(tempfile.mkdtemp())
-    >>> _ = prepare_checkpoints(d / "ck", GrpoParams(), d, "a"); (d / "ck/checkpoint-5").mkdir()
-    >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "a") == str(d / "ck/checkpoint-5")
-    True
-    >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "b") is None  # other rows or code: started afresh
-    True
-    """
-
-    key = {k: v for k, v in to_dict(params).items() if k not in ("resume", "out_dir", "checkpoint_dir")}
-    start = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(start_dir).iterdir() if f.is_file())
-    fingerprint = hashlib.sha256(json.dumps([key, str(start_dir), start, inputs], sort_keys=True).encode()).hexdigest()
-    stamp = checkpoint_dir / "run.json"
-    if checkpoint_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text())["fingerprint"] != fingerprint):
-        shutil.rmtree(checkpoint_dir)
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
-    done = sorted(checkpoint_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-    return str(done[-1]) if params.resume and done else None
 
 
 def plot_curves(curve: list[dict], path: Path) -> None:

@@ -1,8 +1,11 @@
-"""Pieces the SFT and GRPO stages share: device, dtype, LoRA, saving, curves."""
+"""Pieces the SFT and GRPO stages share: device, dtype, LoRA, saving, resuming, curves."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -15,7 +18,7 @@ from fundgrpo.methodology.answers import Prediction
 from fundgrpo.methodology.compiler import Methodology
 from fundgrpo.methodology.records import PromptRecord, expert_grades
 from fundgrpo.model import inference, modelling
-from fundgrpo.params import LoraParams, ModelParams
+from fundgrpo.params import GrpoParams, LoraParams, ModelParams, SftParams, to_dict
 
 
 def is_main_process() -> bool:
@@ -36,6 +39,51 @@ def train_into(out_dir: str | Path, train: Callable[[Path], dict]) -> dict | Non
         return None
     with io.atomic_path(out_dir) as tmp:
         return train(tmp)
+
+
+def inputs_digest(rows: list[PromptRecord], package: Path = Path(__file__).resolve().parents[1]) -> str:
+    """What a training run learns from beside its params and start: the prompts and columns (`rows`) and
+    the library's code (the rewards, the prompts, the checks), as one digest.
+
+    >>> a, b = PromptRecord.example(reference="a"), PromptRecord.example(reference="b")
+    >>> inputs_digest([a]) == inputs_digest([a]) != inputs_digest([b])
+    True
+    """
+    h = hashlib.sha256(json.dumps([r.as_dict() for r in rows], sort_keys=True).encode())
+    for f in sorted(package.rglob("*.py")):
+        h.update(f.relative_to(package).as_posix().encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def prepare_checkpoints(
+    checkpoint_dir: Path, params: SftParams | GrpoParams, start_dir: Path, inputs: str = ""
+) -> str | None:
+    """The checkpoint to resume from, or None. Checkpoints of another run are cleared first.
+
+    A fingerprint of the stage's params, the start model and `inputs` (`inputs_digest`: the rows and the
+    code) is kept beside the checkpoints, so an interrupted run resumes only into the same run, never
+    into one whose data, rewards or settings changed.
+
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = prepare_checkpoints(d / "ck", GrpoParams(), d, "a"); (d / "ck/checkpoint-5").mkdir()
+    >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "a") == str(d / "ck/checkpoint-5")
+    True
+    >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "b") is None  # other rows or code: started afresh
+    True
+    >>> _ = prepare_checkpoints(d / "ck", SftParams(), d, "b"); (d / "ck/checkpoint-5").mkdir()
+    >>> prepare_checkpoints(d / "ck", SftParams(epochs=2), d, "b") is None  # other settings: afresh
+    True
+    """
+    key = {k: v for k, v in to_dict(params).items() if k not in ("resume", "out_dir", "checkpoint_dir")}
+    start = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(start_dir).iterdir() if f.is_file())
+    fingerprint = hashlib.sha256(json.dumps([key, str(start_dir), start, inputs], sort_keys=True).encode()).hexdigest()
+    stamp = checkpoint_dir / "run.json"
+    if checkpoint_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text())["fingerprint"] != fingerprint):
+        shutil.rmtree(checkpoint_dir)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+    done = sorted(checkpoint_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    return str(done[-1]) if params.resume and done else None
 
 
 def use_cpu() -> bool:

@@ -509,6 +509,50 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, methodology
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
+@pytest.mark.fault("SFT training killed mid-run, then resumed")
+def test_interrupted_sft_resumes_to_the_same_losses_and_weights(chain, datasets, tmp_path):
+    """Kill an SFT run after its step-2 checkpoint, resume it, and compare with an uninterrupted run (a
+    pretrained model's SFT on a CPU outlasts a working day); a finished run leaves no checkpoint behind."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import TrainerCallback
+
+    from fundgrpo.training import sft_trainer
+
+    root, _ = chain
+    params = SftParams(epochs=1, batch_size=8, save_steps=2, logging_steps=1, warmup_steps=0)
+    args = (params, ModelParams(arch=TINY_ARCH), root / "base", datasets["train"])
+    full = sft_trainer.run(*args, tmp_path / "full", checkpoint_dir=tmp_path / "ckpt-full")
+    assert full["steps"] >= 4 and full["resumed_from"] is None
+
+    class CrashAtStep3(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                raise Crash("killed mid-run")
+
+    with pytest.raises(Crash):
+        sft_trainer.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt", callbacks=[CrashAtStep3()])
+    assert (tmp_path / "ckpt" / "checkpoint-2").exists()
+    resumed = sft_trainer.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt")
+    assert resumed["resumed_from"].endswith("checkpoint-2") and resumed["steps"] == full["steps"]
+
+    def losses(folder):
+        rows = json.loads((folder / "log_history.json").read_text())
+        return [(r["step"], round(r["loss"], 4)) for r in rows if "loss" in r]
+
+    assert losses(tmp_path / "resumed") == losses(tmp_path / "full") and len(losses(tmp_path / "full")) >= 4
+    a, b = load_file(tmp_path / "full" / "model.safetensors"), load_file(tmp_path / "resumed" / "model.safetensors")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    # another run's checkpoints are never resumed into: other settings start afresh
+    other = sft_trainer.run(
+        replace(params, learning_rate=params.learning_rate / 2),
+        *args[1:],
+        tmp_path / "other",
+        checkpoint_dir=tmp_path / "ckpt",
+    )
+    assert other["resumed_from"] is None
+
+
 def test_best_checkpoint_by_validation_reward(chain, datasets, methodology, schema, tmp_path):
     from fundgrpo.training import grpo_trainer as train
 
