@@ -512,7 +512,7 @@ def test_interrupted_grpo_resumes_to_the_same_curve(chain, datasets, methodology
 @pytest.mark.fault("SFT training killed mid-run, then resumed")
 def test_interrupted_sft_resumes_to_the_same_losses_and_weights(chain, datasets, tmp_path):
     """Kill an SFT run after its step-2 checkpoint, resume it, and compare with an uninterrupted run (a
-    pretrained model's SFT on a CPU outlasts a working day); a finished run leaves no checkpoint behind."""
+    pretrained model's SFT on a CPU outlasts a working day); other settings never resume into its checkpoints."""
     import torch
     from safetensors.torch import load_file
     from transformers import TrainerCallback
