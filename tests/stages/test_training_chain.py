@@ -524,6 +524,7 @@ def test_interrupted_sft_resumes_to_the_same_losses_and_weights(chain, datasets,
     args = (params, ModelParams(arch=TINY_ARCH), root / "base", datasets["train"])
     full = sft_trainer.run(*args, tmp_path / "full", checkpoint_dir=tmp_path / "ckpt-full")
     assert full["steps"] >= 4 and full["resumed_from"] is None
+    assert len(list((tmp_path / "ckpt-full").glob("checkpoint-*"))) == 2  # the last two kept, not every one
 
     class CrashAtStep3(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
