@@ -170,12 +170,17 @@ def spread(stat, groups, runs: int, rng: np.random.Generator, draws: int = 1000)
     >>> w = d["half_width"]
     >>> w["1x funds, 3 seeds"] > w["4x funds, 3 seeds"] > w["4x funds, 6 seeds"]
     True
+    >>> one = spread(share, np.repeat(np.arange(20), 2), 1, np.random.default_rng(0), draws=200)
+    >>> one["seeds_sd"], one["half_width"]  # one run: no seeds' spread to measure or project
+    (None, {})
     """
     draw, every = group_draw(groups, rng), np.arange(len(groups))
     per_run = [round(stat(every, np.array([r])), 4) for r in range(runs)]
     drawn = [stat(draw(), np.arange(runs)) for _ in range(draws)]
     funds_var = float(np.nanvar(drawn))  # of the mean over these runs
-    seeds_var = float(np.var(per_run, ddof=1)) if runs > 1 else float("nan")
+    if runs < 2:  # one run measures no spread between seeds, so nothing to project
+        return {"per_run": per_run, "funds_sd": round(float(np.sqrt(funds_var)), 4), "seeds_sd": None, "half_width": {}}
+    seeds_var = float(np.var(per_run, ddof=1))
     return {
         "per_run": per_run,
         "funds_sd": round(float(np.sqrt(funds_var)), 4),
@@ -256,12 +261,17 @@ def page(result: dict) -> str:
             )
         w = block["spread"]
         widths = ", ".join(f"±{v:.3f} with {k}" for k, v in w["half_width"].items())
+        where = (
+            f"Its spread: {w['funds_sd']:.4f} from the funds (standard deviation), {w['seeds_sd']:.4f} from the seeds; "
+            f"the 95 % interval these give is about {widths}."
+            if w["seeds_sd"] is not None
+            else f"One run: the interval resamples the funds alone ({w['funds_sd']:.4f}, standard deviation); "
+            "the spread between seeds is not measured."
+        )
         lines += [
             "",
             f"served − text baseline QWK: {d['mean']:+.4f} [{d['interval'][0]:+.4f}, {d['interval'][1]:+.4f}]; "
-            f"per seed {', '.join(f'{g:+.4f}' for g in w['per_run'])}. Its spread: {w['funds_sd']:.4f} from the "
-            f"funds (standard deviation), {w['seeds_sd']:.4f} from the seeds; the 95 % interval these give is about "
-            f"{widths}.",
+            f"per seed {', '.join(f'{g:+.4f}' for g in w['per_run'])}. {where}",
             "",
         ]
     lines += ["## Pillars (the policy's evaluations of the test funds)", "",
