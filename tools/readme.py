@@ -177,6 +177,21 @@ def documents_line(root: Path) -> list[str]:
             f"language model's weight 0 on validation) in {sum(s.startswith('gbm/') for s in c['served'])} of "
             f"{c['runs']} seeds."
         )
+    pretrained = results / "documents_contest-smollm2.json"
+    if pretrained.exists():  # a pretrained model on documents (research/profiles/documents-smollm2-cpu.yaml)
+        m = json.loads(pretrained.read_text(encoding="utf-8"))
+        gap = lambda key: "{mean:+.3f} {interval}".format(**m["subsets"][key]["served_minus_text_qwk"])  # noqa: E731
+        a = m["subsets"]["all"]
+        line += (
+            f" A pretrained model (SmolLM2-135M-Instruct, `{' + '.join(m['profiles'])}`, {m['runs']} run"
+            f"{'s' if m['runs'] > 1 else ''} on the same test funds as the embedded model's; "
+            "[benchmarks/contest/documents-smollm2.md]"
+            f"(benchmarks/contest/documents-smollm2.md)): served ({', '.join(m['served'])}) QWK "
+            f"{a['served']['qwk']['mean']}, the language model alone {a['lm_alone']['qwk']['mean']}, the text "
+            f"baseline {a['text_baseline']['qwk']['mean']}; served − text baseline on all test funds {gap('all')}, "
+            f"on those a fact touched {gap('touched')}, on phrasings held out of training {gap('heldout_phrasing')}"
+            + (" (the interval counts the funds alone: one run)." if m["runs"] == 1 else ".")
+        )
     scarce = results / "scarce_references.json"
     if scarce.exists():
         r = json.loads(scarce.read_text(encoding="utf-8"))

@@ -1,6 +1,7 @@
 """The README is short and its figures are what metrics/ and research/results/ say."""
 
 import io
+import json
 import re
 import subprocess
 import tarfile
@@ -36,6 +37,18 @@ def test_readme_results_are_generated_and_current(tmp_path):
     text = (root / "README.md").read_text(encoding="utf-8")
     assert readme.render(text, root) == text, "README.md is out of date: run `python tools/readme.py` and commit it"
     assert "| rule scorer |" in readme.block(root)  # the block is really filled from metrics/backtest.json
+
+
+def test_a_pretrained_run_on_documents_gets_its_sentence_with_what_one_run_measures(tmp_path):
+    root = committed(REPO, tmp_path)
+    results = root / "research" / "results"
+    assert "A pretrained model" not in "".join(readme.documents_line(root))  # not collected: nothing said
+    one = json.loads((results / "documents_contest-confirm.json").read_text(encoding="utf-8"))
+    one.update(runs=1, seeds=one["seeds"][:1], served=one["served"][:1], profiles=["documents", "smollm2"])
+    (results / "documents_contest-smollm2.json").write_text(json.dumps(one), encoding="utf-8")
+    line = "".join(readme.documents_line(root))
+    assert "A pretrained model (SmolLM2-135M-Instruct, `documents + smollm2`, 1 run on the same test funds" in line
+    assert "held out of training +0.001 [-0.0086, 0.0149] (the interval counts the funds alone: one run)." in line
 
 
 def test_a_users_own_run_does_not_break_the_readme_check(tmp_path):
