@@ -5,6 +5,7 @@ one per training seed (the data split fixed, so every run has the same test fund
     python benchmarks/contest/documents_contest.py --root RUN1 RUN2 RUN3 [--recompute]   # collect, then the page
     python benchmarks/contest/documents_contest.py --label ko --root ...   # runs with documents-ko: documents-ko.md
     python benchmarks/contest/documents_contest.py --label confirm --root ...   # the design in research/profiles/
+    python benchmarks/contest/documents_contest.py --label smollm2 --root RUN   # documents-smollm2-cpu.yaml
     python benchmarks/contest/documents_contest.py [--label ko]   # the page again from what was collected
 
 Collects each run's per-fund backtest (`reports/backtest/predictions.jsonl`), its pillar figures

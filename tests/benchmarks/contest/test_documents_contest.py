@@ -130,7 +130,7 @@ def test_scarce_references_are_collected_and_their_page_drawn_without_the_runs(t
 
 
 @pytest.mark.research
-@pytest.mark.parametrize("label", ["", "ko", "confirm"])
+@pytest.mark.parametrize("label", ["", "ko", "confirm", "smollm2"])
 def test_the_committed_documents_pages_are_what_the_collected_runs_generate(label):
     page = contest.PAGE.with_name(f"documents-{label}.md") if label else contest.PAGE
     drawn = contest.page(contest.report(f"documents-{label}" if label else "documents"))
