@@ -42,6 +42,7 @@ def test_readme_results_are_generated_and_current(tmp_path):
 def test_a_pretrained_run_on_documents_gets_its_sentence_with_what_one_run_measures(tmp_path):
     root = committed(REPO, tmp_path)
     results = root / "research" / "results"
+    (results / "documents_contest-smollm2.json").unlink(missing_ok=True)
     assert "A pretrained model" not in "".join(readme.documents_line(root))  # not collected: nothing said
     one = json.loads((results / "documents_contest-confirm.json").read_text(encoding="utf-8"))
     one.update(runs=1, seeds=one["seeds"][:1], served=one["served"][:1], profiles=["documents", "smollm2"])
