@@ -100,6 +100,15 @@ def demo_line(root: Path) -> list[str]:
     ]
 
 
+def against_text(result: dict) -> str:
+    """Served − text baseline QWK on the subsets of a documents contest (benchmarks/contest/documents_contest.py)."""
+    gap = lambda key: "{mean:+.3f} {interval}".format(**result["subsets"][key]["served_minus_text_qwk"])  # noqa: E731
+    return (
+        f"served − text baseline on all test funds {gap('all')}, on those a fact touched {gap('touched')}, "
+        f"on phrasings held out of training {gap('heldout_phrasing')}"
+    )
+
+
 def documents_line(root: Path) -> list[str]:
     """The qualitative half: what n-grams read of the synthetic documents (benchmarks/contest/documents_ngrams.py,
     seeds of the universe) and the contest of one documents run (benchmarks/contest/documents_contest.py)."""
@@ -165,22 +174,19 @@ def documents_line(root: Path) -> list[str]:
     confirm = results / "documents_contest-confirm.json"
     if confirm.exists():  # the pre-registered design (research/profiles/documents-confirm.yaml), read once
         c = json.loads(confirm.read_text(encoding="utf-8"))
-        gap = lambda key: "{mean:+.3f} {interval}".format(**c["subsets"][key]["served_minus_text_qwk"])  # noqa: E731
         a = c["subsets"]["all"]
         line += (
             f" Confirmatory, fixed before it ran (`research/profiles/documents-confirm.yaml`: a universe no run had "
             f"read, {a['funds']} test funds, {c['runs']} seeds; [benchmarks/contest/documents-confirm.md]"
             f"(benchmarks/contest/documents-confirm.md)): served QWK {a['served']['qwk']['mean']}, the language model "
-            f"alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}; served − "
-            f"text baseline on all test funds {gap('all')}, on those a fact touched {gap('touched')}, on phrasings "
-            f"held out of training {gap('heldout_phrasing')}; calibrate served the text baseline's grade alone (the "
+            f"alone {a['lm_alone']['qwk']['mean']}, the text baseline {a['text_baseline']['qwk']['mean']}; "
+            f"{against_text(c)}; calibrate served the text baseline's grade alone (the "
             f"language model's weight 0 on validation) in {sum(s.startswith('gbm/') for s in c['served'])} of "
             f"{c['runs']} seeds."
         )
     pretrained = results / "documents_contest-smollm2.json"
     if pretrained.exists():  # a pretrained model on documents (research/profiles/documents-smollm2-cpu.yaml)
         m = json.loads(pretrained.read_text(encoding="utf-8"))
-        gap = lambda key: "{mean:+.3f} {interval}".format(**m["subsets"][key]["served_minus_text_qwk"])  # noqa: E731
         a = m["subsets"]["all"]
         line += (
             f" A pretrained model (SmolLM2-135M-Instruct, `{' + '.join(m['profiles'])}`, {m['runs']} run"
@@ -188,8 +194,7 @@ def documents_line(root: Path) -> list[str]:
             "[benchmarks/contest/documents-smollm2.md]"
             f"(benchmarks/contest/documents-smollm2.md)): served ({', '.join(m['served'])}) QWK "
             f"{a['served']['qwk']['mean']}, the language model alone {a['lm_alone']['qwk']['mean']}, the text "
-            f"baseline {a['text_baseline']['qwk']['mean']}; served − text baseline on all test funds {gap('all')}, "
-            f"on those a fact touched {gap('touched')}, on phrasings held out of training {gap('heldout_phrasing')}"
+            f"baseline {a['text_baseline']['qwk']['mean']}; {against_text(m)}"
             + (" (the interval counts the funds alone: one run)." if m["runs"] == 1 else ".")
         )
     scarce = results / "scarce_references.json"
