@@ -130,13 +130,12 @@ def documents_line(root: Path) -> list[str]:
         f"fact touched {gain('touched')}, phrasings held out of training {gain('heldout_phrasing')}, Korean "
         f"{gain('korean')}."
     )
+    mean = lambda xs: f"{sum(xs) / len(xs):.2f}" if xs else "–"  # noqa: E731
+    policy = lambda pillars, key: [p["grpo"][key] for p in pillars if (p.get("grpo") or {}).get(key) is not None]  # noqa: E731
     if contest.exists():
         c = json.loads(contest.read_text(encoding="utf-8"))
         a = c["subsets"]["all"]
-        verified = [p["grpo"]["verified"] for p in c["pillars"] if (p.get("grpo") or {}).get("verified") is not None]
-        agree = [p["grpo"]["agree"] for p in c["pillars"] if (p.get("grpo") or {}).get("agree") is not None]
-        apt = [p["grpo"]["pertinent"] for p in c["pillars"] if (p.get("grpo") or {}).get("pertinent") is not None]
-        mean = lambda xs: f"{sum(xs) / len(xs):.2f}" if xs else "–"  # noqa: E731
+        verified, agree, apt = (policy(c["pillars"], key) for key in ("verified", "agree", "pertinent"))
         d = a["served_minus_text_qwk"]
         line += (
             f" The pipeline over {c['runs']} training seeds "
@@ -195,7 +194,10 @@ def documents_line(root: Path) -> list[str]:
             f"(benchmarks/contest/documents-smollm2.md)): served ({', '.join(m['served'])}) QWK "
             f"{a['served']['qwk']['mean']}, the language model alone {a['lm_alone']['qwk']['mean']}, the text "
             f"baseline {a['text_baseline']['qwk']['mean']}; {against_text(m)}"
-            + (" (the interval counts the funds alone: one run)." if m["runs"] == 1 else ".")
+            + (" (the interval counts the funds alone: one run)" if m["runs"] == 1 else "")
+            + f"; the policy's citations verified {mean(policy(m['pillars'], 'verified'))}, pillars "
+            f"judged as the analysts did {mean(policy(m['pillars'], 'agree'))} (why: "
+            "[research/experiments/pillar_reading](research/experiments/pillar_reading/README.md))."
         )
     scarce = results / "scarce_references.json"
     if scarce.exists():

@@ -45,11 +45,18 @@ def test_a_pretrained_run_on_documents_gets_its_sentence_with_what_one_run_measu
     (results / "documents_contest-smollm2.json").unlink(missing_ok=True)
     assert "A pretrained model" not in "".join(readme.documents_line(root))  # not collected: nothing said
     one = json.loads((results / "documents_contest-confirm.json").read_text(encoding="utf-8"))
-    one.update(runs=1, seeds=one["seeds"][:1], served=one["served"][:1], profiles=["documents", "smollm2"])
+    one.update(
+        runs=1,
+        seeds=one["seeds"][:1],
+        served=one["served"][:1],
+        pillars=one["pillars"][:1],
+        profiles=["documents", "smollm2"],
+    )
     (results / "documents_contest-smollm2.json").write_text(json.dumps(one), encoding="utf-8")
     line = "".join(readme.documents_line(root))
     assert "A pretrained model (SmolLM2-135M-Instruct, `documents + smollm2`, 1 run on the same test funds" in line
-    assert "held out of training +0.001 [-0.0086, 0.0149] (the interval counts the funds alone: one run)." in line
+    assert "held out of training +0.001 [-0.0086, 0.0149] (the interval counts the funds alone: one run);" in line
+    assert "the policy's citations verified 1.00, pillars judged as the analysts did 0.71 (why: [research/" in line
 
 
 def test_a_users_own_run_does_not_break_the_readme_check(tmp_path):
