@@ -46,7 +46,7 @@ def sft_config(params: SftParams, model_params: ModelParams, output_dir: Path):
         logging_steps=params.logging_steps,
         save_strategy="steps" if params.save_steps else "no",
         save_steps=params.save_steps or 500,
-        save_total_limit=2,  # resuming reads the last; the one before stands in should the last be cut mid-write
+        save_total_limit=2,  # resuming reads the last whole one: the one before stands in for one cut mid-write
         report_to="none",
         seed=params.seed,
         bf16=params.bf16,

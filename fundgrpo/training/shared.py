@@ -64,13 +64,18 @@ def prepare_checkpoints(
     code) is kept beside the checkpoints, so an interrupted run resumes only into the same run, never
     into one whose data, rewards or settings changed.
 
+    A checkpoint counts once the trainer wrote its `trainer_state.json`, its last file: one cut mid-write
+    is passed over for the one before (SFT keeps two).
+
     >>> d = Path(tempfile.mkdtemp())
-    >>> _ = prepare_checkpoints(d / "ck", GrpoParams(), d, "a"); (d / "ck/checkpoint-5").mkdir()
+    >>> def saved(step): (d / f"ck/checkpoint-{step}").mkdir(); (d / f"ck/checkpoint-{step}/trainer_state.json").touch()
+    >>> _ = prepare_checkpoints(d / "ck", GrpoParams(), d, "a"); saved(5)
+    >>> (d / "ck/checkpoint-10").mkdir()  # cut before its trainer state was written
     >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "a") == str(d / "ck/checkpoint-5")
     True
     >>> prepare_checkpoints(d / "ck", GrpoParams(), d, "b") is None  # other rows or code: started afresh
     True
-    >>> _ = prepare_checkpoints(d / "ck", SftParams(), d, "b"); (d / "ck/checkpoint-5").mkdir()
+    >>> _ = prepare_checkpoints(d / "ck", SftParams(), d, "b"); saved(5)
     >>> prepare_checkpoints(d / "ck", SftParams(epochs=2), d, "b") is None  # other settings: afresh
     True
     """
@@ -82,7 +87,10 @@ def prepare_checkpoints(
         shutil.rmtree(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
-    done = sorted(checkpoint_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    done = sorted(
+        (c for c in checkpoint_dir.glob("checkpoint-*") if (c / "trainer_state.json").exists()),
+        key=lambda p: int(p.name.split("-")[1]),
+    )
     return str(done[-1]) if params.resume and done else None
 
 

@@ -534,6 +534,11 @@ def test_interrupted_sft_resumes_to_the_same_losses_and_weights(chain, datasets,
     with pytest.raises(Crash):
         sft_trainer.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt", callbacks=[CrashAtStep3()])
     assert (tmp_path / "ckpt" / "checkpoint-2").exists()
+    # a later checkpoint cut mid-write (half its weights, no trainer state) is passed over
+    cut = tmp_path / "ckpt" / "checkpoint-3"
+    cut.mkdir()
+    weights = next((tmp_path / "ckpt" / "checkpoint-2").glob("*.safetensors")).read_bytes()
+    (cut / "model.safetensors").write_bytes(weights[: len(weights) // 2])
     resumed = sft_trainer.run(*args, tmp_path / "resumed", checkpoint_dir=tmp_path / "ckpt")
     assert resumed["resumed_from"].endswith("checkpoint-2") and resumed["steps"] == full["steps"]
 
