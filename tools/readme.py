@@ -196,8 +196,8 @@ def documents_line(root: Path) -> list[str]:
             f"baseline {a['text_baseline']['qwk']['mean']}; {against_text(m)}"
             + (" (the interval counts the funds alone: one run)" if m["runs"] == 1 else "")
             + f"; the policy's citations verified {mean(policy(m['pillars'], 'verified'))}, pillars "
-            f"judged as the analysts did {mean(policy(m['pillars'], 'agree'))} (why: "
-            "[research/experiments/pillar_reading](research/experiments/pillar_reading/README.md))."
+            f"judged as the analysts did {mean(policy(m['pillars'], 'agree'))} (how far it reads the "
+            "documents: [research/experiments/pillar_reading](research/experiments/pillar_reading/README.md))."
         )
     scarce = results / "scarce_references.json"
     if scarce.exists():

@@ -56,7 +56,7 @@ def test_a_pretrained_run_on_documents_gets_its_sentence_with_what_one_run_measu
     line = "".join(readme.documents_line(root))
     assert "A pretrained model (SmolLM2-135M-Instruct, `documents + smollm2`, 1 run on the same test funds" in line
     assert "held out of training +0.001 [-0.0086, 0.0149] (the interval counts the funds alone: one run);" in line
-    assert "the policy's citations verified 1.00, pillars judged as the analysts did 0.71 (why: [research/" in line
+    assert "the policy's citations verified 1.00, pillars judged as the analysts did 0.71 (how far it reads" in line
 
 
 def test_a_users_own_run_does_not_break_the_readme_check(tmp_path):
