@@ -325,6 +325,13 @@ def readable(documents: pd.DataFrame, as_of: str | None) -> pd.DataFrame:
 def by_share_class(documents: pd.DataFrame, funds: pd.DataFrame, as_of: str | None) -> dict[str, list[Document]]:
     """Each share class's readable documents (its own, its fund's, its company's), newest first."""
     docs = readable(documents, as_of)
+    keys = {
+        (kind, str(value))
+        for kind, column in (("share_class", "share_class_id"), ("fund", "fund_id"), ("company", "company"))
+        if column in funds
+        for value in funds[column].dropna()
+    }
+    docs = docs[[k in keys for k in zip(docs["key_kind"], docs["key"].astype(str))]]  # a few funds: a few documents
     index: dict[tuple[str, str], list[Document]] = {}
     for row in docs.itertuples(index=False):
         doc = Document(

@@ -405,6 +405,7 @@ def reading(
 ) -> Reading:
     """The `Reading` of `funds`: their documents readable as of `as_of`, the analysts' judgements by fund."""
     by_fund: dict[str, list[dict]] = {}
+    judgements = judgements[judgements["fund_id"].astype(str).isin(set(funds["fund_id"].astype(str)))]
     for row in judgements.to_dict("records"):
         by_fund.setdefault(str(row["fund_id"]), []).append(row)
     return Reading(by_share_class(documents, funds, as_of), by_fund, budget_chars)

@@ -284,7 +284,7 @@ def evaluate(
     new_ids = funds["share_class_id"].astype(str).tolist()
     universe = with_reference(funds, reference)
     estimator = load_estimator(Path(params.evidence.out_dir))
-    reading = stored_reading(params, methodology, universe, posted=posted)
+    reading = stored_reading(params, methodology, universe, posted=posted, only=new_ids)
     records = prompt_records(universe, methodology, params.prepare, new_ids, estimator, reading)
     by_id = {r.share_class_id: r for r in records}
     mine = [by_id[i] for i in new_ids]

@@ -69,10 +69,13 @@ def stored_reading(
     universe: pd.DataFrame,
     root: Path = Path("."),
     posted: pd.DataFrame | None = None,
+    only: list[str] | None = None,
 ) -> citations.Reading | None:
     """The documents and judgements `ingest` checked, with `posted` (documents sent with the funds,
     `documents.posted` or `documents.read`), as the prompts of `universe` read them (None when the
-    methodology judges nothing from documents). Funds no document names get none."""
+    methodology judges nothing from documents). Funds no document names get none; with `only` (the share
+    classes evaluated), the other funds of `universe` get none either: their documents are read by no prompt
+    and no estimate, and indexing all of them cost most of a one-fund request."""
     if not methodology.qualitative:
         return None
     docs_path, judged_path = root / params.ingest.documents_out, root / params.ingest.judgements_out
@@ -86,7 +89,8 @@ def stored_reading(
     as_of = documents.as_of(params.ingest.documents, universe)
     if posted is not None:
         check_posted_dates(posted, as_of)
-    return citations.reading(docs, judged, universe, as_of, params.prepare.document_chars)
+    funds = universe if only is None else universe[universe["share_class_id"].astype(str).isin(set(only))]
+    return citations.reading(docs, judged, funds, as_of, params.prepare.document_chars)
 
 
 def check_posted_dates(posted: pd.DataFrame, as_of: str | None) -> None:

@@ -250,15 +250,16 @@ class Evaluator:
         if not self.params.prepare.universe_percentile:
             # every figure a prompt shows is taken within the fund's category: its peers are all it needs
             universe = universe[universe["category"].isin(set(frame["category"]))]
+        only = [str(f["share_class_id"]) for f in funds]
         by_id = {
             r.share_class_id: r
             for r in prompt_records(
                 universe,
                 self.methodology,
                 self.params.prepare,
-                only=[str(f["share_class_id"]) for f in funds],
+                only=only,
                 estimator=self.estimator,
-                reading=stored_reading(self.params, self.methodology, universe, self.root, posted),
+                reading=stored_reading(self.params, self.methodology, universe, self.root, posted, only),
             )
         }
         lacking = missing_criteria(frame, self.methodology)

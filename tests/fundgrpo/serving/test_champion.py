@@ -85,3 +85,9 @@ def test_served_prompts_read_the_stored_documents_as_training_did(tmp_path):
     assert "Documents: none" in by_id["NEW1"].prompt[-1]["content"]
     assert by_id["NEW1"].documents == "{}"
     assert all(v["judgement"] == "not assessed" for v in json.loads(by_id["NEW1"].pillars).values())
+
+    # read for the evaluated share classes only (what a request does): the same records, no other fund's documents
+    few = champion.stored_reading(params_all, m, universe, tmp_path, only=[known, "NEW1"])
+    assert few is not None and set(few.documents) == {known, "NEW1"} and few.documents[known]
+    assert set(few.judgements) <= {str(funds["fund_id"].iloc[0]), "NEWF"}
+    assert champion.prompt_records(universe, m, PrepareParams(), [known, "NEW1"], estimator, few) == records
