@@ -326,10 +326,7 @@ def by_share_class(documents: pd.DataFrame, funds: pd.DataFrame, as_of: str | No
     """Each share class's readable documents (its own, its fund's, its company's), newest first."""
     docs = readable(documents, as_of)
     keys = {
-        (kind, str(value))
-        for kind, column in (("share_class", "share_class_id"), ("fund", "fund_id"), ("company", "company"))
-        if column in funds
-        for value in funds[column].dropna()
+        (kind, str(value)) for column, kind in KEY_KIND.items() if column in funds for value in funds[column].dropna()
     }
     docs = docs[[k in keys for k in zip(docs["key_kind"], docs["key"].astype(str))]]  # a few funds: a few documents
     index: dict[tuple[str, str], list[Document]] = {}
@@ -341,7 +338,7 @@ def by_share_class(documents: pd.DataFrame, funds: pd.DataFrame, as_of: str | No
     out: dict[str, list[Document]] = {}
     for row in funds.itertuples(index=False):
         found = []
-        for kind, column in (("share_class", "share_class_id"), ("fund", "fund_id"), ("company", "company")):
+        for column, kind in KEY_KIND.items():
             value = getattr(row, column, None)
             if value is not None and not pd.isna(value):
                 found += index.get((kind, str(value)), [])

@@ -45,15 +45,14 @@ def splits_at_judgement(tokenizer, prefix: str, candidates: list[str]) -> bool:
 
 
 def auc(pos: list[float], neg: list[float]) -> float | None:
-    """P(a judged fund's score > a not-judged fund's), ties half.
+    """P(a judged fund's score > a not-judged fund's), ties half; None without both kinds.
 
     >>> auc([0.9, 0.8], [0.1, 0.8])
     0.875
     """
-    if not pos or not neg:
-        return None
-    p, n = np.array(pos)[:, None], np.array(neg)[None, :]
-    return float(((p > n) + 0.5 * (p == n)).mean())
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)) if pos and neg else None
 
 
 def main() -> None:
