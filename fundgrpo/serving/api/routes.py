@@ -119,6 +119,8 @@ async def post_evaluations(request: Request, body: EvaluationRequest, _: str = D
             raise HTTPException(503, f"no model to serve: {err}") from None
     try:
         version, rows = await evaluator.evaluate(funds)
+    except IngestError as err:  # what needs the stored documents to see (a document id already stored)
+        raise HTTPException(422, str(err)) from None
     except asyncio.TimeoutError:
         raise HTTPException(504, f"generation took over {api.settings.timeout_s} s") from None
     except RuntimeError as err:

@@ -25,6 +25,7 @@ from fundgrpo.evaluation.story import served_words
 from fundgrpo.io import write_json
 from fundgrpo.methodology import compiler
 from fundgrpo.methodology.citations import NO_DOCUMENTS
+from fundgrpo.params import load_params
 from fundgrpo.serving.api import schemas
 from fundgrpo.serving.api.app import create_app
 from fundgrpo.serving.api.keys import hash_key
@@ -877,3 +878,15 @@ def test_documents_sent_with_a_fund_are_checked_then_read_and_never_guessed_with
         assert [(p["judgement"], p["reason"]) for p in without["pillars"]] == [("not assessed", NO_DOCUMENTS)] * 3
         stored = client.get(f"/v1/evaluations/{with_docs['share_class_id']}", headers=h).json()
         assert stored["pillars"] == with_docs["pillars"]
+
+        # a document id `ingest` already stored is seen only where the stored documents are read (in the
+        # model's queue): still a 422 naming it, never a 500
+        sid = with_docs["share_class_id"]
+        kept = {
+            "document_id": "DOC-KEPT", "key_kind": "share_class", "key": sid, "date": "2022-01-03", "kind": "news",
+            "language": "en", "text": "The team was unchanged over the year.", "source": "x",
+        }  # fmt: skip
+        pd.DataFrame([kept]).to_parquet(root / load_params(root / "params.yaml").ingest.documents_out)
+        sent = {"funds": [fund(reference, 0, documents=[{**note, "document_id": "DOC-KEPT"}])]}
+        again = client.post("/v1/evaluations", json=sent, headers=h)
+        assert again.status_code == 422 and "['DOC-KEPT'] already stored" in again.json()["detail"], again.text
